@@ -1,0 +1,90 @@
+// The roofline cost model: a mapping runs no faster than its compute (MACs
+// over the PEs it keeps busy, edge tiles included) and no faster than any
+// level can move the data the mapping asks of it (words over bandwidth).
+// Latency is the larger of the two, with no overlap penalty: the optimistic
+// bound that Marvel (§6, Fig. 9) and FLASH normalise their results to. Data
+// movement comes from the framework's loop-nest analysis (mapex/analysis.hpp).
+
+#include <mapex/analysis.hpp>
+#include <mapex/plugin.hpp>
+
+#include <algorithm>
+
+namespace {
+
+class BoundRoofline final : public mapex::BoundCostModel {
+ public:
+  BoundRoofline(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity)
+      : op_(op), arch_(arch), check_capacity_(check_capacity) {}
+
+  std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
+    if (!check_capacity_) return std::nullopt;
+    return mapex::capacity_error(op_, arch_, mapping);
+  }
+
+  mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
+    if (auto reason = precheck(mapping)) return mapex::Metrics::invalid(*reason);
+    const mapex::NestAnalysis a = mapex::analyse(op_, arch_, mapping);
+    mapex::Metrics m;
+    m.valid = true;
+    m.macs = a.macs;
+    m.compute_cycles = a.compute_cycles;
+    m.levels = mapex::level_metrics(op_, arch_, a);
+    m.latency_cycles = a.compute_cycles;
+    m.bound_by = "compute";
+    const double mac_energy = a.macs * arch_.mac_energy_pj();
+    m.energy_breakdown_pj.emplace_back("mac", mac_energy);
+    m.energy_pj = mac_energy;
+    for (const auto& level : m.levels) {
+      if (level.transfer_cycles > m.latency_cycles) {
+        m.latency_cycles = level.transfer_cycles;
+        m.bound_by = level.level;
+      }
+      m.energy_breakdown_pj.emplace_back(level.level, level.energy_pj);
+      m.energy_pj += level.energy_pj;
+    }
+    const double peak = static_cast<double>(arch_.num_pes()) * arch_.macs_per_pe();
+    m.utilization = m.latency_cycles > 0 ? a.macs / (m.latency_cycles * peak) : 0;
+    return m;
+  }
+
+ private:
+  const mapex::Operator& op_;
+  const mapex::Architecture& arch_;
+  bool check_capacity_;
+};
+
+class Roofline final : public mapex::CostModel {
+ public:
+  explicit Roofline(const mapex::Params& params) : check_capacity_(params.get_bool("check_capacity")) {}
+  std::unique_ptr<mapex::BoundCostModel> bind(const mapex::Operator& op,
+                                              const mapex::Architecture& arch) const override {
+    return std::make_unique<BoundRoofline>(op, arch, check_capacity_);
+  }
+
+ private:
+  bool check_capacity_;
+};
+
+const mapex::ParamSpec kParams[] = {
+    {"check_capacity", mapex::ParamType::kBool, "true",
+     "Mark mappings whose tiles overflow a buffer (double-buffered where the level is) invalid."},
+};
+
+mapex::CostModel* make(const mapex::Params& params) { return new Roofline(params); }
+
+const mapex::PluginDescriptor kDescriptor{
+    mapex::kPluginAbiVersion,
+    MAPEX_BUILD_ID,
+    mapex::PluginKind::kCostModel,
+    "roofline",
+    "1.0.0",
+    "Roofline bound: max of compute cycles and each level's traffic over its bandwidth",
+    kParams,
+    std::size(kParams),
+    &make,
+    nullptr};
+
+}  // namespace
+
+MAPEX_PLUGIN(kDescriptor)

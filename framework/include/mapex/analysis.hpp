@@ -1,0 +1,82 @@
+#pragma once
+/// \file
+/// Loop-nest analysis shared by cost models: tile counts with edge tiles,
+/// compute time of a spatially unrolled nest, and the data each level moves
+/// given its tiles and loop orders (temporal reuse across innermost loops
+/// that do not index a tensor, spatial multicast and reduction).
+
+#include <mapex/architecture.hpp>
+#include <mapex/mapping.hpp>
+#include <mapex/metrics.hpp>
+#include <mapex/operator.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mapex {
+
+/// How a dimension is cut at one level: extent -> number of tiles with that
+/// extent. The extents always add up to the bound. Edge tiles show up as a
+/// second, smaller extent (17 on tiles of 16: {16: 1, 1: 1}).
+using ExtentCounts = std::map<std::int64_t, double>;
+
+/// Words of one tensor moved across one boundary.
+struct TensorTraffic {
+  double fills = 0;      ///< words written into the child level (all instances)
+  double parent_reads = 0;  ///< words read from the parent to serve the fills
+  double updates = 0;    ///< output words the child sends up (before spatial reduction)
+  double parent_writes = 0; ///< output words written into the parent (after reduction)
+};
+
+struct NestAnalysis {
+  /// span[level][dim]: extent covered by one instance of the level.
+  std::vector<std::vector<std::int64_t>> span;
+  /// tiles[level][dim]: all tiles over all instances and time (data view).
+  std::vector<std::vector<ExtentCounts>> tiles;
+  /// Cycles if each PE does `macs_per_pe` MACs per cycle and the spatial
+  /// levels run their children in lock step (edge tiles idle some PEs).
+  double compute_cycles = 0;
+  double macs = 0;
+  /// traffic[level][tensor]: for each data-holding level, what it exchanges
+  /// with the next data-holding level above it (DRAM: nothing). The MAC
+  /// units are treated as a level of span 1 below level 0, so level 0's
+  /// reads include the operand reads of the MACs.
+  std::vector<std::vector<TensorTraffic>> traffic;
+  /// Operand traffic between the MACs and the innermost data level.
+  std::vector<TensorTraffic> mac_traffic;
+  /// noc_down[level][tensor] / noc_up[level][tensor]: for spatial levels,
+  /// words their network carries to the children (after multicast) and back
+  /// up (after reduction); zero for other levels.
+  std::vector<std::vector<double>> noc_down;
+  std::vector<std::vector<double>> noc_up;
+  /// required_bytes[level]: space the level's tiles need (x2 if double-buffered).
+  std::vector<double> required_bytes;
+};
+
+/// Splits every extent of `parent` into chunks of `chunk`; when `parallel`
+/// the chunks run side by side, so for time only the largest counts.
+ExtentCounts partition(const ExtentCounts& parent, std::int64_t chunk, bool parallel);
+double total_count(const ExtentCounts& counts);
+
+/// Bytes the tiles of data level `level` need, given its span.
+double required_bytes(const Operator& op, const Architecture& arch, int level,
+                      const std::vector<std::int64_t>& span);
+
+/// Returns the first buffer whose tiles do not fit, as a reason, or nothing.
+std::optional<std::string> capacity_error(const Operator& op, const Architecture& arch,
+                                          const Mapping& mapping);
+
+/// Runs the analysis. The mapping must be structurally valid.
+NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping);
+
+/// Per-level accounts of an analysis: reads and writes per tensor, the
+/// energy they cost at the level's per-word energies (hops for networks),
+/// the cycles the level's bandwidth needs (per instance; unlimited gives 0)
+/// and the buffer space required. One entry per architecture level.
+std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& arch,
+                                        const NestAnalysis& analysis);
+
+}  // namespace mapex

@@ -1,0 +1,86 @@
+#pragma once
+/// \file
+/// The hardware: a tree of levels, innermost first (DESIGN.md, Architecture).
+/// A spatial level replicates everything below it `fanout()` times, so a
+/// chain of levels describes a homogeneous tree: L1 per PE / PE array / L2 /
+/// DRAM is the MAESTRO/Marvel three-level chip; REGF / PE array / GBUF /
+/// node array / DRAM is KAPLA's multi-node chip.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mapex {
+
+enum class LevelKind { kBuffer, kSpatial, kDram };
+std::string to_string(LevelKind kind);
+
+/// Network-on-chip properties of a spatial fan-out.
+struct Noc {
+  double bandwidth_gbps = 0;  ///< GB/s from the parent buffer into the array
+  double latency_cycles = 1;
+  double hop_energy_pj = 0;  ///< per word per hop
+  bool multicast = true;     ///< one read feeds every child that needs it
+  bool reduction = true;     ///< partial sums are reduced in the network
+  bool forwarding = false;   ///< neighbour-to-neighbour forwarding
+};
+
+struct Level {
+  std::string name;
+  LevelKind kind = LevelKind::kBuffer;
+  // Buffers and DRAM.
+  std::int64_t size_bytes = 0;  ///< 0 for DRAM (unbounded)
+  bool double_buffered = true;
+  double read_energy_pj = 0;   ///< per word
+  double write_energy_pj = 0;  ///< per word
+  /// GB/s; empty means unlimited (for DRAM it is required).
+  std::optional<double> bandwidth_gbps;
+  std::int64_t block_bytes = 64;  ///< DRAM only
+  // Spatial levels.
+  std::vector<std::int64_t> shape;
+  Noc noc;
+
+  /// Number of children of a spatial level (product of the shape); 1 else.
+  std::int64_t fanout() const;
+  bool holds_data() const { return kind != LevelKind::kSpatial; }
+};
+
+class Architecture {
+ public:
+  const std::string& name() const { return name_; }
+  double clock_mhz() const { return clock_mhz_; }
+  int word_bits() const { return word_bits_; }
+  double word_bytes() const { return word_bits_ / 8.0; }
+  double mac_energy_pj() const { return mac_energy_pj_; }
+  int macs_per_pe() const { return macs_per_pe_; }
+  const std::vector<Level>& levels() const { return levels_; }
+  int num_levels() const { return static_cast<int>(levels_.size()); }
+  int find_level(const std::string& name) const;
+  /// Number of PEs: product of every spatial fan-out.
+  std::int64_t num_pes() const;
+  /// Instances of level `i`: product of the fan-outs above it.
+  std::int64_t instances(int level) const;
+  /// GB/s to bytes per cycle at this clock.
+  double bytes_per_cycle(double gbps) const;
+  /// A stable hash of the content, for job ids.
+  std::uint64_t content_hash() const;
+
+  /// Builds and validates: exactly one DRAM level and it is last; at least
+  /// one buffer; unique names; positive sizes, shapes and bandwidths.
+  static Architecture make(std::string name, double clock_mhz, int word_bits,
+                           double mac_energy_pj, int macs_per_pe, std::vector<Level> levels);
+  /// Loads an architecture file (README, "Architecture files").
+  static Architecture load(const std::string& path);
+  static Architecture parse(const std::string& yaml_text, const std::string& origin);
+
+ private:
+  std::string name_;
+  double clock_mhz_ = 1000;
+  int word_bits_ = 8;
+  double mac_energy_pj_ = 1;
+  int macs_per_pe_ = 1;
+  std::vector<Level> levels_;
+};
+
+}  // namespace mapex

@@ -1,0 +1,45 @@
+#pragma once
+/// \file
+/// The cost-model plugin interface (DESIGN.md, CostModel; STYLE.md,
+/// Interfaces): bind once to an operator and an architecture, then a cheap
+/// precheck and a full evaluate per mapping.
+
+#include <mapex/architecture.hpp>
+#include <mapex/mapping.hpp>
+#include <mapex/metrics.hpp>
+#include <mapex/operator.hpp>
+
+#include <boost/config.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace mapex {
+
+/// A cost model bound to one operator and architecture. `evaluate` and
+/// `precheck` are called concurrently from the framework's worker threads:
+/// they must be const-correct and free of shared mutable state. No I/O.
+class BOOST_SYMBOL_VISIBLE BoundCostModel {
+ public:
+  virtual ~BoundCostModel();
+  /// Cheap test run before `evaluate`: a reason when the mapping is invalid
+  /// (e.g. a tile overflows a buffer), nothing otherwise.
+  virtual std::optional<std::string> precheck(const Mapping& mapping) const;
+  /// Full evaluation of a structurally valid mapping. An invalid mapping
+  /// yields Metrics with `valid == false` and a reason; it never throws for
+  /// that. Throws only on internal failure.
+  virtual Metrics evaluate(const Mapping& mapping) const = 0;
+};
+
+class BOOST_SYMBOL_VISIBLE CostModel {
+ public:
+  virtual ~CostModel();
+  /// Called once per (operator, architecture) from any thread. The
+  /// referenced objects outlive the bound model. Throws InputError when the
+  /// model cannot handle the combination (e.g. an unsupported level kind).
+  virtual std::unique_ptr<BoundCostModel> bind(const Operator& op,
+                                               const Architecture& arch) const = 0;
+};
+
+}  // namespace mapex

@@ -1,0 +1,78 @@
+#pragma once
+/// \file
+/// The canonical, cost-model-neutral mapping (DESIGN.md, Mapping): for each
+/// level of the architecture, innermost first,
+/// - a buffer or DRAM level holds a tile (size per dimension) and iterates
+///   over the tiles of the level below in a loop order (outermost first);
+/// - a spatial level splits dimensions over its children (`split[d]`
+///   children along d), so the span it covers is child tile x split.
+/// Tile sizes need not divide the bounds: edge tiles are real (Marvel §1).
+
+#include <mapex/architecture.hpp>
+#include <mapex/operator.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mapex {
+
+struct LevelMapping {
+  /// Buffer/DRAM: tile size per dimension (DRAM: the full bounds).
+  std::vector<std::int64_t> tile;
+  /// Buffer/DRAM: loop order over the child tiles, outermost first; a
+  /// permutation of all dimensions.
+  std::vector<DimId> order;
+  /// Spatial: number of children along each dimension (1 = not split).
+  std::vector<std::int64_t> split;
+};
+
+class Mapping {
+ public:
+  Mapping() = default;
+  explicit Mapping(std::vector<LevelMapping> levels) : levels_(std::move(levels)) {}
+
+  const std::vector<LevelMapping>& levels() const { return levels_; }
+  std::vector<LevelMapping>& levels() { return levels_; }
+  const LevelMapping& level(int i) const { return levels_[static_cast<size_t>(i)]; }
+  LevelMapping& level(int i) { return levels_[static_cast<size_t>(i)]; }
+
+  /// The trivial mapping: everything in the innermost buffer is one element,
+  /// no spatial split, every level passes its child's span up unchanged and
+  /// DRAM holds the whole problem. Always structurally valid.
+  static Mapping trivial(const Operator& op, const Architecture& arch);
+
+  /// Span of level i per dimension: its tile for buffers/DRAM, child span x
+  /// split (clipped to the bound) for spatial levels.
+  std::vector<std::int64_t> span(const Operator& op, const Architecture& arch, int level) const;
+
+  /// Returns why the mapping does not fit the operator and architecture
+  /// (wrong number of levels, a tile smaller than the span below it or larger
+  /// than the bound, a split over more children than the fan-out, an order
+  /// that is not a permutation), or nothing when it is well formed. Capacity
+  /// is not checked here: it is a cost-model matter.
+  std::optional<std::string> structural_error(const Operator& op, const Architecture& arch) const;
+
+  /// Writes YAML (see README, "Mapping files"): one entry per level keyed by
+  /// its name.
+  std::string to_yaml(const Operator& op, const Architecture& arch) const;
+  /// A one-line human summary, e.g. `L1[K1 C3 R3 S3] PE[K12 P14] L2[...]`.
+  std::string summary(const Operator& op, const Architecture& arch) const;
+
+  /// Loads a mapping file; levels and dimensions are named. Levels and keys
+  /// left out take the trivial defaults. Validates structure; throws
+  /// InputError with file, line, column and key.
+  static Mapping load(const std::string& path, const Operator& op, const Architecture& arch);
+  static Mapping parse(const std::string& yaml_text, const std::string& origin, const Operator& op,
+                       const Architecture& arch);
+
+  bool operator==(const Mapping& other) const;
+
+ private:
+  std::vector<LevelMapping> levels_;
+};
+
+bool operator==(const LevelMapping& a, const LevelMapping& b);
+
+}  // namespace mapex

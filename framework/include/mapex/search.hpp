@@ -1,0 +1,117 @@
+#pragma once
+/// \file
+/// The searcher plugin interface and the context the framework hands it
+/// (DESIGN.md, Searcher). The framework owns the budget, the parallelism,
+/// the best-so-far and its trace: a searcher proposes batches and calls
+/// `evaluate`, which runs them in parallel (TBB) and returns the metrics in
+/// order, so a seed gives the same result at any thread count.
+
+#include <mapex/architecture.hpp>
+#include <mapex/costmodel.hpp>
+#include <mapex/mapping.hpp>
+#include <mapex/mapspace.hpp>
+#include <mapex/metrics.hpp>
+#include <mapex/operator.hpp>
+
+#include <boost/config.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mapex {
+
+enum class Objective { kLatency, kEnergy, kEdp };
+std::string to_string(Objective objective);
+/// Parses latency|energy|edp; throws InputError otherwise.
+Objective parse_objective(const std::string& text);
+/// The value to minimise; +infinity for an invalid mapping.
+double objective_value(const Metrics& metrics, Objective objective);
+
+/// Limits on one search; 0 means unlimited.
+struct Budget {
+  std::uint64_t max_evaluations = 0;
+  double max_seconds = 0;
+};
+
+/// One improvement of the best-so-far.
+struct TracePoint {
+  std::uint64_t evaluation = 0;  ///< 1-based index of the evaluation that improved
+  double value = 0;
+};
+
+/// What a searcher reports when it returns.
+struct SearchOutcome {
+  /// True when the searcher covered its whole space (exhaustive finished).
+  bool complete = false;
+  /// Why it stopped: "space exhausted", "budget", "victory condition", ...
+  std::string stop_reason;
+};
+
+/// The searcher's view of one job. Created by the framework; one per job;
+/// used from the thread that runs `Searcher::search`.
+class BOOST_SYMBOL_VISIBLE SearchContext {
+ public:
+  SearchContext(const Operator& op, const Architecture& arch, const Mapspace& space,
+                const BoundCostModel& model, Objective objective, std::uint64_t seed, Budget budget);
+  ~SearchContext();
+  SearchContext(const SearchContext&) = delete;
+  SearchContext& operator=(const SearchContext&) = delete;
+
+  const Operator& op() const { return *op_; }
+  const Architecture& arch() const { return *arch_; }
+  const Mapspace& mapspace() const { return *space_; }
+  Objective objective() const { return objective_; }
+  std::uint64_t seed() const { return seed_; }
+  const Budget& budget() const { return budget_; }
+
+  /// Evaluates the mappings in parallel and returns their metrics in the
+  /// same order. When the budget runs out part way, only the first ones are
+  /// evaluated and the result is shorter than the batch. Updates the
+  /// best-so-far (ties go to the earlier evaluation) and the trace.
+  std::vector<Metrics> evaluate(std::span<const Mapping> batch);
+  /// True when no further evaluation is allowed.
+  bool exhausted() const;
+  std::uint64_t evaluations() const { return evaluations_; }
+  double elapsed_seconds() const;
+
+  /// Best so far, if any valid mapping was seen.
+  const std::optional<Mapping>& best_mapping() const { return best_mapping_; }
+  const Metrics& best_metrics() const { return best_metrics_; }
+  double best_value() const;
+  const std::vector<TracePoint>& trace() const { return trace_; }
+
+  /// Called after every batch with the running evaluation count.
+  void set_progress_callback(std::function<void(std::uint64_t)> callback);
+
+ private:
+  const Operator* op_;
+  const Architecture* arch_;
+  const Mapspace* space_;
+  const BoundCostModel* model_;
+  Objective objective_;
+  std::uint64_t seed_;
+  Budget budget_;
+  std::chrono::steady_clock::time_point start_;
+  std::uint64_t evaluations_ = 0;
+  std::optional<Mapping> best_mapping_;
+  Metrics best_metrics_;
+  std::vector<TracePoint> trace_;
+  std::function<void(std::uint64_t)> progress_;
+};
+
+class BOOST_SYMBOL_VISIBLE Searcher {
+ public:
+  virtual ~Searcher();
+  /// Runs the search for one job on the calling thread, proposing mappings
+  /// through `ctx.evaluate`. May be called concurrently on one instance for
+  /// different jobs: keep per-search state local. Throws on failure; the
+  /// framework records the job as failed with the message.
+  virtual SearchOutcome search(SearchContext& ctx) const = 0;
+};
+
+}  // namespace mapex

@@ -1,0 +1,221 @@
+#include "yaml_reader.hpp"
+
+#include <mapex/architecture.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace mapex {
+
+std::string to_string(LevelKind kind) {
+  switch (kind) {
+    case LevelKind::kBuffer: return "buffer";
+    case LevelKind::kSpatial: return "spatial";
+    case LevelKind::kDram: return "dram";
+  }
+  return "buffer";
+}
+
+std::int64_t Level::fanout() const {
+  if (kind != LevelKind::kSpatial) return 1;
+  std::int64_t n = 1;
+  for (auto s : shape) n *= s;
+  return n;
+}
+
+int Architecture::find_level(const std::string& name) const {
+  for (size_t i = 0; i < levels_.size(); ++i)
+    if (levels_[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+std::int64_t Architecture::num_pes() const { return instances(0) * levels_[0].fanout(); }
+
+std::int64_t Architecture::instances(int level) const {
+  std::int64_t n = 1;
+  for (size_t i = static_cast<size_t>(level) + 1; i < levels_.size(); ++i) n *= levels_[i].fanout();
+  return n;
+}
+
+double Architecture::bytes_per_cycle(double gbps) const { return gbps * 1e3 / clock_mhz_; }
+
+namespace {
+
+void mix(std::uint64_t& h, const void* data, size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < size; ++i) {
+    h ^= bytes[i];
+    h *= 1099511628211ULL;  // FNV-1a 64
+  }
+}
+void mix(std::uint64_t& h, const std::string& s) {
+  mix(h, s.data(), s.size());
+  mix(h, "\0", 1);
+}
+template <typename T>
+void mix_value(std::uint64_t& h, T value) {
+  mix(h, &value, sizeof value);
+}
+
+}  // namespace
+
+std::uint64_t Architecture::content_hash() const {
+  std::uint64_t h = 1469598103934665603ULL;
+  mix(h, name_);
+  mix_value(h, clock_mhz_);
+  mix_value(h, word_bits_);
+  mix_value(h, mac_energy_pj_);
+  mix_value(h, macs_per_pe_);
+  for (const auto& l : levels_) {
+    mix(h, l.name);
+    mix_value(h, static_cast<int>(l.kind));
+    mix_value(h, l.size_bytes);
+    mix_value(h, l.double_buffered);
+    mix_value(h, l.read_energy_pj);
+    mix_value(h, l.write_energy_pj);
+    mix_value(h, l.bandwidth_gbps.value_or(-1.0));
+    mix_value(h, l.block_bytes);
+    for (auto s : l.shape) mix_value(h, s);
+    mix_value(h, l.noc.bandwidth_gbps);
+    mix_value(h, l.noc.latency_cycles);
+    mix_value(h, l.noc.hop_energy_pj);
+    mix_value(h, l.noc.multicast);
+    mix_value(h, l.noc.reduction);
+    mix_value(h, l.noc.forwarding);
+  }
+  return h;
+}
+
+Architecture Architecture::make(std::string name, double clock_mhz, int word_bits,
+                                double mac_energy_pj, int macs_per_pe, std::vector<Level> levels) {
+  const std::string where = "architecture '" + name + "'";
+  if (!(clock_mhz > 0)) throw InputError(where + ": clock_mhz must be positive");
+  if (word_bits <= 0 || word_bits % 8 != 0)
+    throw InputError(where + ": word_bits must be a positive multiple of 8");
+  if (macs_per_pe <= 0) throw InputError(where + ": mac.per_pe must be positive");
+  if (levels.empty()) throw InputError(where + ": needs levels");
+  std::set<std::string> names;
+  int buffers = 0;
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const auto& l = levels[i];
+    if (!names.insert(l.name).second)
+      throw InputError(where + ": level '" + l.name + "' appears twice");
+    if (l.kind == LevelKind::kDram && i + 1 != levels.size())
+      throw InputError(where + ": level '" + l.name +
+                       "' is DRAM but is not the last (outermost) level");
+    if (l.kind == LevelKind::kBuffer) {
+      ++buffers;
+      if (l.size_bytes <= 0)
+        throw InputError(where + ": buffer '" + l.name + "' needs a positive size_bytes");
+    }
+    if (l.kind == LevelKind::kSpatial) {
+      if (l.shape.empty()) throw InputError(where + ": spatial level '" + l.name + "' needs a shape");
+      for (auto s : l.shape)
+        if (s <= 0) throw InputError(where + ": spatial level '" + l.name + "' has a non-positive shape");
+      if (!(l.noc.bandwidth_gbps > 0))
+        throw InputError(where + ": spatial level '" + l.name + "' needs a positive noc.bandwidth_gbps");
+    }
+  }
+  if (levels.back().kind != LevelKind::kDram)
+    throw InputError(where + ": the last (outermost) level must be of kind dram");
+  if (!levels.back().bandwidth_gbps)
+    throw InputError(where + ": DRAM level needs bandwidth_gbps");
+  if (buffers == 0) throw InputError(where + ": needs at least one buffer level");
+  Architecture a;
+  a.name_ = std::move(name);
+  a.clock_mhz_ = clock_mhz;
+  a.word_bits_ = word_bits;
+  a.mac_energy_pj_ = mac_energy_pj;
+  a.macs_per_pe_ = macs_per_pe;
+  a.levels_ = std::move(levels);
+  return a;
+}
+
+Architecture Architecture::load(const std::string& path) {
+  return parse(yaml::read_text(path), path);
+}
+
+Architecture Architecture::parse(const std::string& yaml_text, const std::string& origin) {
+  const YAML::Node root = yaml::load_text(yaml_text, origin);
+  yaml::Map top(origin, root, "an architecture file");
+  const std::string name = top.string("name");
+  const double clock = top.positive_double("clock_mhz");
+  const YAML::Node bits_node = top.required("word_bits");
+  const std::int64_t bits = yaml::as_positive_int(origin, bits_node, "word_bits");
+  if (bits % 8 != 0 || bits > 1024)
+    yaml::fail(origin, bits_node, "word_bits", "expected a multiple of 8 (8, 16, 32, ...)");
+  double mac_energy = 1;
+  std::int64_t per_pe = 1;
+  if (auto mac = top.optional("mac")) {
+    yaml::Map m(origin, *mac, "mac");
+    mac_energy = m.non_negative_double("energy_pj", 1);
+    per_pe = m.positive_int("per_pe", 1);
+    m.finish();
+  }
+  const YAML::Node levels_node = top.required("levels");
+  if (!levels_node.IsSequence() || levels_node.size() == 0)
+    yaml::fail(origin, levels_node, "levels", "expected a non-empty list of levels, innermost first");
+  top.finish();
+
+  std::vector<Level> levels;
+  std::set<std::string> names;
+  for (size_t i = 0; i < levels_node.size(); ++i) {
+    const YAML::Node node = levels_node[i];
+    yaml::Map m(origin, node, "a level");
+    Level l;
+    const YAML::Node name_node = m.required("name");
+    l.name = yaml::as_string(origin, name_node, "name");
+    if (!names.insert(l.name).second)
+      yaml::fail(origin, name_node, "name", "level '" + l.name + "' is defined twice");
+    const YAML::Node kind_node = m.required("kind");
+    const std::string kind = yaml::as_string(origin, kind_node, "kind");
+    if (kind == "buffer") {
+      l.kind = LevelKind::kBuffer;
+      l.size_bytes = m.positive_int("size_bytes");
+      l.double_buffered = m.boolean("double_buffered", true);
+      l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
+      l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
+      if (m.has("bandwidth_gbps")) l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
+      else m.allow("bandwidth_gbps");
+    } else if (kind == "dram") {
+      l.kind = LevelKind::kDram;
+      if (i + 1 != levels_node.size())
+        yaml::fail(origin, kind_node, "kind", "a dram level must be the last (outermost) level");
+      l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
+      l.block_bytes = m.positive_int("block_bytes", 64);
+      l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
+      l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
+    } else if (kind == "spatial") {
+      l.kind = LevelKind::kSpatial;
+      const YAML::Node shape = m.required("shape");
+      if (shape.IsScalar()) {
+        l.shape.push_back(yaml::as_positive_int(origin, shape, "shape"));
+      } else if (shape.IsSequence() && shape.size() > 0) {
+        for (const auto& s : shape) l.shape.push_back(yaml::as_positive_int(origin, s, "shape"));
+      } else {
+        yaml::fail(origin, shape, "shape", "expected a positive integer or a list of them");
+      }
+      yaml::Map noc(origin, m.required("noc"), "noc");
+      l.noc.bandwidth_gbps = noc.positive_double("bandwidth_gbps");
+      l.noc.latency_cycles = noc.non_negative_double("latency_cycles", 1);
+      l.noc.hop_energy_pj = noc.non_negative_double("hop_energy_pj", 0);
+      l.noc.multicast = noc.boolean("multicast", true);
+      l.noc.reduction = noc.boolean("reduction", true);
+      l.noc.forwarding = noc.boolean("forwarding", false);
+      noc.finish();
+    } else {
+      yaml::fail(origin, kind_node, "kind", "expected buffer, spatial or dram, got '" + kind + "'");
+    }
+    m.finish();
+    levels.push_back(std::move(l));
+  }
+  try {
+    return make(name, clock, static_cast<int>(bits), mac_energy, static_cast<int>(per_pe),
+                std::move(levels));
+  } catch (const InputError& e) {
+    yaml::fail(origin, levels_node, "levels", e.what());
+  }
+}
+
+}  // namespace mapex

@@ -1,0 +1,452 @@
+#include "host/commands.hpp"
+
+#include "host/experiment.hpp"
+#include "host/json_output.hpp"
+#include "host/plugin_registry.hpp"
+#include "host/progress.hpp"
+#include "host/report.hpp"
+#include "host/result_store.hpp"
+#include "host/runner.hpp"
+
+#include <mapex/version.hpp>
+
+#include <boost/filesystem.hpp>
+#include <boost/program_options.hpp>
+#include <tbb/task_arena.h>
+
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+namespace mapex::host {
+namespace po = boost::program_options;
+namespace fs = boost::filesystem;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitBadInput = 2;
+
+/// Bad usage: the message goes out as it is, with exit status 2.
+class UsageError : public InputError {
+ public:
+  explicit UsageError(const std::string& message) : InputError(message) {}
+};
+
+const char* const kUsage =
+    "usage: mapex <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run EXPERIMENT.yaml [-o results.h5] [-j N] [--quiet]\n"
+    "  evaluate --workload W --arch A --mapping M [--layer L] [--costmodel roofline]\n"
+    "           [--param k=v ...] [--format table|csv|json]\n"
+    "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
+    "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
+    "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
+    "  mapspace --workload W --arch A [--layer L]\n"
+    "  plugins\n"
+    "  report   RESULTS.h5 [--format markdown|csv]\n"
+    "  version\n"
+    "\n"
+    "Run `mapex <command> --help` for the options of a command.\n";
+
+std::map<std::string, std::string> parse_params(const std::vector<std::string>& items) {
+  std::map<std::string, std::string> out;
+  for (const auto& item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("--param expects key=value, got '" + item + "'");
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+po::variables_map parse(const po::options_description& desc,
+                        const po::positional_options_description& positional,
+                        const std::vector<std::string>& args) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
+    if (vm.count("help")) return vm;
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(std::string(e.what()) + "\n" + kUsage);
+  }
+  return vm;
+}
+
+const Operator& select_layer(const Network& net, const std::string& workload_path,
+                             const std::string& layer) {
+  if (!layer.empty()) {
+    const int index = net.find_layer(layer);
+    if (index < 0) {
+      std::string known;
+      for (const auto& l : net.layers()) known += (known.empty() ? "" : ", ") + l.op.name();
+      throw InputError(SourceLocation{workload_path, 0, 0}, "layer",
+                       "no layer '" + layer + "' in network '" + net.name() + "'; expected one of: " + known);
+    }
+    return net.layers()[static_cast<size_t>(index)].op;
+  }
+  if (net.layers().size() != 1)
+    throw UsageError(workload_path + " has " + std::to_string(net.layers().size()) +
+                     " layers; choose one with --layer");
+  return net.layers().front().op;
+}
+
+void require_file(const std::string& path, const char* what) {
+  if (!fs::exists(path))
+    throw InputError(SourceLocation{path, 0, 0}, "", std::string(what) + " file does not exist");
+}
+
+void print_metrics_table(const Metrics& m, std::ostream& out) {
+  if (!m.valid) {
+    out << "invalid mapping: " << m.invalid_reason << "\n";
+    return;
+  }
+  out << std::setprecision(6);
+  out << "latency_cycles   " << m.latency_cycles << "  (bound by " << m.bound_by << ")\n";
+  out << "compute_cycles   " << m.compute_cycles << "\n";
+  out << "energy_pj        " << m.energy_pj << "\n";
+  out << "edp_pj_cycles    " << m.edp() << "\n";
+  out << "utilization      " << m.utilization << "\n";
+  out << "macs             " << m.macs << "\n\n";
+  out << "| level | required_bytes | capacity_bytes | transfer_cycles | energy_pj |";
+  for (const auto& t : m.levels.front().tensors) out << " " << t.tensor << " reads/writes |";
+  out << "\n|---|---|---|---|---|";
+  for (size_t i = 0; i < m.levels.front().tensors.size(); ++i) out << "---|";
+  out << "\n";
+  for (const auto& l : m.levels) {
+    out << "| " << l.level << " | " << l.required_bytes << " | " << l.capacity_bytes << " | "
+        << l.transfer_cycles << " | " << l.energy_pj << " |";
+    for (const auto& t : l.tensors) out << " " << t.reads << " / " << t.writes << " |";
+    out << "\n";
+  }
+}
+
+int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mapex evaluate");
+  std::string workload, arch_path, mapping_path, layer, costmodel, format;
+  std::vector<std::string> params;
+  desc.add_options()("help,h", "show this help")(
+      "workload", po::value(&workload)->required(), "workload (network or operator) YAML")(
+      "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
+      "arch", po::value(&arch_path)->required(), "architecture YAML")(
+      "mapping", po::value(&mapping_path)->required(), "mapping YAML")(
+      "costmodel", po::value(&costmodel)->default_value("roofline"), "cost model plugin")(
+      "param", po::value(&params)->composing(), "cost model parameter key=value (repeatable)")(
+      "format", po::value(&format)->default_value("table"), "table, csv or json");
+  const auto vm = parse(desc, {}, args);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitOk;
+  }
+  if (format != "table" && format != "csv" && format != "json")
+    throw UsageError("--format expects table, csv or json, got '" + format + "'");
+  require_file(workload, "workload");
+  require_file(arch_path, "architecture");
+  require_file(mapping_path, "mapping");
+  const Network net = Network::load(workload);
+  const Operator& op = select_layer(net, workload, layer);
+  const Architecture arch = Architecture::load(arch_path);
+  const Mapping mapping = Mapping::load(mapping_path, op, arch);
+  const PluginRegistry registry = load_plugins();
+  const auto model = registry.make_costmodel(costmodel, parse_params(params));
+  const auto bound = model->bind(op, arch);
+  Metrics m;
+  if (auto reason = bound->precheck(mapping))
+    m = Metrics::invalid(*reason);
+  else
+    m = bound->evaluate(mapping);
+  if (format == "json") {
+    nlohmann::ordered_json j;
+    j["layer"] = op.name();
+    j["architecture"] = arch.name();
+    j["costmodel"] = costmodel;
+    j["metrics"] = metrics_json(m, arch);
+    j["mapping"] = mapping_json(mapping, op, arch);
+    out << j.dump(2) << "\n";
+  } else if (format == "csv") {
+    out << "layer_name,valid,latency_cycles,compute_cycles,energy_pj,edp_pj_cycles,utilization,macs,"
+           "bound_by,invalid_reason\n";
+    out << std::setprecision(17) << op.name() << "," << (m.valid ? 1 : 0) << "," << m.latency_cycles
+        << "," << m.compute_cycles << "," << m.energy_pj << "," << m.edp() << "," << m.utilization
+        << "," << m.macs << "," << m.bound_by << ",\"" << m.invalid_reason << "\"\n";
+  } else {
+    out << op.name() << " on " << arch.name() << " by " << costmodel << "\n"
+        << "mapping: " << mapping.summary(op, arch) << "\n\n";
+    print_metrics_table(m, out);
+  }
+  return m.valid ? kExitOk : kExitFailed;
+}
+
+int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mapex search");
+  std::string workload, arch_path, layer, searcher, costmodel, objective, format;
+  std::vector<std::string> params, costmodel_params;
+  std::uint64_t seed = 1, max_evaluations = 0;
+  double max_seconds = 0;
+  int threads = 0, max_parallel_dims = 0;
+  bool edge_tiles = false;
+  desc.add_options()("help,h", "show this help")(
+      "workload", po::value(&workload)->required(), "workload (network or operator) YAML")(
+      "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
+      "arch", po::value(&arch_path)->required(), "architecture YAML")(
+      "searcher", po::value(&searcher)->required(), "searcher plugin")(
+      "param", po::value(&params)->composing(), "searcher parameter key=value (repeatable)")(
+      "costmodel", po::value(&costmodel)->default_value("roofline"), "cost model plugin")(
+      "costmodel-param", po::value(&costmodel_params)->composing(), "cost model parameter key=value")(
+      "objective", po::value(&objective)->default_value("latency"), "latency, energy or edp")(
+      "seed", po::value(&seed), "random seed (default 1)")(
+      "max-evaluations", po::value(&max_evaluations), "evaluation budget (0: unlimited)")(
+      "max-seconds", po::value(&max_seconds), "time budget in seconds (0: unlimited)")(
+      "max-parallel-dims", po::value(&max_parallel_dims), "split dimensions per spatial level (0: array rank)")(
+      "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds")(
+      "threads,j", po::value(&threads), "worker threads (0: all cores)")(
+      "format", po::value(&format)->default_value("table"), "table or json");
+  const auto vm = parse(desc, {}, args);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitOk;
+  }
+  if (format != "table" && format != "json")
+    throw UsageError("--format expects table or json, got '" + format + "'");
+  require_file(workload, "workload");
+  require_file(arch_path, "architecture");
+  const Network net = Network::load(workload);
+  const Operator& op = select_layer(net, workload, layer);
+  const Architecture arch = Architecture::load(arch_path);
+  const PluginRegistry registry = load_plugins();
+  const auto searcher_obj = registry.make_searcher(searcher, parse_params(params));
+  const auto model = registry.make_costmodel(costmodel, parse_params(costmodel_params));
+  SearchRequest request;
+  request.op = &op;
+  request.arch = &arch;
+  request.searcher = searcher_obj.get();
+  request.costmodel = model.get();
+  request.objective = parse_objective(objective);
+  request.seed = seed;
+  request.budget = Budget{max_evaluations, max_seconds};
+  request.mapspace.factors_only = !edge_tiles;
+  request.mapspace.max_parallel_dims = max_parallel_dims;
+  JobResult r;
+  tbb::task_arena arena(threads > 0 ? threads : tbb::this_task_arena::max_concurrency());
+  arena.execute([&] { r = run_search(request); });
+  if (r.status == JobStatus::kFailed) throw Error("search failed: " + r.error);
+
+  if (format == "json") {
+    nlohmann::ordered_json j;
+    j["layer"] = op.name();
+    j["architecture"] = arch.name();
+    j["searcher"] = searcher;
+    j["costmodel"] = costmodel;
+    j["objective"] = objective;
+    j["seed"] = seed;
+    j["status"] = to_string(r.status);
+    j["evaluations"] = r.evaluations;
+    j["wall_seconds"] = r.wall_seconds;
+    j["complete"] = r.complete;
+    j["stop_reason"] = r.stop_reason;
+    if (r.status == JobStatus::kOk) {
+      j["metrics"] = metrics_json(r.best, arch);
+      const Mapping best = Mapping::parse(r.mapping_yaml, "best mapping", op, arch);
+      j["mapping"] = mapping_json(best, op, arch);
+      j["mapping_yaml"] = r.mapping_yaml;
+    } else {
+      j["error"] = r.error;
+    }
+    out << j.dump(2) << "\n";
+  } else {
+    out << op.name() << " on " << arch.name() << " by " << searcher << " under " << costmodel
+        << " (" << objective << ")\n";
+    out << "evaluations " << r.evaluations << " in " << std::setprecision(3) << r.wall_seconds
+        << " s; " << (r.complete ? "whole space covered" : "stopped: " + r.stop_reason) << "\n";
+    if (r.status == JobStatus::kOk) {
+      out << "best: " << r.mapping_summary << "\n\n";
+      print_metrics_table(r.best, out);
+      out << "\n" << r.mapping_yaml;
+    } else {
+      out << r.error << "\n";
+    }
+  }
+  return r.status == JobStatus::kOk ? kExitOk : kExitFailed;
+}
+
+int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mapex mapspace");
+  std::string workload, arch_path, layer;
+  int max_parallel_dims = 0;
+  bool edge_tiles = false;
+  desc.add_options()("help,h", "show this help")(
+      "workload", po::value(&workload)->required(), "workload YAML")(
+      "layer", po::value(&layer), "layer of the workload")(
+      "arch", po::value(&arch_path)->required(), "architecture YAML")(
+      "max-parallel-dims", po::value(&max_parallel_dims), "split dimensions per spatial level")(
+      "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds");
+  const auto vm = parse(desc, {}, args);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitOk;
+  }
+  require_file(workload, "workload");
+  require_file(arch_path, "architecture");
+  const Network net = Network::load(workload);
+  const Operator& op = select_layer(net, workload, layer);
+  const Architecture arch = Architecture::load(arch_path);
+  MapspaceOptions options;
+  options.factors_only = !edge_tiles;
+  options.max_parallel_dims = max_parallel_dims;
+  const Mapspace space(op, arch, options);
+  const BigInt size = space.size();
+  out << op.name() << " on " << arch.name() << "\n";
+  for (DimId d = 0; d < op.num_dims(); ++d)
+    out << "  " << op.dims()[static_cast<size_t>(d)].name << " = " << op.dims()[static_cast<size_t>(d)].bound
+        << ": " << space.num_chains(d) << " tile chains\n";
+  out << "mappings (tile chains x distinct loop orders, before constraints): " << size << " ("
+      << std::setprecision(3) << std::scientific << size.convert_to<double>() << ")\n";
+  return kExitOk;
+}
+
+int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("mapex plugins");
+  desc.add_options()("help,h", "show this help");
+  const auto vm = parse(desc, {}, args);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitOk;
+  }
+  const PluginRegistry registry = load_plugins();
+  out << "| name | kind | version | abi | path |\n|---|---|---|---|---|\n";
+  for (const auto& p : registry.plugins())
+    out << "| " << p.descriptor->name << " | " << to_string(p.descriptor->kind) << " | "
+        << p.descriptor->version << " | " << p.descriptor->abi_version << " | " << p.path << " |\n";
+  out << "\n";
+  for (const auto& p : registry.plugins()) {
+    out << p.descriptor->name << ": " << p.descriptor->summary << "\n";
+    for (std::size_t i = 0; i < p.descriptor->num_params; ++i) {
+      const ParamSpec& s = p.descriptor->params[i];
+      out << "    " << s.name << " (" << to_string(s.type) << ", default " << s.default_value
+          << "): " << s.doc << "\n";
+    }
+  }
+  for (const auto& problem : registry.problems()) err << "mapex: warning: " << problem.message << "\n";
+  return kExitOk;
+}
+
+int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mapex report");
+  std::string path, format;
+  desc.add_options()("help,h", "show this help")("results", po::value(&path)->required(),
+                                                 "result file (HDF5)")(
+      "format", po::value(&format)->default_value("markdown"), "markdown or csv");
+  po::positional_options_description positional;
+  positional.add("results", 1);
+  const auto vm = parse(desc, positional, args);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitOk;
+  }
+  const TableFormat table = parse_table_format(format);
+  require_file(path, "result");
+  print_report(read_results(path), table, out);
+  return kExitOk;
+}
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buffer;
+}
+
+int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  po::options_description desc("mapex run");
+  std::string experiment_path, output;
+  int threads = 0;
+  bool quiet = false;
+  desc.add_options()("help,h", "show this help")("experiment", po::value(&experiment_path)->required(),
+                                                 "experiment YAML")(
+      "output,o", po::value(&output), "result file (default results/<name>.h5)")(
+      "threads,j", po::value(&threads), "worker threads (0: all cores)")(
+      "quiet,q", po::bool_switch(&quiet), "no progress output");
+  po::positional_options_description positional;
+  positional.add("experiment", 1);
+  const auto vm = parse(desc, positional, args);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitOk;
+  }
+  if (threads < 0) throw UsageError("-j expects 0 (all cores) or a positive number");
+  require_file(experiment_path, "experiment");
+  // Everything that can be wrong with the input is checked before the
+  // result file is touched.
+  const Experiment e = load_experiment(experiment_path);
+  const PluginRegistry registry = load_plugins(e.plugin_paths);
+  check_plugins(e, registry);
+  const PluginInstances plugins = instantiate(e, registry);
+  const std::vector<Job> jobs = expand_jobs(e);
+  if (output.empty()) output = "results/" + e.name + ".h5";
+  if (fs::path(output).has_parent_path()) {
+    boost::system::error_code ec;
+    fs::create_directories(fs::path(output).parent_path(), ec);
+  }
+
+  ResultWriter writer(output, {{"experiment_yaml", e.text},
+                               {"experiment_path", e.path},
+                               {"experiment_name", e.name},
+                               {"mapex_version", version()},
+                               {"plugin_abi", std::to_string(kPluginAbiVersion)},
+                               {"created", now_utc()}});
+  Progress progress(jobs.size(), Progress::pick_mode(stderr, quiet));
+  RunOptions options;
+  options.threads = threads;
+  options.on_result = [&](const JobResult& r) {
+    writer.append(r);
+    progress.job_finished(r);
+  };
+  options.on_evaluations = [&](std::uint64_t n) { progress.evaluations(n); };
+  const auto results = run_jobs(e, plugins, jobs, options);
+  progress.finish();
+
+  std::size_t failed = 0;
+  for (const auto& r : results) failed += r.status == JobStatus::kFailed;
+  // The table comes from the file, so what is printed is what was stored.
+  print_report(read_results(output), TableFormat::kMarkdown, out);
+  out << "\n" << results.size() << " jobs, " << failed << " failed; results in " << output << "\n";
+  if (failed) err << "mapex: " << failed << " of " << results.size() << " jobs failed\n";
+  return failed ? kExitFailed : kExitOk;
+}
+
+}  // namespace
+
+int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  try {
+    if (argc < 2) throw UsageError(std::string("no command given\n") + kUsage);
+    const std::string command = argv[1];
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    if (command == "run") return cmd_run(args, out, err);
+    if (command == "evaluate") return cmd_evaluate(args, out);
+    if (command == "search") return cmd_search(args, out);
+    if (command == "mapspace") return cmd_mapspace(args, out);
+    if (command == "plugins") return cmd_plugins(args, out, err);
+    if (command == "report") return cmd_report(args, out);
+    if (command == "version" || command == "--version") {
+      out << "mapex " << version() << " (plugin ABI " << kPluginAbiVersion << ")\n";
+      return kExitOk;
+    }
+    if (command == "help" || command == "--help" || command == "-h") {
+      out << kUsage;
+      return kExitOk;
+    }
+    throw UsageError("unknown command '" + command + "'\n" + kUsage);
+  } catch (const InputError& e) {
+    err << "mapex: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    err << "mapex: error: " << e.what() << "\n";
+    return kExitFailed;
+  }
+}
+
+}  // namespace mapex::host

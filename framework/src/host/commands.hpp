@@ -1,0 +1,11 @@
+#pragma once
+// The `mapex` command line (DESIGN.md, CLI). Exit status: 0 success, 1 a run
+// that failed, 2 bad usage or bad input.
+
+#include <ostream>
+
+namespace mapex::host {
+
+int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace mapex::host

@@ -1,0 +1,239 @@
+#include "host/experiment.hpp"
+
+#include "host/plugin_registry.hpp"
+#include "yaml_reader.hpp"
+
+#include <boost/filesystem.hpp>
+
+#include <cstdio>
+
+namespace mapex::host {
+namespace fs = boost::filesystem;
+
+std::uint64_t stable_hash(const std::string& text) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string hex_id(std::uint64_t value) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
+namespace {
+
+std::string resolve(const std::string& base_file, const std::string& relative) {
+  const fs::path p(relative);
+  if (p.is_absolute()) return p.string();
+  return (fs::path(base_file).parent_path() / p).lexically_normal().string();
+}
+
+Budget read_budget(const std::string& file, const YAML::Node& node, Budget fallback) {
+  yaml::Map m(file, node, "budget");
+  Budget b = fallback;
+  if (auto e = m.optional("evaluations")) {
+    const std::int64_t v = yaml::as_int(file, *e, "evaluations");
+    if (v < 0) yaml::fail(file, *e, "evaluations", "expected 0 (unlimited) or a positive integer");
+    b.max_evaluations = static_cast<std::uint64_t>(v);
+  }
+  if (auto s = m.optional("seconds")) {
+    const double v = yaml::as_double(file, *s, "seconds");
+    if (v < 0) yaml::fail(file, *s, "seconds", "expected 0 (unlimited) or a positive number");
+    b.max_seconds = v;
+  }
+  m.finish();
+  return b;
+}
+
+std::map<std::string, std::string> read_params(const std::string& file, const YAML::Node& node) {
+  if (!node.IsMap()) yaml::fail(file, node, "params", "expected a map of parameter to value");
+  std::map<std::string, std::string> out;
+  for (const auto& item : node) {
+    const std::string key = yaml::as_string(file, item.first, "params");
+    out[key] = yaml::as_scalar(file, item.second, key);
+  }
+  return out;
+}
+
+// A plugin use is either a bare name or {plugin, label, params[, budget]}.
+template <typename Use>
+Use read_use(const std::string& file, const YAML::Node& node, const char* what, Budget* budget) {
+  Use use;
+  use.where = yaml::location(file, node);
+  if (node.IsScalar()) {
+    use.plugin = yaml::as_string(file, node, what);
+  } else {
+    yaml::Map m(file, node, what);
+    use.plugin = m.string("plugin");
+    use.label = m.string("label", "");
+    if (auto p = m.optional("params")) use.params = read_params(file, *p);
+    if (budget) {
+      if (auto b = m.optional("budget")) *budget = read_budget(file, *b, *budget);
+    }
+    m.finish();
+  }
+  if (use.label.empty()) use.label = use.plugin;
+  return use;
+}
+
+const YAML::Node& require_list(const std::string& file, const YAML::Node& node, const char* key) {
+  if (!node.IsSequence() || node.size() == 0) yaml::fail(file, node, key, "expected a non-empty list");
+  return node;
+}
+
+}  // namespace
+
+Experiment load_experiment(const std::string& path) {
+  return parse_experiment(yaml::read_text(path), path);
+}
+
+Experiment parse_experiment(const std::string& text, const std::string& path) {
+  Experiment e;
+  e.path = path;
+  e.text = text;
+  const YAML::Node root = yaml::load_text(text, path);
+  yaml::Map top(path, root, "an experiment file");
+  e.name = top.string("name");
+  if (auto s = top.optional("seed")) {
+    const std::int64_t v = yaml::as_int(path, *s, "seed");
+    if (v < 0) yaml::fail(path, *s, "seed", "expected a non-negative integer");
+    e.seed = static_cast<std::uint64_t>(v);
+  }
+  if (auto o = top.optional("objective")) {
+    try {
+      e.objective = parse_objective(yaml::as_string(path, *o, "objective"));
+    } catch (const InputError& err) {
+      yaml::fail(path, *o, "objective", "expected latency, energy or edp, got " + yaml::describe(*o));
+    }
+  }
+  Budget budget;
+  if (auto b = top.optional("budget")) budget = read_budget(path, *b, budget);
+  if (auto ms = top.optional("mapspace")) {
+    yaml::Map m(path, *ms, "mapspace");
+    e.mapspace.factors_only = m.boolean("factors_only", true);
+    e.mapspace.check_capacity = m.boolean("check_capacity", true);
+    if (auto p = m.optional("max_parallel_dims")) {
+      const std::int64_t v = yaml::as_int(path, *p, "max_parallel_dims");
+      if (v < 0) yaml::fail(path, *p, "max_parallel_dims", "expected 0 (the array's rank) or more");
+      e.mapspace.max_parallel_dims = static_cast<int>(v);
+    }
+    m.finish();
+  }
+  if (auto pp = top.optional("plugin_paths"))
+    for (const auto& dir : yaml::as_string_list(path, *pp, "plugin_paths"))
+      e.plugin_paths.push_back(resolve(path, dir));
+
+  for (const auto& w : require_list(path, top.required("workloads"), "workloads")) {
+    WorkloadUse use;
+    std::vector<std::string> wanted;
+    YAML::Node file_node = w;
+    if (!w.IsScalar()) {
+      yaml::Map m(path, w, "a workload entry");
+      file_node = m.required("file");
+      if (auto layers = m.optional("layers")) wanted = yaml::as_string_list(path, *layers, "layers");
+      m.finish();
+    }
+    use.path = resolve(path, yaml::as_string(path, file_node, "file"));
+    if (!fs::exists(use.path))
+      yaml::fail(path, file_node, "file", "workload file '" + use.path + "' does not exist");
+    use.network = Network::load(use.path);
+    if (wanted.empty()) {
+      for (size_t i = 0; i < use.network.layers().size(); ++i) use.layers.push_back(static_cast<int>(i));
+    } else {
+      for (const auto& name : wanted) {
+        const int index = use.network.find_layer(name);
+        if (index < 0)
+          yaml::fail(path, w, "layers",
+                     "network '" + use.network.name() + "' has no layer '" + name + "'");
+        use.layers.push_back(index);
+      }
+    }
+    e.workloads.push_back(std::move(use));
+  }
+  for (const auto& a : require_list(path, top.required("architectures"), "architectures")) {
+    YAML::Node file_node = a;
+    if (!a.IsScalar()) {
+      yaml::Map m(path, a, "an architecture entry");
+      file_node = m.required("file");
+      m.finish();
+    }
+    const std::string arch_path = resolve(path, yaml::as_string(path, file_node, "file"));
+    if (!fs::exists(arch_path))
+      yaml::fail(path, file_node, "file", "architecture file '" + arch_path + "' does not exist");
+    e.architectures.push_back(ArchitectureUse{arch_path, Architecture::load(arch_path)});
+  }
+  for (const auto& s : require_list(path, top.required("searchers"), "searchers")) {
+    Budget b = budget;
+    SearcherUse use;
+    static_cast<PluginUse&>(use) = read_use<PluginUse>(path, s, "a searcher entry", &b);
+    use.budget = b;
+    e.searchers.push_back(std::move(use));
+  }
+  for (const auto& c : require_list(path, top.required("costmodels"), "costmodels"))
+    e.costmodels.push_back(read_use<PluginUse>(path, c, "a costmodel entry", nullptr));
+  top.finish();
+  return e;
+}
+
+void check_plugins(const Experiment& e, const PluginRegistry& registry) {
+  auto check = [&](const PluginUse& use, PluginKind kind) {
+    try {
+      registry.resolve_params(registry.find(use.plugin, kind), use.params);
+    } catch (const InputError& err) {
+      throw InputError(use.where, err.key(), err.problem());
+    }
+  };
+  for (const auto& s : e.searchers) check(s, PluginKind::kSearcher);
+  for (const auto& c : e.costmodels) check(c, PluginKind::kCostModel);
+}
+
+std::vector<Job> expand_jobs(const Experiment& e) {
+  std::vector<Job> jobs;
+  for (size_t w = 0; w < e.workloads.size(); ++w) {
+    const auto& wl = e.workloads[w];
+    for (int layer : wl.layers) {
+      const Operator& op = wl.network.layers()[static_cast<size_t>(layer)].op;
+      std::string op_key = op.kind();
+      for (const auto& d : op.dims()) op_key += ";" + d.name + "=" + std::to_string(d.bound);
+      for (const auto& [k, v] : op.attributes()) op_key += ";" + k + "=" + std::to_string(v);
+      for (size_t a = 0; a < e.architectures.size(); ++a)
+        for (size_t s = 0; s < e.searchers.size(); ++s)
+          for (size_t c = 0; c < e.costmodels.size(); ++c) {
+            const auto& su = e.searchers[s];
+            const auto& cu = e.costmodels[c];
+            std::string key = "workload=" + wl.network.name() + "/" + op.name() + "{" + op_key + "}";
+            key += "|arch=" + e.architectures[a].arch.name() + "#" +
+                   hex_id(e.architectures[a].arch.content_hash());
+            key += "|searcher=" + su.label + ":" + su.plugin;
+            for (const auto& [k, v] : su.params) key += "," + k + "=" + v;
+            key += "|budget=" + std::to_string(su.budget.max_evaluations) + "," +
+                   std::to_string(su.budget.max_seconds);
+            key += "|costmodel=" + cu.label + ":" + cu.plugin;
+            for (const auto& [k, v] : cu.params) key += "," + k + "=" + v;
+            key += "|objective=" + to_string(e.objective);
+            key += "|mapspace=" + std::to_string(e.mapspace.factors_only) + "," +
+                   std::to_string(e.mapspace.max_parallel_dims) + "," +
+                   std::to_string(e.mapspace.check_capacity);
+            key += "|seed=" + std::to_string(e.seed);
+            Job job;
+            job.index = jobs.size();
+            job.id = hex_id(stable_hash(key));
+            job.workload = static_cast<int>(w);
+            job.layer = layer;
+            job.architecture = static_cast<int>(a);
+            job.searcher = static_cast<int>(s);
+            job.costmodel = static_cast<int>(c);
+            job.seed = stable_hash(std::to_string(e.seed) + ":" + job.id);
+            jobs.push_back(job);
+          }
+    }
+  }
+  return jobs;
+}
+
+}  // namespace mapex::host

@@ -1,0 +1,253 @@
+#include "yaml_reader.hpp"
+
+#include <mapex/mapping.hpp>
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+namespace mapex {
+
+bool operator==(const LevelMapping& a, const LevelMapping& b) {
+  return a.tile == b.tile && a.order == b.order && a.split == b.split;
+}
+
+bool Mapping::operator==(const Mapping& other) const { return levels_ == other.levels_; }
+
+namespace {
+
+std::vector<DimId> identity_order(int n) {
+  std::vector<DimId> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  return order;
+}
+
+}  // namespace
+
+Mapping Mapping::trivial(const Operator& op, const Architecture& arch) {
+  const auto n = static_cast<size_t>(op.num_dims());
+  std::vector<LevelMapping> levels;
+  for (const auto& level : arch.levels()) {
+    LevelMapping lm;
+    switch (level.kind) {
+      case LevelKind::kBuffer:
+        lm.tile.assign(n, 1);
+        lm.order = identity_order(op.num_dims());
+        break;
+      case LevelKind::kSpatial: lm.split.assign(n, 1); break;
+      case LevelKind::kDram:
+        for (const auto& d : op.dims()) lm.tile.push_back(d.bound);
+        lm.order = identity_order(op.num_dims());
+        break;
+    }
+    levels.push_back(std::move(lm));
+  }
+  return Mapping(std::move(levels));
+}
+
+std::vector<std::int64_t> Mapping::span(const Operator& op, const Architecture& arch,
+                                        int level) const {
+  const auto n = static_cast<size_t>(op.num_dims());
+  std::vector<std::int64_t> child(n, 1);
+  for (int i = 0; i <= level; ++i) {
+    const auto& lm = levels_[static_cast<size_t>(i)];
+    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial) {
+      for (size_t d = 0; d < n; ++d)
+        child[d] = std::min(child[d] * lm.split[d], op.dims()[d].bound);
+    } else {
+      child = lm.tile;
+    }
+  }
+  return child;
+}
+
+std::optional<std::string> Mapping::structural_error(const Operator& op,
+                                                      const Architecture& arch) const {
+  const auto n = static_cast<size_t>(op.num_dims());
+  if (levels_.size() != arch.levels().size())
+    return "mapping has " + std::to_string(levels_.size()) + " levels, architecture '" +
+           arch.name() + "' has " + std::to_string(arch.levels().size());
+  std::vector<std::int64_t> child(n, 1);
+  for (size_t i = 0; i < levels_.size(); ++i) {
+    const Level& level = arch.levels()[i];
+    const LevelMapping& lm = levels_[i];
+    const std::string where = "level '" + level.name + "'";
+    if (level.kind == LevelKind::kSpatial) {
+      if (lm.split.size() != n) return where + ": split needs one entry per dimension";
+      std::int64_t used = 1;
+      for (size_t d = 0; d < n; ++d) {
+        const auto& dim = op.dims()[d];
+        if (lm.split[d] < 1) return where + ": split of " + dim.name + " must be at least 1";
+        if (child[d] * (lm.split[d] - 1) >= dim.bound)
+          return where + ": split of " + dim.name + " is " + std::to_string(lm.split[d]) +
+                 " but tiles of " + std::to_string(child[d]) + " cover its bound " +
+                 std::to_string(dim.bound) + " with fewer children";
+        used *= lm.split[d];
+        child[d] = std::min(child[d] * lm.split[d], dim.bound);
+      }
+      if (used > level.fanout())
+        return where + ": splits use " + std::to_string(used) + " children, fan-out is " +
+               std::to_string(level.fanout());
+      continue;
+    }
+    if (lm.tile.size() != n) return where + ": tile needs one entry per dimension";
+    for (size_t d = 0; d < n; ++d) {
+      const auto& dim = op.dims()[d];
+      if (lm.tile[d] < child[d] || lm.tile[d] > dim.bound)
+        return where + ": tile of " + dim.name + " is " + std::to_string(lm.tile[d]) +
+               "; expected between " + std::to_string(child[d]) + " (the span below) and " +
+               std::to_string(dim.bound) + " (the bound)";
+      if (level.kind == LevelKind::kDram && lm.tile[d] != dim.bound)
+        return where + ": DRAM holds the whole tensor; tile of " + dim.name + " must be " +
+               std::to_string(dim.bound);
+    }
+    std::vector<DimId> sorted = lm.order;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != identity_order(op.num_dims()))
+      return where + ": order must name every dimension exactly once";
+    child = lm.tile;
+  }
+  return std::nullopt;
+}
+
+std::string Mapping::to_yaml(const Operator& op, const Architecture& arch) const {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  for (size_t i = 0; i < levels_.size(); ++i) {
+    const Level& level = arch.levels()[i];
+    const LevelMapping& lm = levels_[i];
+    out << YAML::Key << level.name << YAML::Value << YAML::BeginMap;
+    if (level.kind == LevelKind::kSpatial) {
+      out << YAML::Key << "split" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      for (size_t d = 0; d < lm.split.size(); ++d)
+        if (lm.split[d] > 1) out << YAML::Key << op.dims()[d].name << YAML::Value << lm.split[d];
+      out << YAML::EndMap;
+    } else {
+      if (level.kind != LevelKind::kDram) {
+        out << YAML::Key << "tile" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (size_t d = 0; d < lm.tile.size(); ++d)
+          out << YAML::Key << op.dims()[d].name << YAML::Value << lm.tile[d];
+        out << YAML::EndMap;
+      }
+      out << YAML::Key << "order" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (auto d : lm.order) out << op.dims()[static_cast<size_t>(d)].name;
+      out << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+std::string Mapping::summary(const Operator& op, const Architecture& arch) const {
+  std::ostringstream out;
+  std::vector<std::int64_t> child(static_cast<size_t>(op.num_dims()), 1);
+  for (size_t i = 0; i < levels_.size(); ++i) {
+    const Level& level = arch.levels()[i];
+    const LevelMapping& lm = levels_[i];
+    if (i) out << ' ';
+    out << level.name << '[';
+    bool first = true;
+    auto item = [&](DimId d, std::int64_t v) {
+      out << (first ? "" : " ") << op.dims()[static_cast<size_t>(d)].name << v;
+      first = false;
+    };
+    if (level.kind == LevelKind::kSpatial) {
+      for (size_t d = 0; d < lm.split.size(); ++d)
+        if (lm.split[d] > 1) item(static_cast<DimId>(d), lm.split[d]);
+    } else {
+      // Loops of this level, outermost first, with their trip counts.
+      for (auto d : lm.order) {
+        const auto du = static_cast<size_t>(d);
+        const std::int64_t trips = (lm.tile[du] + child[du] - 1) / child[du];
+        if (trips > 1) item(d, trips);
+      }
+      child = lm.tile;
+    }
+    out << ']';
+    if (level.kind == LevelKind::kSpatial)
+      for (size_t d = 0; d < child.size(); ++d)
+        child[d] = std::min(child[d] * lm.split[d], op.dims()[d].bound);
+  }
+  return out.str();
+}
+
+Mapping Mapping::load(const std::string& path, const Operator& op, const Architecture& arch) {
+  return parse(yaml::read_text(path), path, op, arch);
+}
+
+Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, const Operator& op,
+                       const Architecture& arch) {
+  const YAML::Node root = yaml::load_text(yaml_text, origin);
+  YAML::Node body = root;
+  // Accept both a bare map of levels and one under a `mapping:` key.
+  if (root.IsMap() && root.size() == 1 && root["mapping"]) body = root["mapping"];
+  yaml::Map top(origin, body, "a mapping file");
+  Mapping mapping = trivial(op, arch);
+  const auto n = static_cast<size_t>(op.num_dims());
+  std::vector<std::int64_t> child(n, 1);
+
+  auto read_dim_map = [&](const YAML::Node& node, const std::string& key,
+                          std::vector<std::int64_t>& values) {
+    if (!node.IsMap()) yaml::fail(origin, node, key, "expected a map of dimension to size");
+    for (const auto& item : node) {
+      const std::string dim_name = yaml::as_string(origin, item.first, key);
+      const DimId d = op.find_dim(dim_name);
+      if (d < 0) {
+        std::string known;
+        for (const auto& dim : op.dims()) known += (known.empty() ? "" : ", ") + dim.name;
+        yaml::fail(origin, item.first, key,
+                   "unknown dimension '" + dim_name + "' of operator '" + op.name() +
+                       "'; expected one of: " + known);
+      }
+      values[static_cast<size_t>(d)] = yaml::as_positive_int(origin, item.second, dim_name);
+    }
+  };
+
+  for (size_t i = 0; i < arch.levels().size(); ++i) {
+    const Level& level = arch.levels()[i];
+    LevelMapping& lm = mapping.levels_[i];
+    auto node = top.optional(level.name);
+    if (level.kind == LevelKind::kSpatial) {
+      if (node) {
+        yaml::Map m(origin, *node, "level '" + level.name + "'");
+        if (auto split = m.optional("split")) read_dim_map(*split, "split", lm.split);
+        m.finish();
+      }
+      for (size_t d = 0; d < n; ++d) child[d] = std::min(child[d] * lm.split[d], op.dims()[d].bound);
+      continue;
+    }
+    if (level.kind == LevelKind::kBuffer) lm.tile = child;  // default: no loop at this level
+    if (node) {
+      yaml::Map m(origin, *node, "level '" + level.name + "'");
+      if (level.kind == LevelKind::kBuffer) {
+        if (auto tile = m.optional("tile")) read_dim_map(*tile, "tile", lm.tile);
+      }
+      if (auto order = m.optional("order")) {
+        const auto names = yaml::as_string_list(origin, *order, "order");
+        std::vector<DimId> listed;
+        for (const auto& dim_name : names) {
+          const DimId d = op.find_dim(dim_name);
+          if (d < 0 || std::find(listed.begin(), listed.end(), d) != listed.end())
+            yaml::fail(origin, *order, "order",
+                       "'" + dim_name + "' is not a dimension of '" + op.name() +
+                           "' or appears twice");
+          listed.push_back(d);
+        }
+        // Dimensions left out go outermost, in operator order.
+        lm.order.clear();
+        for (DimId d = 0; d < op.num_dims(); ++d)
+          if (std::find(listed.begin(), listed.end(), d) == listed.end()) lm.order.push_back(d);
+        lm.order.insert(lm.order.end(), listed.begin(), listed.end());
+      }
+      m.finish();
+    }
+    child = lm.tile;
+  }
+  top.finish();
+  if (auto error = mapping.structural_error(op, arch))
+    throw InputError(SourceLocation{origin, 0, 0}, "", *error);
+  return mapping;
+}
+
+}  // namespace mapex

@@ -1,0 +1,199 @@
+#include "yaml_reader.hpp"
+
+#include <mapex/generators.hpp>
+#include <mapex/network.hpp>
+
+#include <set>
+
+namespace mapex {
+namespace {
+
+Tensor read_tensor(const std::string& file, const YAML::Node& node, const std::vector<Dim>& dims) {
+  yaml::Map m(file, node, "a tensor");
+  Tensor t;
+  t.name = m.string("name");
+  const std::string role = m.string("role");
+  if (role == "input") {
+    t.role = TensorRole::kInput;
+  } else if (role == "output") {
+    t.role = TensorRole::kOutput;
+    t.reduction = Reduction::kSum;
+  } else {
+    yaml::fail(file, m.required("role"), "role", "expected input or output, got '" + role + "'");
+  }
+  if (auto red = m.optional("reduction")) {
+    const std::string r = yaml::as_string(file, *red, "reduction");
+    if (r == "sum")
+      t.reduction = Reduction::kSum;
+    else if (r == "max")
+      t.reduction = Reduction::kMax;
+    else if (r == "none")
+      t.reduction = Reduction::kNone;
+    else
+      yaml::fail(file, *red, "reduction", "expected sum, max or none, got '" + r + "'");
+  }
+  const YAML::Node subs = m.required("subscripts");
+  if (!subs.IsSequence() || subs.size() == 0)
+    yaml::fail(file, subs, "subscripts", "expected a non-empty list of affine expressions");
+  for (const auto& s : subs) {
+    const std::string text = yaml::as_scalar(file, s, "subscripts");
+    try {
+      t.subscripts.push_back(parse_affine(text, dims));
+    } catch (const InputError& e) {
+      yaml::fail(file, s, "subscripts", e.what());
+    }
+  }
+  m.finish();
+  return t;
+}
+
+Operator read_loopnest(yaml::Map& m, const std::string& name) {
+  const std::string& file = m.file();
+  const YAML::Node dims_node = m.required("dims");
+  if (!dims_node.IsMap() || dims_node.size() == 0)
+    yaml::fail(file, dims_node, "dims", "expected a map of dimension name to bound");
+  std::vector<Dim> dims;
+  for (const auto& item : dims_node) {
+    const std::string dim_name = yaml::as_string(file, item.first, "dims");
+    dims.push_back(Dim{dim_name, yaml::as_positive_int(file, item.second, dim_name)});
+  }
+  const YAML::Node tensors_node = m.required("tensors");
+  if (!tensors_node.IsSequence())
+    yaml::fail(file, tensors_node, "tensors", "expected a list of tensors");
+  std::vector<Tensor> tensors;
+  for (const auto& t : tensors_node) tensors.push_back(read_tensor(file, t, dims));
+  try {
+    return Operator::make(name, "loopnest", std::move(dims), std::move(tensors));
+  } catch (const InputError& e) {
+    yaml::fail(file, m.node(), "tensors", e.what());
+  }
+}
+
+Operator read_operator(yaml::Map& m, const std::string& name, std::int64_t batch) {
+  const std::string& file = m.file();
+  const YAML::Node type_node = m.required("type");
+  const std::string type = yaml::as_string(file, type_node, "type");
+  try {
+    if (type == "conv2d") {
+      Conv2dShape s;
+      s.N = m.positive_int("N", batch);
+      s.C = m.positive_int("C");
+      s.K = m.positive_int("K");
+      s.H = m.positive_int("H");
+      s.W = m.positive_int("W");
+      s.R = m.positive_int("R");
+      s.S = m.positive_int("S");
+      s.stride_h = s.stride_w = m.positive_int("stride", 1);
+      s.dilation_h = s.dilation_w = m.positive_int("dilation", 1);
+      s.groups = m.positive_int("groups", 1);
+      if (auto pad = m.optional("padding")) {
+        const std::int64_t p = yaml::as_int(file, *pad, "padding");
+        if (p < 0) yaml::fail(file, *pad, "padding", "expected 0 or a positive integer");
+        s.padding_h = s.padding_w = p;
+      }
+      return make_conv2d(name, s);
+    }
+    if (type == "fc") return make_fc(name, m.positive_int("N", batch), m.positive_int("C"),
+                                     m.positive_int("K"));
+    if (type == "gemm")
+      return make_gemm(name, m.positive_int("M"), m.positive_int("N"), m.positive_int("K"));
+    if (type == "loopnest") return read_loopnest(m, name);
+  } catch (const InputError& e) {
+    if (e.where().line > 0) throw;
+    yaml::fail(file, m.node(), "", e.what());
+  }
+  yaml::fail(file, type_node, "type",
+             "expected conv2d, fc, gemm or loopnest, got '" + type + "'");
+}
+
+/// Output channels of a layer, if it has such a notion.
+std::optional<std::int64_t> out_channels(const Operator& op) {
+  const auto& a = op.attributes();
+  if ((op.kind() == "conv2d" || op.kind() == "fc") && a.count("K")) return a.at("K");
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> out_elements_per_image(const Operator& op) {
+  const auto& a = op.attributes();
+  if (op.kind() == "conv2d") return a.at("K") * a.at("P") * a.at("Q");
+  if (op.kind() == "fc") return a.at("K");
+  return std::nullopt;
+}
+
+}  // namespace
+
+int Network::find_layer(const std::string& name) const {
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (layers_[i].op.name() == name) return static_cast<int>(i);
+  return -1;
+}
+
+Network Network::load(const std::string& path) {
+  return parse(yaml::read_text(path), path);
+}
+
+Network Network::parse(const std::string& yaml_text, const std::string& origin) {
+  const YAML::Node root = yaml::load_text(yaml_text, origin);
+  yaml::Map top(origin, root, "a workload file");
+  Network net;
+  net.name_ = top.string("network");
+  const std::int64_t batch = top.positive_int("batch", 1);
+  const YAML::Node layers = top.required("layers");
+  if (!layers.IsSequence() || layers.size() == 0)
+    yaml::fail(origin, layers, "layers", "expected a non-empty list of layers");
+  top.finish();
+
+  for (const auto& node : layers) {
+    yaml::Map m(origin, node, "a layer");
+    const YAML::Node name_node = m.required("name");
+    const std::string name = yaml::as_string(origin, name_node, "name");
+    if (net.find_layer(name) >= 0)
+      yaml::fail(origin, name_node, "name", "layer '" + name + "' is defined twice");
+    Layer layer{read_operator(m, name, batch), {}};
+    if (auto inputs = m.optional("inputs")) {
+      for (const auto& producer : yaml::as_string_list(origin, *inputs, "inputs")) {
+        const int index = net.find_layer(producer);
+        if (index < 0)
+          yaml::fail(origin, *inputs, "inputs",
+                     "layer '" + producer + "' is not defined before '" + name + "'");
+        layer.producers.push_back(index);
+      }
+    } else if (!net.layers_.empty()) {
+      layer.producers.push_back(static_cast<int>(net.layers_.size()) - 1);
+    }
+    m.finish();
+
+    // Channel counts must line up where the layers have channels.
+    const auto& a = layer.op.attributes();
+    if ((layer.op.kind() == "conv2d" || layer.op.kind() == "fc") && !layer.producers.empty()) {
+      const std::int64_t c = a.at("C");
+      std::int64_t total = 0;
+      bool all_equal = true;
+      bool known = true;
+      for (int p : layer.producers) {
+        const auto k = out_channels(net.layers_[static_cast<size_t>(p)].op);
+        if (!k) {
+          known = false;
+          break;
+        }
+        total += *k;
+        all_equal = all_equal && *k == c;
+      }
+      bool flattened = false;
+      if (layer.op.kind() == "fc" && layer.producers.size() == 1) {
+        const auto e = out_elements_per_image(net.layers_[static_cast<size_t>(layer.producers[0])].op);
+        flattened = e && *e == c;
+      }
+      if (known && !all_equal && total != c && !flattened)
+        yaml::fail(origin, node, "C",
+                   "layer '" + name + "' reads " + std::to_string(c) +
+                       " channels but its producers give " + std::to_string(total) +
+                       " (expected C to equal each producer's K for an add, or their sum "
+                       "for a concatenation)");
+    }
+    net.layers_.push_back(std::move(layer));
+  }
+  return net;
+}
+
+}  // namespace mapex

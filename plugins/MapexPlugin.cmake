@@ -1,0 +1,37 @@
+# mapex_add_plugin(<name> SOURCES <files>... [OUTPUT_DIRECTORY <dir>])
+#
+# Builds a mapex plugin: a MODULE library compiled against the public
+# headers of the core library only, with hidden visibility so that the one
+# entry point (MAPEX_PLUGIN in mapex/plugin.hpp) is all it exports. In the
+# mapex tree it lands in the build's plugin directory, where `mapex` finds
+# it; out of tree, in OUTPUT_DIRECTORY or the current binary directory
+# (point MAPEX_PLUGIN_PATH there).
+function(mapex_add_plugin name)
+  cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
+  if(NOT ARG_SOURCES)
+    message(FATAL_ERROR "mapex_add_plugin(${name}): SOURCES is required")
+  endif()
+  add_library(${name} MODULE ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE mapex::core)
+  if(TARGET mapex_warnings)
+    target_link_libraries(${name} PRIVATE mapex_warnings)
+  else()
+    target_compile_options(${name} PRIVATE -Wall -Wextra)
+  endif()
+  if(ARG_OUTPUT_DIRECTORY)
+    set(out ${ARG_OUTPUT_DIRECTORY})
+  elseif(DEFINED MAPEX_PLUGIN_OUTPUT_DIR)
+    set(out ${MAPEX_PLUGIN_OUTPUT_DIR})
+  else()
+    set(out ${CMAKE_CURRENT_BINARY_DIR})
+  endif()
+  # The host loads plugins with RTLD_LOCAL, and a loaded library does not
+  # inherit the host's RUNPATH: point the plugin at lib/ itself.
+  set_target_properties(${name} PROPERTIES
+    PREFIX ""
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    LIBRARY_OUTPUT_DIRECTORY ${out}
+    BUILD_RPATH "$ORIGIN/../..;$<TARGET_FILE_DIR:mapex::core>"
+    INSTALL_RPATH "$ORIGIN/../..")
+endfunction()
