@@ -1,0 +1,160 @@
+// Unit tests of the loop-nest analysis (mapex/analysis.hpp): tile counts
+// with edge tiles, compute time of spatially unrolled loops, temporal reuse
+// from loop orders, multicast, output read-back, capacity.
+
+#include <mapex/analysis.hpp>
+#include <mapex/generators.hpp>
+
+#include <gtest/gtest.h>
+
+#include "test_chips.hpp"
+
+namespace mapex {
+namespace {
+
+using test::chip;
+
+// L1 per PE / PEs (fan-out `pes`) / L2 / DRAM, one byte per word.
+DimId dim(const Operator& op, const char* name) { return op.find_dim(name); }
+
+TEST(Partition, EdgeTilesAreCounted) {
+  const ExtentCounts whole{{17, 1.0}};
+  const ExtentCounts split = partition(whole, 16, false);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split.at(16), 1.0);
+  EXPECT_EQ(split.at(1), 1.0);
+  EXPECT_EQ(total_count(split), 2.0);
+  // Side by side, only the widest chunk takes time.
+  const ExtentCounts parallel = partition(whole, 16, true);
+  ASSERT_EQ(parallel.size(), 1u);
+  EXPECT_EQ(parallel.at(16), 1.0);
+}
+
+TEST(Partition, NestedEdgesKeepTheBound) {
+  // 10 in tiles of 4 (4, 4, 2), then tiles of 3: (3, 1), (3, 1), (2).
+  const ExtentCounts outer = partition({{10, 1.0}}, 4, false);
+  const ExtentCounts inner = partition(outer, 3, false);
+  EXPECT_EQ(total_count(inner), 5.0);
+  double sum = 0;
+  for (const auto& [extent, count] : inner) sum += static_cast<double>(extent) * count;
+  EXPECT_EQ(sum, 10.0);
+}
+
+TEST(Analysis, SeventeenRowsOnSixteenPesTakeTwoFolds) {
+  // Marvel §1: 17 channels on 16 PEs need two folds.
+  const Operator op = make_gemm("g", 17, 1, 1);
+  const Architecture arch = chip({16});
+  Mapping m = Mapping::trivial(op, arch);
+  m.level(1).split[static_cast<size_t>(dim(op, "M"))] = 16;
+  m.level(2).tile[static_cast<size_t>(dim(op, "M"))] = 17;
+  ASSERT_FALSE(m.structural_error(op, arch)) << *m.structural_error(op, arch);
+  const NestAnalysis a = analyse(op, arch, m);
+  EXPECT_EQ(a.compute_cycles, 2.0);
+  EXPECT_EQ(a.macs, 17.0);
+}
+
+TEST(Analysis, UnsplitNestTakesOneCyclePerMac) {
+  const Operator op = make_gemm("g", 3, 5, 7);
+  const Architecture arch = chip({4});
+  const NestAnalysis a = analyse(op, arch, Mapping::trivial(op, arch));
+  EXPECT_EQ(a.compute_cycles, 105.0);
+}
+
+TEST(Analysis, InnermostIrrelevantLoopKeepsTheTile) {
+  // A[M][K] does not depend on N: with N innermost at DRAM each A word
+  // enters L2 once; with N outermost it enters once per N.
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const Architecture arch = chip({1});
+  const size_t a_index = 0;
+  ASSERT_EQ(op.tensors()[a_index].name, "A");
+  Mapping m = Mapping::trivial(op, arch);
+  const DimId M = dim(op, "M"), N = dim(op, "N"), K = dim(op, "K");
+  m.level(3).order = {M, K, N};
+  const double reused = analyse(op, arch, m).traffic[2][a_index].fills;
+  m.level(3).order = {N, M, K};
+  const double refetched = analyse(op, arch, m).traffic[2][a_index].fills;
+  EXPECT_EQ(reused, 16.0);
+  EXPECT_EQ(refetched, 64.0);
+}
+
+TEST(Analysis, MulticastSharesReadsAcrossIrrelevantSplits) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const DimId N = dim(op, "N");
+  for (bool multicast : {true, false}) {
+    const Architecture arch = chip({4}, 1 << 20, multicast);
+    Mapping m = Mapping::trivial(op, arch);
+    m.level(1).split[static_cast<size_t>(N)] = 4;
+    m.level(2).tile[static_cast<size_t>(N)] = 4;
+    const NestAnalysis a = analyse(op, arch, m);
+    const TensorTraffic& to_l1 = a.traffic[0][0];  // A into the PEs' L1s
+    // Every PE gets every A word; the L2 reads it once with multicast.
+    EXPECT_EQ(to_l1.fills, 64.0);
+    EXPECT_EQ(to_l1.parent_reads, multicast ? 16.0 : 64.0);
+    EXPECT_EQ(a.noc_down[1][0], multicast ? 16.0 : 64.0);
+  }
+}
+
+TEST(Analysis, OutputsAreReadBackWhenReductionLoopIsOutside) {
+  const Operator op = make_gemm("g", 2, 2, 3);
+  const Architecture arch = chip({1});
+  const size_t c_index = 2;
+  ASSERT_EQ(op.tensors()[c_index].name, "C");
+  const DimId M = dim(op, "M"), N = dim(op, "N"), K = dim(op, "K");
+  Mapping m = Mapping::trivial(op, arch);
+  // K innermost at DRAM: each C word stays in L2 across K, written once.
+  m.level(3).order = {M, N, K};
+  TensorTraffic t = analyse(op, arch, m).traffic[2][c_index];
+  EXPECT_EQ(t.updates, 4.0);
+  EXPECT_EQ(t.parent_reads, 0.0);
+  // K outermost: every C word goes up three times and comes back twice.
+  m.level(3).order = {K, M, N};
+  t = analyse(op, arch, m).traffic[2][c_index];
+  EXPECT_EQ(t.updates, 12.0);
+  EXPECT_EQ(t.parent_reads, 8.0);
+}
+
+TEST(Analysis, CapacityCountsDoubleBuffering) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const Architecture arch = chip({1}, /*l1_bytes=*/64);
+  Mapping m = Mapping::trivial(op, arch);
+  // Tiles of 4x4x4: A, B and C are 16 words each = 48 B, 96 B double-buffered.
+  for (auto& t : m.level(0).tile) t = 4;
+  for (auto& t : m.level(2).tile) t = 4;
+  EXPECT_EQ(required_bytes(op, arch, 0, m.level(0).tile), 96.0);
+  const auto error = capacity_error(op, arch, m);
+  ASSERT_TRUE(error);
+  EXPECT_NE(error->find("L1"), std::string::npos) << *error;
+  EXPECT_NE(error->find("96"), std::string::npos) << *error;
+  for (auto& t : m.level(0).tile) t = 2;  // 3 x 4 words x 2 = 24 B
+  EXPECT_FALSE(capacity_error(op, arch, m));
+}
+
+TEST(Analysis, LevelMetricsPriceEveryAccess) {
+  const Operator op = make_gemm("g", 2, 2, 2);
+  const Architecture arch = chip({1});
+  const Mapping m = Mapping::trivial(op, arch);
+  const NestAnalysis a = analyse(op, arch, m);
+  const auto levels = level_metrics(op, arch, a);
+  ASSERT_EQ(levels.size(), 4u);
+  for (size_t i = 0; i < levels.size(); ++i) {
+    const Level& l = arch.levels()[i];
+    double expected = 0;
+    for (const auto& t : levels[i].tensors)
+      expected += l.kind == LevelKind::kSpatial
+                      ? (t.reads + t.writes) * l.noc.hop_energy_pj
+                      : t.reads * l.read_energy_pj + t.writes * l.write_energy_pj;
+    EXPECT_DOUBLE_EQ(levels[i].energy_pj, expected) << l.name;
+  }
+  // DRAM gives out every input word at least once and takes every output.
+  const auto& dram = levels[3];
+  EXPECT_GE(dram.tensors[0].reads, 4.0);
+  EXPECT_GE(dram.tensors[1].reads, 4.0);
+  EXPECT_GE(dram.tensors[2].writes, 4.0);
+  // 1 GB/s at 1 GHz is one byte per cycle: transfer cycles = bytes moved.
+  double words = 0;
+  for (const auto& t : dram.tensors) words += t.reads + t.writes;
+  EXPECT_DOUBLE_EQ(dram.transfer_cycles, words);
+}
+
+}  // namespace
+}  // namespace mapex
