@@ -1,0 +1,103 @@
+// The plugin loader against real and deliberately broken shared objects:
+// ABI mismatch, missing entry point, duplicate names, unknown names and
+// parameters all give clear errors; the good plugins still load.
+
+#include "host/plugin_registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace mapex::host {
+namespace {
+
+const std::string kDir = MAPEX_TEST_PLUGIN_DIR;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const PluginError& e) {
+    return e.what();
+  } catch (const InputError& e) {
+    return std::string("InputError: ") + e.what();
+  }
+  return "no error";
+}
+
+TEST(PluginLoader, FindsTheBuiltInPlugins) {
+  const PluginRegistry r = load_plugins();
+  EXPECT_TRUE(r.problems().empty());
+  for (const auto& [name, kind] : {std::pair{"roofline", PluginKind::kCostModel},
+                                   {"exhaustive", PluginKind::kSearcher},
+                                   {"random", PluginKind::kSearcher}}) {
+    const LoadedPlugin& p = r.find(name, kind);
+    EXPECT_EQ(p.descriptor->abi_version, kPluginAbiVersion);
+    EXPECT_NE(p.path.find(std::string(name) + ".so"), std::string::npos);
+  }
+}
+
+TEST(PluginLoader, RefusesAnotherAbiNamingBothVersions) {
+  PluginRegistry r;
+  r.scan({kDir + "/broken_abi"});
+  ASSERT_EQ(r.problems().size(), 1u);
+  const std::string& message = r.problems()[0].message;
+  EXPECT_NE(message.find("ABI " + std::to_string(kPluginAbiVersion + 100)), std::string::npos) << message;
+  EXPECT_NE(message.find("uses ABI " + std::to_string(kPluginAbiVersion)), std::string::npos) << message;
+  EXPECT_TRUE(r.plugins().empty());
+  // Asking for it by name shows why it is missing.
+  const std::string lookup = error_of([&] { r.find("broken_abi", PluginKind::kSearcher); });
+  EXPECT_NE(lookup.find("unknown searcher 'broken_abi'"), std::string::npos) << lookup;
+  EXPECT_NE(lookup.find("ABI"), std::string::npos) << lookup;
+  // Loading the file directly throws the same reason.
+  const std::string direct = error_of([&] { r.load_file(kDir + "/broken_abi/broken_abi.so"); });
+  EXPECT_NE(direct.find("rebuild the plugin"), std::string::npos) << direct;
+}
+
+TEST(PluginLoader, RefusesASharedObjectWithoutEntryPoint) {
+  PluginRegistry r;
+  const std::string message = error_of([&] { r.load_file(kDir + "/no_entry/no_entry.so"); });
+  EXPECT_NE(message.find("does not export the entry point 'mapex_plugin_descriptor'"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("no_entry.so"), std::string::npos) << message;
+}
+
+TEST(PluginLoader, DuplicateNamesNameBothFiles) {
+  PluginRegistry r = load_plugins({kDir + "/duplicate"});
+  const std::string message = error_of([&] { r.find("random", PluginKind::kSearcher); });
+  EXPECT_NE(message.find("more than one file"), std::string::npos) << message;
+  EXPECT_NE(message.find("random.so"), std::string::npos) << message;
+  EXPECT_NE(message.find("duplicate_random.so"), std::string::npos) << message;
+  // Other names are unaffected.
+  EXPECT_NO_THROW(r.find("exhaustive", PluginKind::kSearcher));
+}
+
+TEST(PluginLoader, UnknownNameListsKnownOnes) {
+  const PluginRegistry r = load_plugins();
+  const std::string message = error_of([&] { r.find("annealing", PluginKind::kSearcher); });
+  EXPECT_NE(message.find("unknown searcher 'annealing'"), std::string::npos) << message;
+  EXPECT_NE(message.find("exhaustive"), std::string::npos) << message;
+  const std::string kind = error_of([&] { r.find("roofline", PluginKind::kSearcher); });
+  EXPECT_NE(kind.find("is a costmodel, expected a searcher"), std::string::npos) << kind;
+}
+
+TEST(PluginLoader, ParametersAreChecked) {
+  const PluginRegistry r = load_plugins();
+  const std::string unknown = error_of([&] { r.make_searcher("random", {{"temperature", "3"}}); });
+  EXPECT_NE(unknown.find("key 'temperature'"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("victory_condition"), std::string::npos) << unknown;
+  const std::string wrong = error_of([&] { r.make_searcher("random", {{"batch_size", "many"}}); });
+  EXPECT_NE(wrong.find("expects int, got 'many'"), std::string::npos) << wrong;
+  const std::string range = error_of([&] { r.make_searcher("exhaustive", {{"batch_size", "0"}}); });
+  EXPECT_NE(range.find("at least 1"), std::string::npos) << range;
+  EXPECT_NE(r.make_costmodel("roofline", {{"check_capacity", "false"}}), nullptr);
+}
+
+TEST(PluginLoader, MissingFileIsAnError) {
+  PluginRegistry r;
+  const std::string message = error_of([&] { r.load_file(kDir + "/nowhere/x.so"); });
+  EXPECT_NE(message.find("no such plugin file"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace mapex::host

@@ -1,0 +1,163 @@
+// One suite run against every searcher and one against every cost model
+// that the build provides (STYLE.md, Tests): seeded reproducibility at any
+// thread count, budgets respected, exhaustion and invalid mappings handled;
+// finite metrics, reasons for invalid mappings, monotone sanity.
+
+#include "host/plugin_registry.hpp"
+#include "host/runner.hpp"
+
+#include <mapex/generators.hpp>
+
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+
+#include "test_chips.hpp"
+
+namespace mapex::host {
+namespace {
+
+const PluginRegistry& registry() {
+  static const PluginRegistry r = load_plugins();
+  return r;
+}
+
+std::vector<std::string> names_of(PluginKind kind) {
+  std::vector<std::string> out;
+  for (const auto& p : registry().plugins())
+    if (p.descriptor->kind == kind) out.push_back(p.descriptor->name);
+  return out;
+}
+
+class SearcherSuite : public ::testing::TestWithParam<std::string> {
+ protected:
+  JobResult search(const Operator& op, const Architecture& arch, Budget budget, std::uint64_t seed,
+                   int threads, std::map<std::string, std::string> params = {}) {
+    if (GetParam() == "random" && !params.count("victory_condition") && !budget.max_evaluations)
+      params["victory_condition"] = "200";
+    const auto searcher = registry().make_searcher(GetParam(), params);
+    const auto model = registry().make_costmodel("roofline", {});
+    SearchRequest r;
+    r.op = &op;
+    r.arch = &arch;
+    r.searcher = searcher.get();
+    r.costmodel = model.get();
+    r.budget = budget;
+    r.seed = seed;
+    JobResult result;
+    tbb::task_arena arena(threads);
+    arena.execute([&] { result = run_search(r); });
+    return result;
+  }
+};
+
+TEST_P(SearcherSuite, SameSeedSameResultAtAnyThreadCount) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 8, 16, 6, 6, 3, 3});
+  const Architecture arch = test::chip({2, 2}, 64);
+  const JobResult one = search(op, arch, Budget{3000, 0}, 11, 1);
+  const JobResult two = search(op, arch, Budget{3000, 0}, 11, 2);
+  ASSERT_EQ(one.status, JobStatus::kOk) << one.error;
+  EXPECT_EQ(one.mapping_yaml, two.mapping_yaml);
+  EXPECT_EQ(one.evaluations, two.evaluations);
+  EXPECT_EQ(one.best.latency_cycles, two.best.latency_cycles);
+  EXPECT_EQ(one.best.energy_pj, two.best.energy_pj);
+}
+
+TEST_P(SearcherSuite, BudgetIsRespected) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 16, 32, 8, 8, 3, 3});
+  const Architecture arch = test::chip({4, 4}, 512);
+  const JobResult r = search(op, arch, Budget{100, 0}, 1, 2);
+  EXPECT_LE(r.evaluations, 100u);
+  EXPECT_GT(r.evaluations, 0u);
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason, "budget");
+}
+
+TEST_P(SearcherSuite, SmallSpaceEndsWithoutBudget) {
+  const Operator op = make_gemm("g", 2, 2, 1);
+  const Architecture arch = test::chip({2});
+  const JobResult r = search(op, arch, Budget{}, 1, 2, {{"batch_size", "7"}});
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  if (GetParam() == "exhaustive") {
+    const Mapspace space(op, arch);
+    Mapspace::Cursor cursor(space);
+    Mapping m;
+    std::uint64_t n = 0;
+    while (cursor.next(m)) ++n;
+    EXPECT_TRUE(r.complete);
+    EXPECT_EQ(r.evaluations, n);
+  } else {
+    EXPECT_FALSE(r.stop_reason.empty());
+  }
+}
+
+TEST_P(SearcherSuite, InvalidMappingsDoNotStopTheSearch) {
+  // With 2-byte L1s almost nothing fits: the searcher must end cleanly,
+  // either with the few legal mappings or with no valid mapping.
+  const Operator op = make_gemm("g", 8, 8, 8);
+  const Architecture arch = test::chip({4}, 2);
+  const JobResult r = search(op, arch, Budget{500, 0}, 5, 2);
+  EXPECT_NE(r.status, JobStatus::kFailed) << r.error;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllSearchers, SearcherSuite,
+                         ::testing::ValuesIn(names_of(PluginKind::kSearcher)),
+                         [](const auto& p) { return p.param; });
+
+class CostModelSuite : public ::testing::TestWithParam<std::string> {
+ protected:
+  Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& m) {
+    const auto model = registry().make_costmodel(GetParam(), {});
+    const auto bound = model->bind(op, arch);
+    if (auto reason = bound->precheck(m)) return Metrics::invalid(*reason);
+    return bound->evaluate(m);
+  }
+};
+
+TEST_P(CostModelSuite, FiniteMetricsForALegalMapping) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 4, 8, 6, 6, 3, 3});
+  const Architecture arch = test::chip({4});
+  const Metrics m = evaluate(op, arch, Mapping::trivial(op, arch));
+  ASSERT_TRUE(m.valid) << m.invalid_reason;
+  EXPECT_TRUE(std::isfinite(m.latency_cycles) && m.latency_cycles > 0);
+  EXPECT_TRUE(std::isfinite(m.energy_pj) && m.energy_pj >= m.macs * arch.mac_energy_pj());
+  EXPECT_GE(m.latency_cycles, m.compute_cycles);
+  EXPECT_GT(m.utilization, 0);
+  EXPECT_LE(m.utilization, 1);
+  EXPECT_EQ(m.macs, static_cast<double>(op.macs()));
+}
+
+TEST_P(CostModelSuite, OverflowIsInvalidWithAReason) {
+  const Operator op = make_gemm("g", 8, 8, 8);
+  const Architecture arch = test::chip({1}, 16);
+  Mapping m = Mapping::trivial(op, arch);
+  m.level(0).tile = {8, 8, 8};
+  m.level(2).tile = {8, 8, 8};
+  const Metrics r = evaluate(op, arch, m);
+  EXPECT_FALSE(r.valid);
+  EXPECT_NE(r.invalid_reason.find("L1"), std::string::npos) << r.invalid_reason;
+}
+
+TEST_P(CostModelSuite, MorePesNeverSlower) {
+  const Operator op = make_gemm("g", 16, 16, 16);
+  const Architecture small = test::chip({4});
+  const Architecture large = test::chip({16});
+  auto split_m = [&](const Architecture& arch, std::int64_t pes) {
+    Mapping m = Mapping::trivial(op, arch);
+    m.level(1).split = {pes, 1, 1};
+    m.level(2).tile = {16, 16, 16};
+    return evaluate(op, arch, m);
+  };
+  const Metrics a = split_m(small, 4), b = split_m(large, 16);
+  ASSERT_TRUE(a.valid && b.valid);
+  EXPECT_LE(b.compute_cycles, a.compute_cycles);
+  EXPECT_LE(b.latency_cycles, a.latency_cycles);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCostModels, CostModelSuite,
+                         ::testing::ValuesIn(names_of(PluginKind::kCostModel)),
+                         [](const auto& p) { return p.param; });
+
+}  // namespace
+}  // namespace mapex::host
