@@ -181,7 +181,8 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
   const YAML::Node root = yaml::load_text(yaml_text, origin);
   YAML::Node body = root;
   // Accept both a bare map of levels and one under a `mapping:` key.
-  if (root.IsMap() && root.size() == 1 && root["mapping"]) body = root["mapping"];
+  // (Node::reset rebinds; plain assignment would overwrite the root.)
+  if (root.IsMap() && root.size() == 1 && root["mapping"]) body.reset(root["mapping"]);
   yaml::Map top(origin, body, "a mapping file");
   Mapping mapping = trivial(op, arch);
   const auto n = static_cast<size_t>(op.num_dims());

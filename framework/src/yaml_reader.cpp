@@ -60,24 +60,34 @@ void require_scalar(const std::string& file, const YAML::Node& node, const std::
 
 }  // namespace
 
-std::int64_t as_int(const std::string& file, const YAML::Node& node, const std::string& key) {
-  require_scalar(file, node, key, "an integer");
-  const std::string& text = node.Scalar();
+namespace {
+
+std::optional<std::int64_t> parse_int(const std::string& text) {
   std::int64_t value = 0;
   const char* begin = text.data();
   const char* end = text.data() + text.size();
   if (begin != end && *begin == '+') ++begin;
   auto [ptr, ec] = std::from_chars(begin, end, value);
-  if (ec != std::errc() || ptr != end || begin == end)
-    fail(file, node, key, "expected an integer, got " + describe(node));
+  if (ec != std::errc() || ptr != end || begin == end) return std::nullopt;
   return value;
+}
+
+}  // namespace
+
+std::int64_t as_int(const std::string& file, const YAML::Node& node, const std::string& key) {
+  require_scalar(file, node, key, "an integer");
+  const auto value = parse_int(node.Scalar());
+  if (!value) fail(file, node, key, "expected an integer, got " + describe(node));
+  return *value;
 }
 
 std::int64_t as_positive_int(const std::string& file, const YAML::Node& node,
                              const std::string& key) {
-  const std::int64_t value = as_int(file, node, key);
-  if (value <= 0) fail(file, node, key, "expected a positive integer, got " + describe(node));
-  return value;
+  require_scalar(file, node, key, "a positive integer");
+  const auto value = parse_int(node.Scalar());
+  if (!value || *value <= 0)
+    fail(file, node, key, "expected a positive integer, got " + describe(node));
+  return *value;
 }
 
 double as_double(const std::string& file, const YAML::Node& node, const std::string& key) {

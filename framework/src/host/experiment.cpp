@@ -134,7 +134,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
     YAML::Node file_node = w;
     if (!w.IsScalar()) {
       yaml::Map m(path, w, "a workload entry");
-      file_node = m.required("file");
+      file_node.reset(m.required("file"));  // rebind, do not assign into w
       if (auto layers = m.optional("layers")) wanted = yaml::as_string_list(path, *layers, "layers");
       m.finish();
     }
@@ -159,7 +159,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
     YAML::Node file_node = a;
     if (!a.IsScalar()) {
       yaml::Map m(path, a, "an architecture entry");
-      file_node = m.required("file");
+      file_node.reset(m.required("file"));  // rebind, do not assign into w
       m.finish();
     }
     const std::string arch_path = resolve(path, yaml::as_string(path, file_node, "file"));

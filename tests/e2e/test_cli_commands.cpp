@@ -1,0 +1,123 @@
+// `mapex evaluate`, `search`, `mapspace`, `plugins`, `version` as scripts
+// use them: JSON with units in the names, tables for people.
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+namespace mapex {
+namespace {
+
+using test::run_cli;
+const std::string kData = MAPEX_TEST_DATA_DIR;
+
+std::vector<std::string> tiny(std::vector<std::string> extra) {
+  std::vector<std::string> args{"--workload", kData + "/tiny_net.yaml", "--layer", "conv",
+                                "--arch", kData + "/tiny_arch.yaml"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::vector<std::string> cmd(const std::string& command, std::vector<std::string> args) {
+  args.insert(args.begin(), command);
+  return args;
+}
+
+TEST(CliEvaluate, JsonCarriesMetricsWithUnits) {
+  const auto r = run_cli(cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml",
+                                               "--format", "json"})));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["layer"], "conv");
+  EXPECT_EQ(j["costmodel"], "roofline");
+  const auto& m = j["metrics"];
+  EXPECT_TRUE(m["valid"].get<bool>());
+  // 4608 MACs on 4 PEs with K split 4 ways: 1152 cycles of compute.
+  EXPECT_EQ(m["macs"].get<double>(), 4608);
+  EXPECT_EQ(m["compute_cycles"].get<double>(), 1152);
+  EXPECT_GE(m["latency_cycles"].get<double>(), 1152);
+  for (const char* key : {"energy_pj", "edp_pj_cycles", "utilization", "latency_seconds",
+                          "energy_breakdown_pj", "levels"})
+    EXPECT_TRUE(m.contains(key)) << key;
+  EXPECT_EQ(j["mapping"]["PEs"]["split"]["K"], 4);
+}
+
+TEST(CliEvaluate, TableAndCsv) {
+  const auto table = run_cli(cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml"})));
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("latency_cycles"), std::string::npos);
+  EXPECT_NE(table.out.find("| L2 |"), std::string::npos) << table.out;
+  const auto csv = run_cli(cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml",
+                                                 "--format", "csv"})));
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(csv.out.rfind("layer_name,valid,latency_cycles", 0), 0u) << csv.out;
+  EXPECT_NE(csv.out.find("\nconv,1,"), std::string::npos) << csv.out;
+}
+
+TEST(CliSearch, JsonHasEvaluationsTimeAndMapping) {
+  const auto r = run_cli(cmd("search", tiny({"--searcher", "random", "--max-evaluations", "300",
+                                             "--seed", "3", "--format", "json"})));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluations"], 300);
+  EXPECT_GE(j["wall_seconds"].get<double>(), 0);
+  EXPECT_FALSE(j["complete"].get<bool>());
+  EXPECT_TRUE(j["metrics"]["valid"].get<bool>());
+  EXPECT_TRUE(j["mapping"].contains("DRAM"));
+  EXPECT_NE(j["mapping_yaml"].get<std::string>().find("L1:"), std::string::npos);
+  // Seeded: the same command gives the same mapping.
+  const auto again = run_cli(cmd("search", tiny({"--searcher", "random", "--max-evaluations",
+                                                 "300", "--seed", "3", "--format", "json", "-j", "1"})));
+  EXPECT_EQ(nlohmann::json::parse(again.out)["mapping_yaml"], j["mapping_yaml"]);
+}
+
+TEST(CliSearch, ExhaustiveFindsNoWorseThanRandom) {
+  // fc on the tiny chip is small enough to search completely.
+  auto fc = [](std::vector<std::string> extra) {
+    std::vector<std::string> args{"search", "--workload", kData + "/tiny_net.yaml", "--layer", "fc",
+                                  "--arch", kData + "/tiny_arch.yaml", "--format", "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  const auto ex = run_cli(fc({"--searcher", "exhaustive"}));
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  const auto rnd = run_cli(fc({"--searcher", "random", "--max-evaluations", "200"}));
+  ASSERT_EQ(rnd.status, 0) << rnd.err;
+  const auto e = nlohmann::json::parse(ex.out), r = nlohmann::json::parse(rnd.out);
+  EXPECT_TRUE(e["complete"].get<bool>());
+  EXPECT_LE(e["metrics"]["latency_cycles"].get<double>(), r["metrics"]["latency_cycles"].get<double>());
+}
+
+TEST(CliMapspace, PrintsTheExactSize) {
+  const auto r = run_cli(cmd("mapspace", tiny({})));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("K = 8: 19 tile chains"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("32937604"), std::string::npos) << r.out;
+}
+
+TEST(CliPlugins, ListsTheBuiltInsWithKindVersionAbi) {
+  const auto r = run_cli({"plugins"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* row : {"| roofline | costmodel | 1.0.0 | 1 |", "| exhaustive | searcher | 1.0.0 | 1 |",
+                          "| random | searcher | 1.0.0 | 1 |"})
+    EXPECT_NE(r.out.find(row), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("victory_condition (int, default 0)"), std::string::npos) << r.out;
+}
+
+TEST(CliPlugins, BrokenPluginsAreReportedNotFatal) {
+  const auto r = run_cli({"plugins"}, {"MAPEX_PLUGIN_PATH=" MAPEX_TEST_PLUGIN_DIR "/broken_abi:" MAPEX_TEST_PLUGIN_DIR "/no_entry"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("| roofline |"), std::string::npos);
+  EXPECT_NE(r.err.find("ABI 101"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("does not export"), std::string::npos) << r.err;
+}
+
+TEST(CliVersion, PrintsVersionAndAbi) {
+  const auto r = run_cli({"version"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("plugin ABI 1"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace mapex

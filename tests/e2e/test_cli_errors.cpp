@@ -1,0 +1,175 @@
+// Every kind of bad input exits with status 2 and one line naming the file,
+// line and column, the key and what was expected; no stack trace, and an
+// existing result file is left as it was.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli_runner.hpp"
+
+namespace mapex {
+namespace {
+
+using test::run_cli;
+using test::slurp;
+const std::string kData = MAPEX_TEST_DATA_DIR;
+const std::string kWork = MAPEX_TEST_WORK_DIR;
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = kWork + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+const std::string kGood =
+    "name: bad\n"
+    "workloads: [" + kData + "/tiny_net.yaml]\n"
+    "architectures: [" + kData + "/tiny_arch.yaml]\n"
+    "budget: {evaluations: 10}\n"
+    "searchers: [random]\n"
+    "costmodels: [roofline]\n";
+
+class BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override { guard_ = write("guard.h5", "results that must survive"); }
+
+  // Runs `mapex run` on experiment text with the guard file as output and
+  // checks the common contract; returns the message.
+  std::string run_bad(const std::string& name, const std::string& experiment) {
+    return expect_bad({"run", write(name, experiment), "-o", guard_});
+  }
+
+  std::string expect_bad(const std::vector<std::string>& args) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << r.out << r.err;
+    EXPECT_EQ(r.err.rfind("mapex: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+    EXPECT_EQ(slurp(guard_), "results that must survive");
+    return r.err;
+  }
+
+  std::string guard_;
+};
+
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in: " << (haystack)
+
+TEST_F(BadInput, YamlSyntaxError) {
+  const std::string e = run_bad("syntax.yaml", "name: x\nworkloads: [a, b\nsearchers: [random]\n");
+  EXPECT_HAS(e, "syntax.yaml:");
+  EXPECT_HAS(e, "YAML syntax error");
+}
+
+TEST_F(BadInput, UnknownKey) {
+  const std::string e = run_bad("unknown_key.yaml", kGood + "colour: blue\n");
+  EXPECT_HAS(e, "unknown_key.yaml:7:1: key 'colour': unknown key in an experiment file");
+  EXPECT_HAS(e, "expected one of:");
+}
+
+TEST_F(BadInput, WrongType) {
+  write("wrong_type_net.yaml", "network: n\nlayers:\n  - {name: a, type: fc, C: 4, K: abc}\n");
+  const std::string e = run_bad("wrong_type.yaml",
+                                "name: x\nworkloads: [wrong_type_net.yaml]\narchitectures: [" + kData +
+                                    "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "wrong_type_net.yaml:3:");
+  EXPECT_HAS(e, "key 'K': expected a positive integer, got 'abc'");
+}
+
+TEST_F(BadInput, ZeroDimension) {
+  write("zero_net.yaml", "network: n\nlayers:\n  - name: a\n    type: fc\n    C: 4\n    K: 0\n");
+  const std::string e = run_bad("zero.yaml", "name: x\nworkloads: [zero_net.yaml]\narchitectures: [" +
+                                                 kData + "/tiny_arch.yaml]\nsearchers: [random]\n"
+                                                 "costmodels: [roofline]\n");
+  EXPECT_HAS(e, "zero_net.yaml:6:8: key 'K': expected a positive integer, got '0'");
+}
+
+TEST_F(BadInput, SubscriptNamesUnknownDimension) {
+  write("subscript_net.yaml",
+        "network: n\nlayers:\n  - name: a\n    type: loopnest\n    dims: {I: 4, J: 4}\n"
+        "    tensors:\n      - {name: X, role: input, subscripts: [I + Z]}\n"
+        "      - {name: Y, role: output, subscripts: [J]}\n");
+  const std::string e = run_bad("subscript.yaml", "name: x\nworkloads: [subscript_net.yaml]\n"
+                                                  "architectures: [" + kData + "/tiny_arch.yaml]\n"
+                                                  "searchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "subscript_net.yaml:7:");
+  EXPECT_HAS(e, "key 'subscripts'");
+  EXPECT_HAS(e, "unknown dimension 'Z'");
+}
+
+TEST_F(BadInput, MissingWorkloadFile) {
+  const std::string e = run_bad("missing_workload.yaml",
+                                "name: x\nworkloads: [nowhere.yaml]\narchitectures: [" + kData +
+                                    "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "missing_workload.yaml:2:13: key 'file': workload file");
+  EXPECT_HAS(e, "nowhere.yaml' does not exist");
+}
+
+TEST_F(BadInput, MissingArchitectureFile) {
+  const std::string e = run_bad("missing_arch.yaml", "name: x\nworkloads: [" + kData +
+                                                         "/tiny_net.yaml]\narchitectures:\n"
+                                                         "  - file: no_chip.yaml\n"
+                                                         "searchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "missing_arch.yaml:4:");
+  EXPECT_HAS(e, "architecture file");
+  EXPECT_HAS(e, "no_chip.yaml' does not exist");
+}
+
+TEST_F(BadInput, UnknownPlugin) {
+  std::string text = kGood;
+  text.replace(text.find("searchers: [random]"), 19, "searchers: [annealing]");
+  const std::string e = run_bad("unknown_plugin.yaml", text);
+  EXPECT_HAS(e, "unknown_plugin.yaml:5:13");
+  EXPECT_HAS(e, "unknown searcher 'annealing' (known: exhaustive, random)");
+}
+
+TEST_F(BadInput, UnknownSearcherParameter) {
+  std::string text = kGood;
+  text.replace(text.find("searchers: [random]"), 19,
+               "searchers:\n  - plugin: random\n    params: {temperature: 3}");
+  const std::string e = run_bad("unknown_param.yaml", text);
+  EXPECT_HAS(e, "unknown_param.yaml:6:5: key 'temperature': unknown parameter of searcher 'random'");
+  EXPECT_HAS(e, "victory_condition");
+}
+
+TEST_F(BadInput, OutputCannotBeWritten) {
+  const std::string blocker = write("a_file", "not a directory");
+  const auto r = run_cli({"run", write("good.yaml", kGood), "-o", blocker + "/out.h5"});
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_HAS(r.err, "a_file/out.h5: cannot create the result file");
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST_F(BadInput, MissingExperimentFile) {
+  const std::string e = expect_bad({"run", kWork + "/no_such_experiment.yaml", "-o", guard_});
+  EXPECT_HAS(e, "no_such_experiment.yaml: experiment file does not exist");
+}
+
+TEST_F(BadInput, UsageErrors) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"frobnicate"}, {"evaluate", "--arch", kData + "/tiny_arch.yaml"}, {"run"}}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("mapex: error: ", 0), 0u) << r.err;
+  }
+}
+
+TEST_F(BadInput, MappingOutsideTheBounds) {
+  write("bad_mapping.yaml", "L1:\n  tile: {K: 16}\n");
+  const std::string e = expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                    "conv", "--arch", kData + "/tiny_arch.yaml", "--mapping",
+                                    kWork + "/bad_mapping.yaml"});
+  EXPECT_HAS(e, "bad_mapping.yaml");
+  EXPECT_HAS(e, "tile of K is 16");
+}
+
+TEST_F(BadInput, UnknownLayer) {
+  const std::string e = expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                    "conv9", "--arch", kData + "/tiny_arch.yaml", "--mapping",
+                                    kData + "/tiny_conv_mapping.yaml"});
+  EXPECT_HAS(e, "key 'layer': no layer 'conv9' in network 'tiny'; expected one of: conv, fc");
+}
+
+}  // namespace
+}  // namespace mapex
