@@ -34,8 +34,14 @@ struct RawRow {
   const char* mapping_summary;
 };
 
+H5::StrType utf8_string() {
+  H5::StrType str(H5::PredType::C_S1, H5T_VARIABLE);
+  str.setCset(H5T_CSET_UTF8);
+  return str;
+}
+
 H5::CompType row_type() {
-  const H5::StrType str(H5::PredType::C_S1, H5T_VARIABLE);
+  const H5::StrType str = utf8_string();
   H5::CompType t(sizeof(RawRow));
 #define MAPEX_MEMBER(name, type) t.insertMember(#name, offsetof(RawRow, name), type)
   MAPEX_MEMBER(job_index, H5::PredType::NATIVE_UINT64);
@@ -65,7 +71,7 @@ H5::CompType row_type() {
 }
 
 void write_string_attribute(H5::H5Object& object, const std::string& name, const std::string& value) {
-  const H5::StrType str(H5::PredType::C_S1, H5T_VARIABLE);
+  const H5::StrType str = utf8_string();
   H5::Attribute attr = object.createAttribute(name, str, H5::DataSpace(H5S_SCALAR));
   const char* data = value.c_str();
   attr.write(str, &data);
