@@ -81,7 +81,7 @@ Use read_use(const std::string& file, const YAML::Node& node, const char* what, 
   return use;
 }
 
-const YAML::Node& require_list(const std::string& file, const YAML::Node& node, const char* key) {
+YAML::Node require_list(const std::string& file, const YAML::Node& node, const char* key) {
   if (!node.IsSequence() || node.size() == 0) yaml::fail(file, node, key, "expected a non-empty list");
   return node;
 }
