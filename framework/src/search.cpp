@@ -1,3 +1,5 @@
+#include "tsan_annotations.hpp"
+
 #include <mapex/error.hpp>
 #include <mapex/search.hpp>
 
@@ -76,8 +78,11 @@ std::vector<Metrics> SearchContext::evaluate(std::span<const Mapping> batch) {
   std::vector<Metrics> out(allowed);
   // Each element is written by exactly one task, so the order of results
   // (and everything derived from it below) does not depend on scheduling.
+  int spawn_edge = 0, join_edge = 0;
+  MAPEX_TSAN_RELEASE(&spawn_edge);
   tbb::parallel_for(tbb::blocked_range<std::size_t>(0, allowed, 16),
                     [&](const tbb::blocked_range<std::size_t>& range) {
+                      MAPEX_TSAN_ACQUIRE(&spawn_edge);
                       for (std::size_t i = range.begin(); i != range.end(); ++i) {
                         const Mapping& m = batch[i];
                         if (auto error = m.structural_error(*op_, *arch_))
@@ -87,7 +92,9 @@ std::vector<Metrics> SearchContext::evaluate(std::span<const Mapping> batch) {
                         else
                           out[i] = model_->evaluate(m);
                       }
+                      MAPEX_TSAN_RELEASE(&join_edge);
                     });
+  MAPEX_TSAN_ACQUIRE(&join_edge);
   double best = best_value();
   for (std::size_t i = 0; i < allowed; ++i) {
     const double value = objective_value(out[i], objective_);

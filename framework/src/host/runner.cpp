@@ -1,5 +1,7 @@
 #include "host/runner.hpp"
 
+#include "tsan_annotations.hpp"
+
 #include <tbb/concurrent_queue.h>
 #include <tbb/parallel_for_each.h>
 #include <tbb/task_arena.h>
@@ -77,8 +79,10 @@ std::vector<JobResult> run_jobs(const Experiment& e, const PluginInstances& plug
       const int threads =
           options.threads > 0 ? options.threads : tbb::this_task_arena::max_concurrency();
       tbb::task_arena arena(threads);
+      MAPEX_TSAN_RELEASE(&jobs);
       arena.execute([&] {
         tbb::parallel_for_each(jobs.begin(), jobs.end(), [&](const Job& job) {
+          MAPEX_TSAN_ACQUIRE(&jobs);
           const auto& w = e.workloads[static_cast<size_t>(job.workload)];
           const Operator& op = w.network.layers()[static_cast<size_t>(job.layer)].op;
           const auto& su = e.searchers[static_cast<size_t>(job.searcher)];
@@ -105,6 +109,7 @@ std::vector<JobResult> run_jobs(const Experiment& e, const PluginInstances& plug
           r.costmodel = e.costmodels[static_cast<size_t>(job.costmodel)].label;
           const auto position = static_cast<std::size_t>(&job - jobs.data());
           results[position] = std::move(r);
+          MAPEX_TSAN_RELEASE(&results[position]);
           finished.push(position);
         });
       });
@@ -120,6 +125,7 @@ std::vector<JobResult> run_jobs(const Experiment& e, const PluginInstances& plug
     std::optional<std::size_t> index;
     finished.pop(index);
     if (!index) break;
+    MAPEX_TSAN_ACQUIRE(&results[*index]);
     if (writer_failure || !options.on_result) continue;
     try {
       options.on_result(results[*index]);
