@@ -5,10 +5,9 @@
 // bound that Marvel (§6, Fig. 9) and FLASH normalise their results to. Data
 // movement comes from the framework's loop-nest analysis (mapex/analysis.hpp).
 
+#include <algorithm>
 #include <mapex/analysis.hpp>
 #include <mapex/plugin.hpp>
-
-#include <algorithm>
 
 namespace {
 
@@ -56,7 +55,8 @@ class BoundRoofline final : public mapex::BoundCostModel {
 
 class Roofline final : public mapex::CostModel {
  public:
-  explicit Roofline(const mapex::Params& params) : check_capacity_(params.get_bool("check_capacity")) {}
+  explicit Roofline(const mapex::Params& params)
+      : check_capacity_(params.get_bool("check_capacity")) {}
   std::unique_ptr<mapex::BoundCostModel> bind(const mapex::Operator& op,
                                               const mapex::Architecture& arch) const override {
     return std::make_unique<BoundRoofline>(op, arch, check_capacity_);

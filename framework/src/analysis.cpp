@@ -1,7 +1,6 @@
-#include <mapex/analysis.hpp>
-
 #include <algorithm>
 #include <cmath>
+#include <mapex/analysis.hpp>
 #include <sstream>
 
 namespace mapex {
@@ -44,8 +43,9 @@ std::optional<std::string> capacity_error(const Operator& op, const Architecture
     const double need = required_bytes(op, arch, i, mapping.level(i).tile);
     if (need > static_cast<double>(l.size_bytes)) {
       std::ostringstream out;
-      out << l.name << ": tiles need " << need << " B" << (l.double_buffered ? " (double-buffered)" : "")
-          << ", capacity " << l.size_bytes << " B";
+      out << l.name << ": tiles need " << need << " B"
+          << (l.double_buffered ? " (double-buffered)" : "") << ", capacity " << l.size_bytes
+          << " B";
       return out.str();
     }
   }
@@ -106,8 +106,8 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
     }
   }
 
-  double loads = 1;        // tile (re)loads over all child instances
-  double distinct = 1;     // distinct (child instance, tile) pairs
+  double loads = 1;     // tile (re)loads over all child instances
+  double distinct = 1;  // distinct (child instance, tile) pairs
   for (size_t d = 0; d < n; ++d) {
     loads *= cx.tiles(child, d) / reuse[d];
     if (t.relevant(static_cast<DimId>(d))) {
@@ -187,7 +187,8 @@ NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping
   cx.count.assign(static_cast<size_t>(L + 1), std::vector<double>(n));
   for (size_t d = 0; d < n; ++d) {
     cx.count[0][d] = static_cast<double>(op.dims()[d].bound);
-    for (int i = 0; i < L; ++i) cx.count[static_cast<size_t>(i + 1)][d] = total_count(a.tiles[static_cast<size_t>(i)][d]);
+    for (int i = 0; i < L; ++i)
+      cx.count[static_cast<size_t>(i + 1)][d] = total_count(a.tiles[static_cast<size_t>(i)][d]);
   }
 
   std::vector<int> data_levels;
@@ -207,7 +208,8 @@ NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping
   }
   for (int i : data_levels)
     if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
-      a.required_bytes[static_cast<size_t>(i)] = required_bytes(op, arch, i, a.span[static_cast<size_t>(i)]);
+      a.required_bytes[static_cast<size_t>(i)] =
+          required_bytes(op, arch, i, a.span[static_cast<size_t>(i)]);
   return a;
 }
 

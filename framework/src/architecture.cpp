@@ -1,18 +1,20 @@
-#include "yaml_reader.hpp"
-
-#include <mapex/architecture.hpp>
-
 #include <cmath>
 #include <cstring>
+#include <mapex/architecture.hpp>
 #include <set>
+
+#include "yaml_reader.hpp"
 
 namespace mapex {
 
 std::string to_string(LevelKind kind) {
   switch (kind) {
-    case LevelKind::kBuffer: return "buffer";
-    case LevelKind::kSpatial: return "spatial";
-    case LevelKind::kDram: return "dram";
+    case LevelKind::kBuffer:
+      return "buffer";
+    case LevelKind::kSpatial:
+      return "spatial";
+    case LevelKind::kDram:
+      return "dram";
   }
   return "buffer";
 }
@@ -110,17 +112,19 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
         throw InputError(where + ": buffer '" + l.name + "' needs a positive size_bytes");
     }
     if (l.kind == LevelKind::kSpatial) {
-      if (l.shape.empty()) throw InputError(where + ": spatial level '" + l.name + "' needs a shape");
+      if (l.shape.empty())
+        throw InputError(where + ": spatial level '" + l.name + "' needs a shape");
       for (auto s : l.shape)
-        if (s <= 0) throw InputError(where + ": spatial level '" + l.name + "' has a non-positive shape");
+        if (s <= 0)
+          throw InputError(where + ": spatial level '" + l.name + "' has a non-positive shape");
       if (!(l.noc.bandwidth_gbps > 0))
-        throw InputError(where + ": spatial level '" + l.name + "' needs a positive noc.bandwidth_gbps");
+        throw InputError(where + ": spatial level '" + l.name +
+                         "' needs a positive noc.bandwidth_gbps");
     }
   }
   if (levels.back().kind != LevelKind::kDram)
     throw InputError(where + ": the last (outermost) level must be of kind dram");
-  if (!levels.back().bandwidth_gbps)
-    throw InputError(where + ": DRAM level needs bandwidth_gbps");
+  if (!levels.back().bandwidth_gbps) throw InputError(where + ": DRAM level needs bandwidth_gbps");
   if (buffers == 0) throw InputError(where + ": needs at least one buffer level");
   Architecture a;
   a.name_ = std::move(name);
@@ -155,7 +159,8 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
   }
   const YAML::Node levels_node = top.required("levels");
   if (!levels_node.IsSequence() || levels_node.size() == 0)
-    yaml::fail(origin, levels_node, "levels", "expected a non-empty list of levels, innermost first");
+    yaml::fail(origin, levels_node, "levels",
+               "expected a non-empty list of levels, innermost first");
   top.finish();
 
   std::vector<Level> levels;
@@ -176,8 +181,10 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
       l.double_buffered = m.boolean("double_buffered", true);
       l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
       l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
-      if (m.has("bandwidth_gbps")) l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
-      else m.allow("bandwidth_gbps");
+      if (m.has("bandwidth_gbps"))
+        l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
+      else
+        m.allow("bandwidth_gbps");
     } else if (kind == "dram") {
       l.kind = LevelKind::kDram;
       if (i + 1 != levels_node.size())

@@ -19,10 +19,18 @@ void require_positive(const std::string& layer, const char* key, std::int64_t va
 }  // namespace
 
 Operator make_conv2d(const std::string& name, const Conv2dShape& s) {
-  for (auto [key, value] : {std::pair{"N", s.N}, {"C", s.C}, {"K", s.K}, {"H", s.H}, {"W", s.W},
-                            {"R", s.R}, {"S", s.S}, {"stride", s.stride_h},
-                            {"stride", s.stride_w}, {"dilation", s.dilation_h},
-                            {"dilation", s.dilation_w}, {"groups", s.groups}})
+  for (auto [key, value] : {std::pair{"N", s.N},
+                            {"C", s.C},
+                            {"K", s.K},
+                            {"H", s.H},
+                            {"W", s.W},
+                            {"R", s.R},
+                            {"S", s.S},
+                            {"stride", s.stride_h},
+                            {"stride", s.stride_w},
+                            {"dilation", s.dilation_h},
+                            {"dilation", s.dilation_w},
+                            {"groups", s.groups}})
     require_positive(name, key, value);
   if (s.padding_h < 0 || s.padding_w < 0)
     throw InputError("layer '" + name + "': padding is negative; expected 0 or more");
@@ -42,12 +50,21 @@ Operator make_conv2d(const std::string& name, const Conv2dShape& s) {
   const std::int64_t cg = s.C / s.groups;
   const std::int64_t kg = s.K / s.groups;
 
-  std::map<std::string, std::int64_t> attrs{
-      {"C", s.C},           {"K", s.K},           {"H", s.H},
-      {"W", s.W},           {"R", s.R},           {"S", s.S},
-      {"P", P},             {"Q", Q},             {"stride_h", s.stride_h},
-      {"stride_w", s.stride_w}, {"padding_h", s.padding_h}, {"padding_w", s.padding_w},
-      {"dilation_h", s.dilation_h}, {"dilation_w", s.dilation_w}, {"groups", s.groups}};
+  std::map<std::string, std::int64_t> attrs{{"C", s.C},
+                                            {"K", s.K},
+                                            {"H", s.H},
+                                            {"W", s.W},
+                                            {"R", s.R},
+                                            {"S", s.S},
+                                            {"P", P},
+                                            {"Q", Q},
+                                            {"stride_h", s.stride_h},
+                                            {"stride_w", s.stride_w},
+                                            {"padding_h", s.padding_h},
+                                            {"padding_w", s.padding_w},
+                                            {"dilation_h", s.dilation_h},
+                                            {"dilation_w", s.dilation_w},
+                                            {"groups", s.groups}};
 
   if (s.groups == 1) {
     // Output[n][k][p][q] += Input[n][c][p*sy + r*dy][q*sx + s*dx] * Weight[k][c][r][s]
@@ -55,8 +72,11 @@ Operator make_conv2d(const std::string& name, const Conv2dShape& s) {
                           {"Q", Q},   {"R", s.R}, {"S", s.S}};
     enum { n, k, c, p, q, r, sd };
     std::vector<Tensor> tensors{
-        {"Input", TensorRole::kInput, Reduction::kNone,
-         {var(n), var(c), sum(p, s.stride_h, r, s.dilation_h), sum(q, s.stride_w, sd, s.dilation_w)}},
+        {"Input",
+         TensorRole::kInput,
+         Reduction::kNone,
+         {var(n), var(c), sum(p, s.stride_h, r, s.dilation_h),
+          sum(q, s.stride_w, sd, s.dilation_w)}},
         {"Weight", TensorRole::kInput, Reduction::kNone, {var(k), var(c), var(r), var(sd)}},
         {"Output", TensorRole::kOutput, Reduction::kSum, {var(n), var(k), var(p), var(q)}}};
     return Operator::make(name, "conv2d", std::move(dims), std::move(tensors), std::move(attrs));
@@ -66,18 +86,23 @@ Operator make_conv2d(const std::string& name, const Conv2dShape& s) {
     std::vector<Dim> dims{{"N", s.N}, {"C", s.C}, {"P", P}, {"Q", Q}, {"R", s.R}, {"S", s.S}};
     enum { n, c, p, q, r, sd };
     std::vector<Tensor> tensors{
-        {"Input", TensorRole::kInput, Reduction::kNone,
-         {var(n), var(c), sum(p, s.stride_h, r, s.dilation_h), sum(q, s.stride_w, sd, s.dilation_w)}},
+        {"Input",
+         TensorRole::kInput,
+         Reduction::kNone,
+         {var(n), var(c), sum(p, s.stride_h, r, s.dilation_h),
+          sum(q, s.stride_w, sd, s.dilation_w)}},
         {"Weight", TensorRole::kInput, Reduction::kNone, {var(c), var(r), var(sd)}},
         {"Output", TensorRole::kOutput, Reduction::kSum, {var(n), var(c), var(p), var(q)}}};
     return Operator::make(name, "conv2d", std::move(dims), std::move(tensors), std::move(attrs));
   }
   // Grouped: channel index = g * (channels per group) + local index.
-  std::vector<Dim> dims{{"N", s.N}, {"G", s.groups}, {"K", kg}, {"C", cg},
+  std::vector<Dim> dims{{"N", s.N}, {"G", s.groups}, {"K", kg},  {"C", cg},
                         {"P", P},   {"Q", Q},        {"R", s.R}, {"S", s.S}};
   enum { n, g, k, c, p, q, r, sd };
   std::vector<Tensor> tensors{
-      {"Input", TensorRole::kInput, Reduction::kNone,
+      {"Input",
+       TensorRole::kInput,
+       Reduction::kNone,
        {var(n), sum(g, cg, c, 1), sum(p, s.stride_h, r, s.dilation_h),
         sum(q, s.stride_w, sd, s.dilation_w)}},
       {"Weight", TensorRole::kInput, Reduction::kNone, {var(g), var(k), var(c), var(r), var(sd)}},

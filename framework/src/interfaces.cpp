@@ -23,8 +23,10 @@ Metrics Metrics::invalid(std::string reason) {
 
 std::string to_string(PluginKind kind) {
   switch (kind) {
-    case PluginKind::kCostModel: return "costmodel";
-    case PluginKind::kSearcher: return "searcher";
+    case PluginKind::kCostModel:
+      return "costmodel";
+    case PluginKind::kSearcher:
+      return "searcher";
   }
   return "unknown";
 }

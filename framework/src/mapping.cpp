@@ -1,10 +1,9 @@
-#include "yaml_reader.hpp"
-
-#include <mapex/mapping.hpp>
-
 #include <algorithm>
+#include <mapex/mapping.hpp>
 #include <numeric>
 #include <sstream>
+
+#include "yaml_reader.hpp"
 
 namespace mapex {
 
@@ -34,7 +33,9 @@ Mapping Mapping::trivial(const Operator& op, const Architecture& arch) {
         lm.tile.assign(n, 1);
         lm.order = identity_order(op.num_dims());
         break;
-      case LevelKind::kSpatial: lm.split.assign(n, 1); break;
+      case LevelKind::kSpatial:
+        lm.split.assign(n, 1);
+        break;
       case LevelKind::kDram:
         for (const auto& d : op.dims()) lm.tile.push_back(d.bound);
         lm.order = identity_order(op.num_dims());
@@ -62,7 +63,7 @@ std::vector<std::int64_t> Mapping::span(const Operator& op, const Architecture& 
 }
 
 std::optional<std::string> Mapping::structural_error(const Operator& op,
-                                                      const Architecture& arch) const {
+                                                     const Architecture& arch) const {
   const auto n = static_cast<size_t>(op.num_dims());
   if (levels_.size() != arch.levels().size())
     return "mapping has " + std::to_string(levels_.size()) + " levels, architecture '" +
@@ -215,7 +216,8 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
         if (auto split = m.optional("split")) read_dim_map(*split, "split", lm.split);
         m.finish();
       }
-      for (size_t d = 0; d < n; ++d) child[d] = std::min(child[d] * lm.split[d], op.dims()[d].bound);
+      for (size_t d = 0; d < n; ++d)
+        child[d] = std::min(child[d] * lm.split[d], op.dims()[d].bound);
       continue;
     }
     if (level.kind == LevelKind::kBuffer) lm.tile = child;  // default: no loop at this level
@@ -230,9 +232,9 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
         for (const auto& dim_name : names) {
           const DimId d = op.find_dim(dim_name);
           if (d < 0 || std::find(listed.begin(), listed.end(), d) != listed.end())
-            yaml::fail(origin, *order, "order",
-                       "'" + dim_name + "' is not a dimension of '" + op.name() +
-                           "' or appears twice");
+            yaml::fail(
+                origin, *order, "order",
+                "'" + dim_name + "' is not a dimension of '" + op.name() + "' or appears twice");
           listed.push_back(d);
         }
         // Dimensions left out go outermost, in operator order.

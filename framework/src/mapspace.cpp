@@ -1,8 +1,7 @@
-#include <mapex/analysis.hpp>
-#include <mapex/mapspace.hpp>
-
 #include <algorithm>
 #include <map>
+#include <mapex/analysis.hpp>
+#include <mapex/mapspace.hpp>
 
 namespace mapex {
 namespace {
@@ -126,8 +125,8 @@ std::optional<std::string> Mapspace::chain_reject_reason(
     std::int64_t used = 1;
     int parallel = 0;
     for (DimId d = 0; d < op_->num_dims(); ++d) {
-      const std::int64_t s =
-          chains_[static_cast<size_t>(d)][chain_index[static_cast<size_t>(d)]][static_cast<size_t>(i)];
+      const std::int64_t s = chains_[static_cast<size_t>(d)][chain_index[static_cast<size_t>(d)]]
+                                    [static_cast<size_t>(i)];
       used *= s;
       parallel += s > 1;
     }
@@ -172,8 +171,8 @@ Mapping Mapspace::build(const std::vector<std::size_t>& chain_index,
     const Level& l = arch_->levels()[static_cast<size_t>(i)];
     auto& lm = m.level(i);
     for (DimId d = 0; d < op_->num_dims(); ++d) {
-      const std::int64_t v =
-          chains_[static_cast<size_t>(d)][chain_index[static_cast<size_t>(d)]][static_cast<size_t>(i)];
+      const std::int64_t v = chains_[static_cast<size_t>(d)][chain_index[static_cast<size_t>(d)]]
+                                    [static_cast<size_t>(i)];
       (l.kind == LevelKind::kSpatial ? lm.split : lm.tile)[static_cast<size_t>(d)] = v;
     }
   }

@@ -1,9 +1,8 @@
-#include "yaml_reader.hpp"
-
 #include <mapex/generators.hpp>
 #include <mapex/network.hpp>
-
 #include <set>
+
+#include "yaml_reader.hpp"
 
 namespace mapex {
 namespace {
@@ -93,8 +92,8 @@ Operator read_operator(yaml::Map& m, const std::string& name, std::int64_t batch
       }
       return make_conv2d(name, s);
     }
-    if (type == "fc") return make_fc(name, m.positive_int("N", batch), m.positive_int("C"),
-                                     m.positive_int("K"));
+    if (type == "fc")
+      return make_fc(name, m.positive_int("N", batch), m.positive_int("C"), m.positive_int("K"));
     if (type == "gemm")
       return make_gemm(name, m.positive_int("M"), m.positive_int("N"), m.positive_int("K"));
     if (type == "loopnest") return read_loopnest(m, name);
@@ -102,8 +101,7 @@ Operator read_operator(yaml::Map& m, const std::string& name, std::int64_t batch
     if (e.where().line > 0) throw;
     yaml::fail(file, m.node(), "", e.what());
   }
-  yaml::fail(file, type_node, "type",
-             "expected conv2d, fc, gemm or loopnest, got '" + type + "'");
+  yaml::fail(file, type_node, "type", "expected conv2d, fc, gemm or loopnest, got '" + type + "'");
 }
 
 /// Output channels of a layer, if it has such a notion.
@@ -128,9 +126,7 @@ int Network::find_layer(const std::string& name) const {
   return -1;
 }
 
-Network Network::load(const std::string& path) {
-  return parse(yaml::read_text(path), path);
-}
+Network Network::load(const std::string& path) { return parse(yaml::read_text(path), path); }
 
 Network Network::parse(const std::string& yaml_text, const std::string& origin) {
   const YAML::Node root = yaml::load_text(yaml_text, origin);
@@ -181,7 +177,8 @@ Network Network::parse(const std::string& yaml_text, const std::string& origin) 
       }
       bool flattened = false;
       if (layer.op.kind() == "fc" && layer.producers.size() == 1) {
-        const auto e = out_elements_per_image(net.layers_[static_cast<size_t>(layer.producers[0])].op);
+        const auto e =
+            out_elements_per_image(net.layers_[static_cast<size_t>(layer.producers[0])].op);
         flattened = e && *e == c;
       }
       if (known && !all_equal && total != c && !flattened)

@@ -1,8 +1,7 @@
-#include <mapex/error.hpp>
-#include <mapex/operator.hpp>
-
 #include <cctype>
 #include <cstdlib>
+#include <mapex/error.hpp>
+#include <mapex/operator.hpp>
 #include <set>
 
 namespace mapex {
@@ -25,9 +24,12 @@ std::string to_string(TensorRole role) { return role == TensorRole::kInput ? "in
 
 std::string to_string(Reduction reduction) {
   switch (reduction) {
-    case Reduction::kNone: return "none";
-    case Reduction::kSum: return "sum";
-    case Reduction::kMax: return "max";
+    case Reduction::kNone:
+      return "none";
+    case Reduction::kSum:
+      return "sum";
+    case Reduction::kMax:
+      return "max";
   }
   return "none";
 }

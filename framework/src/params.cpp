@@ -1,20 +1,23 @@
-#include "yaml_reader.hpp"
-
-#include <mapex/error.hpp>
-#include <mapex/params.hpp>
-
 #include <charconv>
 #include <cmath>
+#include <mapex/error.hpp>
+#include <mapex/params.hpp>
 #include <sstream>
+
+#include "yaml_reader.hpp"
 
 namespace mapex {
 
 std::string to_string(ParamType type) {
   switch (type) {
-    case ParamType::kInt: return "int";
-    case ParamType::kDouble: return "double";
-    case ParamType::kBool: return "bool";
-    case ParamType::kString: return "string";
+    case ParamType::kInt:
+      return "int";
+    case ParamType::kDouble:
+      return "double";
+    case ParamType::kBool:
+      return "bool";
+    case ParamType::kString:
+      return "string";
   }
   return "string";
 }
@@ -46,20 +49,23 @@ std::optional<ParamValue> parse_value(ParamType type, const std::string& text) {
     case ParamType::kInt: {
       std::int64_t v = 0;
       auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-      if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) return std::nullopt;
+      if (ec != std::errc() || ptr != text.data() + text.size() || text.empty())
+        return std::nullopt;
       return v;
     }
     case ParamType::kDouble: {
       char* end = nullptr;
       const double v = std::strtod(text.c_str(), &end);
-      if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v)) return std::nullopt;
+      if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
+        return std::nullopt;
       return v;
     }
     case ParamType::kBool:
       if (text == "true" || text == "1" || text == "yes") return true;
       if (text == "false" || text == "0" || text == "no") return false;
       return std::nullopt;
-    case ParamType::kString: return text;
+    case ParamType::kString:
+      return text;
   }
   return std::nullopt;
 }
@@ -83,16 +89,17 @@ Params Params::resolve(const ParamSpec* specs, std::size_t num_specs,
       if (name == specs[i].name) spec = &specs[i];
     if (!spec) {
       std::string known;
-      for (std::size_t i = 0; i < num_specs; ++i) known += (known.empty() ? "" : ", ") + std::string(specs[i].name);
+      for (std::size_t i = 0; i < num_specs; ++i)
+        known += (known.empty() ? "" : ", ") + std::string(specs[i].name);
       throw InputError(SourceLocation{}, name,
-                       "unknown parameter of " + owner + "; expected one of: " +
-                           (known.empty() ? "(none)" : known));
+                       "unknown parameter of " + owner +
+                           "; expected one of: " + (known.empty() ? "(none)" : known));
     }
     auto value = parse_value(spec->type, text);
     if (!value)
-      throw InputError(SourceLocation{}, name,
-                       "parameter of " + owner + " expects " + to_string(spec->type) + ", got '" +
-                           text + "'");
+      throw InputError(
+          SourceLocation{}, name,
+          "parameter of " + owner + " expects " + to_string(spec->type) + ", got '" + text + "'");
     p.values_[name] = *value;
   }
   return p;

@@ -1,21 +1,23 @@
-#include "tsan_annotations.hpp"
-
-#include <mapex/error.hpp>
-#include <mapex/search.hpp>
-
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <limits>
+#include <mapex/error.hpp>
+#include <mapex/search.hpp>
+
+#include "tsan_annotations.hpp"
 
 namespace mapex {
 
 std::string to_string(Objective objective) {
   switch (objective) {
-    case Objective::kLatency: return "latency";
-    case Objective::kEnergy: return "energy";
-    case Objective::kEdp: return "edp";
+    case Objective::kLatency:
+      return "latency";
+    case Objective::kEnergy:
+      return "energy";
+    case Objective::kEdp:
+      return "edp";
   }
   return "latency";
 }
@@ -31,9 +33,12 @@ Objective parse_objective(const std::string& text) {
 double objective_value(const Metrics& m, Objective objective) {
   if (!m.valid) return std::numeric_limits<double>::infinity();
   switch (objective) {
-    case Objective::kLatency: return m.latency_cycles;
-    case Objective::kEnergy: return m.energy_pj;
-    case Objective::kEdp: return m.edp();
+    case Objective::kLatency:
+      return m.latency_cycles;
+    case Objective::kEnergy:
+      return m.energy_pj;
+    case Objective::kEdp:
+      return m.edp();
   }
   return m.latency_cycles;
 }

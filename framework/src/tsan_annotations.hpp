@@ -7,8 +7,10 @@
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
-#define MAPEX_TSAN_RELEASE(addr) __tsan_release(const_cast<void*>(static_cast<const volatile void*>(addr)))
-#define MAPEX_TSAN_ACQUIRE(addr) __tsan_acquire(const_cast<void*>(static_cast<const volatile void*>(addr)))
+#define MAPEX_TSAN_RELEASE(addr) \
+  __tsan_release(const_cast<void*>(static_cast<const volatile void*>(addr)))
+#define MAPEX_TSAN_ACQUIRE(addr) \
+  __tsan_acquire(const_cast<void*>(static_cast<const volatile void*>(addr)))
 #else
 #define MAPEX_TSAN_RELEASE(addr) static_cast<void>(addr)
 #define MAPEX_TSAN_ACQUIRE(addr) static_cast<void>(addr)

@@ -101,8 +101,7 @@ double as_double(const std::string& file, const YAML::Node& node, const std::str
   return value;
 }
 
-double as_positive_double(const std::string& file, const YAML::Node& node,
-                          const std::string& key) {
+double as_positive_double(const std::string& file, const YAML::Node& node, const std::string& key) {
   const double value = as_double(file, node, key);
   if (!(value > 0)) fail(file, node, key, "expected a positive number, got " + describe(node));
   return value;

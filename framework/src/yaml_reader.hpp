@@ -3,11 +3,10 @@
 // line, column, key and what was expected (DESIGN.md, Experiment). Internal
 // to the core library.
 
-#include <mapex/error.hpp>
-
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <mapex/error.hpp>
 #include <optional>
 #include <set>
 #include <string>

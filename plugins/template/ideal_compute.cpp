@@ -65,16 +65,17 @@ mapex::CostModel* make(const mapex::Params& params) {
   return new IdealCompute(params.get_bool("check_capacity"));
 }
 
-const mapex::PluginDescriptor kDescriptor{mapex::kPluginAbiVersion,
-                                          MAPEX_BUILD_ID,
-                                          mapex::PluginKind::kCostModel,
-                                          "ideal_compute",
-                                          "1.0.0",
-                                          "Compute bound only: cycles of the PEs, data movement free",
-                                          kParams,
-                                          std::size(kParams),
-                                          &make,
-                                          nullptr};
+const mapex::PluginDescriptor kDescriptor{
+    mapex::kPluginAbiVersion,
+    MAPEX_BUILD_ID,
+    mapex::PluginKind::kCostModel,
+    "ideal_compute",
+    "1.0.0",
+    "Compute bound only: cycles of the PEs, data movement free",
+    kParams,
+    std::size(kParams),
+    &make,
+    nullptr};
 
 }  // namespace
 

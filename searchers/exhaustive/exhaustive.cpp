@@ -6,7 +6,6 @@
 // stops early and says so (`complete` is false).
 
 #include <mapex/plugin.hpp>
-
 #include <vector>
 
 namespace {

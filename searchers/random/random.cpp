@@ -6,9 +6,8 @@
 // on the searching thread in a fixed order, so a seed gives the same result
 // at any thread count.
 
-#include <mapex/plugin.hpp>
-
 #include <algorithm>
+#include <mapex/plugin.hpp>
 #include <random>
 #include <vector>
 
@@ -31,7 +30,8 @@ class RandomSearch final : public mapex::Searcher {
     std::vector<mapex::Mapping> batch;
     for (;;) {
       std::size_t want = batch_size_;
-      if (victory_) want = static_cast<std::size_t>(std::min<std::uint64_t>(want, victory_ - streak));
+      if (victory_)
+        want = static_cast<std::size_t>(std::min<std::uint64_t>(want, victory_ - streak));
       batch.clear();
       for (std::size_t i = 0; i < want; ++i) {
         auto m = ctx.mapspace().sample(rng, attempts_);
@@ -60,8 +60,7 @@ class RandomSearch final : public mapex::Searcher {
 };
 
 const mapex::ParamSpec kParams[] = {
-    {"batch_size", mapex::ParamType::kInt, "256",
-     "Samples drawn per parallel evaluation batch."},
+    {"batch_size", mapex::ParamType::kInt, "256", "Samples drawn per parallel evaluation batch."},
     {"victory_condition", mapex::ParamType::kInt, "0",
      "Stop after this many consecutive samples without improvement (0: off)."},
     {"max_attempts", mapex::ParamType::kInt, "1000",
@@ -79,17 +78,17 @@ mapex::Searcher* make(const mapex::Params& params) {
   return new RandomSearch(params);
 }
 
-const mapex::PluginDescriptor kDescriptor{
-    mapex::kPluginAbiVersion,
-    MAPEX_BUILD_ID,
-    mapex::PluginKind::kSearcher,
-    "random",
-    "1.0.0",
-    "Seeded uniform sampling of the mapspace with a budget and a victory condition (Timeloop-style)",
-    kParams,
-    std::size(kParams),
-    nullptr,
-    &make};
+const mapex::PluginDescriptor kDescriptor{mapex::kPluginAbiVersion,
+                                          MAPEX_BUILD_ID,
+                                          mapex::PluginKind::kSearcher,
+                                          "random",
+                                          "1.0.0",
+                                          "Seeded uniform sampling of the mapspace with a budget "
+                                          "and a victory condition (Timeloop-style)",
+                                          kParams,
+                                          std::size(kParams),
+                                          nullptr,
+                                          &make};
 
 }  // namespace
 

@@ -3,14 +3,13 @@
 // exhaustive at 2 threads over 1 thread; evaluation rate over the rate at
 // which the mapspace streams mappings.
 
-#include "host/plugin_registry.hpp"
-#include "host/runner.hpp"
-
-#include <mapex/generators.hpp>
-
 #include <benchmark/benchmark.h>
 #include <tbb/task_arena.h>
 
+#include <mapex/generators.hpp>
+
+#include "host/plugin_registry.hpp"
+#include "host/runner.hpp"
 #include "test_chips.hpp"
 
 namespace mapex {
@@ -19,16 +18,16 @@ namespace {
 // VGG16 conv3_1 (C128 K256 56x56 3x3 pad 1) on a Marvel P1-like chip:
 // 168 PEs, 512 B L1, 108 KB L2.
 const Operator& vgg_conv3_1() {
-  static const Operator op = make_conv2d(
-      "conv3_1", Conv2dShape{1, 128, 256, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+  static const Operator op =
+      make_conv2d("conv3_1", Conv2dShape{1, 128, 256, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1});
   return op;
 }
 
 const Architecture& p1() {
-  static const Architecture arch = Architecture::make(
-      "p1", 200, 8, 1, 1,
-      {test::buffer("L1", 512, 1.68, 1.68), test::spatial("PEs", {12, 14}),
-       test::buffer("L2", 110592, 18.61, 18.61), test::dram(200)});
+  static const Architecture arch =
+      Architecture::make("p1", 200, 8, 1, 1,
+                         {test::buffer("L1", 512, 1.68, 1.68), test::spatial("PEs", {12, 14}),
+                          test::buffer("L2", 110592, 18.61, 18.61), test::dram(200)});
   return arch;
 }
 

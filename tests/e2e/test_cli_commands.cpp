@@ -2,6 +2,7 @@
 // use them: JSON with units in the names, tables for people.
 
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -14,7 +15,7 @@ const std::string kData = MAPEX_TEST_DATA_DIR;
 
 std::vector<std::string> tiny(std::vector<std::string> extra) {
   std::vector<std::string> args{"--workload", kData + "/tiny_net.yaml", "--layer", "conv",
-                                "--arch", kData + "/tiny_arch.yaml"};
+                                "--arch",     kData + "/tiny_arch.yaml"};
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
@@ -25,8 +26,8 @@ std::vector<std::string> cmd(const std::string& command, std::vector<std::string
 }
 
 TEST(CliEvaluate, JsonCarriesMetricsWithUnits) {
-  const auto r = run_cli(cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml",
-                                               "--format", "json"})));
+  const auto r = run_cli(
+      cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml", "--format", "json"})));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["layer"], "conv");
@@ -44,12 +45,13 @@ TEST(CliEvaluate, JsonCarriesMetricsWithUnits) {
 }
 
 TEST(CliEvaluate, TableAndCsv) {
-  const auto table = run_cli(cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml"})));
+  const auto table =
+      run_cli(cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml"})));
   ASSERT_EQ(table.status, 0) << table.err;
   EXPECT_NE(table.out.find("latency_cycles"), std::string::npos);
   EXPECT_NE(table.out.find("| L2 |"), std::string::npos) << table.out;
-  const auto csv = run_cli(cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml",
-                                                 "--format", "csv"})));
+  const auto csv = run_cli(
+      cmd("evaluate", tiny({"--mapping", kData + "/tiny_conv_mapping.yaml", "--format", "csv"})));
   ASSERT_EQ(csv.status, 0) << csv.err;
   EXPECT_EQ(csv.out.rfind("layer_name,valid,latency_cycles", 0), 0u) << csv.out;
   EXPECT_NE(csv.out.find("\nconv,1,"), std::string::npos) << csv.out;
@@ -67,16 +69,17 @@ TEST(CliSearch, JsonHasEvaluationsTimeAndMapping) {
   EXPECT_TRUE(j["mapping"].contains("DRAM"));
   EXPECT_NE(j["mapping_yaml"].get<std::string>().find("L1:"), std::string::npos);
   // Seeded: the same command gives the same mapping.
-  const auto again = run_cli(cmd("search", tiny({"--searcher", "random", "--max-evaluations",
-                                                 "300", "--seed", "3", "--format", "json", "-j", "1"})));
+  const auto again = run_cli(cmd("search", tiny({"--searcher", "random", "--max-evaluations", "300",
+                                                 "--seed", "3", "--format", "json", "-j", "1"})));
   EXPECT_EQ(nlohmann::json::parse(again.out)["mapping_yaml"], j["mapping_yaml"]);
 }
 
 TEST(CliSearch, ExhaustiveFindsNoWorseThanRandom) {
   // fc on the tiny chip is small enough to search completely.
   auto fc = [](std::vector<std::string> extra) {
-    std::vector<std::string> args{"search", "--workload", kData + "/tiny_net.yaml", "--layer", "fc",
-                                  "--arch", kData + "/tiny_arch.yaml", "--format", "json"};
+    std::vector<std::string> args{"search", "--workload", kData + "/tiny_net.yaml",  "--layer",
+                                  "fc",     "--arch",     kData + "/tiny_arch.yaml", "--format",
+                                  "json"};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   };
@@ -86,7 +89,8 @@ TEST(CliSearch, ExhaustiveFindsNoWorseThanRandom) {
   ASSERT_EQ(rnd.status, 0) << rnd.err;
   const auto e = nlohmann::json::parse(ex.out), r = nlohmann::json::parse(rnd.out);
   EXPECT_TRUE(e["complete"].get<bool>());
-  EXPECT_LE(e["metrics"]["latency_cycles"].get<double>(), r["metrics"]["latency_cycles"].get<double>());
+  EXPECT_LE(e["metrics"]["latency_cycles"].get<double>(),
+            r["metrics"]["latency_cycles"].get<double>());
 }
 
 TEST(CliMapspace, PrintsTheExactSize) {
@@ -99,14 +103,16 @@ TEST(CliMapspace, PrintsTheExactSize) {
 TEST(CliPlugins, ListsTheBuiltInsWithKindVersionAbi) {
   const auto r = run_cli({"plugins"});
   ASSERT_EQ(r.status, 0) << r.err;
-  for (const char* row : {"| roofline | costmodel | 1.0.0 | 1 |", "| exhaustive | searcher | 1.0.0 | 1 |",
-                          "| random | searcher | 1.0.0 | 1 |"})
+  for (const char* row :
+       {"| roofline | costmodel | 1.0.0 | 1 |", "| exhaustive | searcher | 1.0.0 | 1 |",
+        "| random | searcher | 1.0.0 | 1 |"})
     EXPECT_NE(r.out.find(row), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("victory_condition (int, default 0)"), std::string::npos) << r.out;
 }
 
 TEST(CliPlugins, BrokenPluginsAreReportedNotFatal) {
-  const auto r = run_cli({"plugins"}, {"MAPEX_PLUGIN_PATH=" MAPEX_TEST_PLUGIN_DIR "/broken_abi:" MAPEX_TEST_PLUGIN_DIR "/no_entry"});
+  const auto r = run_cli({"plugins"}, {"MAPEX_PLUGIN_PATH=" MAPEX_TEST_PLUGIN_DIR
+                                       "/broken_abi:" MAPEX_TEST_PLUGIN_DIR "/no_entry"});
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("| roofline |"), std::string::npos);
   EXPECT_NE(r.err.find("ABI 101"), std::string::npos) << r.err;

@@ -24,8 +24,12 @@ std::string write(const std::string& name, const std::string& text) {
 
 const std::string kGood =
     "name: bad\n"
-    "workloads: [" + kData + "/tiny_net.yaml]\n"
-    "architectures: [" + kData + "/tiny_arch.yaml]\n"
+    "workloads: [" +
+    kData +
+    "/tiny_net.yaml]\n"
+    "architectures: [" +
+    kData +
+    "/tiny_arch.yaml]\n"
     "budget: {evaluations: 10}\n"
     "searchers: [random]\n"
     "costmodels: [roofline]\n";
@@ -53,8 +57,9 @@ class BadInput : public ::testing::Test {
   std::string guard_;
 };
 
-#define EXPECT_HAS(haystack, needle) \
-  EXPECT_NE((haystack).find(needle), std::string::npos) << "missing '" << (needle) << "' in: " << (haystack)
+#define EXPECT_HAS(haystack, needle)                    \
+  EXPECT_NE((haystack).find(needle), std::string::npos) \
+      << "missing '" << (needle) << "' in: " << (haystack)
 
 TEST_F(BadInput, YamlSyntaxError) {
   const std::string e = run_bad("syntax.yaml", "name: x\nworkloads: [a, b\nsearchers: [random]\n");
@@ -70,18 +75,19 @@ TEST_F(BadInput, UnknownKey) {
 
 TEST_F(BadInput, WrongType) {
   write("wrong_type_net.yaml", "network: n\nlayers:\n  - {name: a, type: fc, C: 4, K: abc}\n");
-  const std::string e = run_bad("wrong_type.yaml",
-                                "name: x\nworkloads: [wrong_type_net.yaml]\narchitectures: [" + kData +
-                                    "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
+  const std::string e = run_bad(
+      "wrong_type.yaml", "name: x\nworkloads: [wrong_type_net.yaml]\narchitectures: [" + kData +
+                             "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
   EXPECT_HAS(e, "wrong_type_net.yaml:3:");
   EXPECT_HAS(e, "key 'K': expected a positive integer, got 'abc'");
 }
 
 TEST_F(BadInput, ZeroDimension) {
   write("zero_net.yaml", "network: n\nlayers:\n  - name: a\n    type: fc\n    C: 4\n    K: 0\n");
-  const std::string e = run_bad("zero.yaml", "name: x\nworkloads: [zero_net.yaml]\narchitectures: [" +
-                                                 kData + "/tiny_arch.yaml]\nsearchers: [random]\n"
-                                                 "costmodels: [roofline]\n");
+  const std::string e =
+      run_bad("zero.yaml", "name: x\nworkloads: [zero_net.yaml]\narchitectures: [" + kData +
+                               "/tiny_arch.yaml]\nsearchers: [random]\n"
+                               "costmodels: [roofline]\n");
   EXPECT_HAS(e, "zero_net.yaml:6:8: key 'K': expected a positive integer, got '0'");
 }
 
@@ -90,27 +96,32 @@ TEST_F(BadInput, SubscriptNamesUnknownDimension) {
         "network: n\nlayers:\n  - name: a\n    type: loopnest\n    dims: {I: 4, J: 4}\n"
         "    tensors:\n      - {name: X, role: input, subscripts: [I + Z]}\n"
         "      - {name: Y, role: output, subscripts: [J]}\n");
-  const std::string e = run_bad("subscript.yaml", "name: x\nworkloads: [subscript_net.yaml]\n"
-                                                  "architectures: [" + kData + "/tiny_arch.yaml]\n"
-                                                  "searchers: [random]\ncostmodels: [roofline]\n");
+  const std::string e = run_bad("subscript.yaml",
+                                "name: x\nworkloads: [subscript_net.yaml]\n"
+                                "architectures: [" +
+                                    kData +
+                                    "/tiny_arch.yaml]\n"
+                                    "searchers: [random]\ncostmodels: [roofline]\n");
   EXPECT_HAS(e, "subscript_net.yaml:7:");
   EXPECT_HAS(e, "key 'subscripts'");
   EXPECT_HAS(e, "unknown dimension 'Z'");
 }
 
 TEST_F(BadInput, MissingWorkloadFile) {
-  const std::string e = run_bad("missing_workload.yaml",
-                                "name: x\nworkloads: [nowhere.yaml]\narchitectures: [" + kData +
-                                    "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
+  const std::string e =
+      run_bad("missing_workload.yaml",
+              "name: x\nworkloads: [nowhere.yaml]\narchitectures: [" + kData +
+                  "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
   EXPECT_HAS(e, "missing_workload.yaml:2:13: key 'file': workload file");
   EXPECT_HAS(e, "nowhere.yaml' does not exist");
 }
 
 TEST_F(BadInput, MissingArchitectureFile) {
-  const std::string e = run_bad("missing_arch.yaml", "name: x\nworkloads: [" + kData +
-                                                         "/tiny_net.yaml]\narchitectures:\n"
-                                                         "  - file: no_chip.yaml\n"
-                                                         "searchers: [random]\ncostmodels: [roofline]\n");
+  const std::string e =
+      run_bad("missing_arch.yaml", "name: x\nworkloads: [" + kData +
+                                       "/tiny_net.yaml]\narchitectures:\n"
+                                       "  - file: no_chip.yaml\n"
+                                       "searchers: [random]\ncostmodels: [roofline]\n");
   EXPECT_HAS(e, "missing_arch.yaml:4:");
   EXPECT_HAS(e, "architecture file");
   EXPECT_HAS(e, "no_chip.yaml' does not exist");
@@ -129,7 +140,8 @@ TEST_F(BadInput, UnknownSearcherParameter) {
   text.replace(text.find("searchers: [random]"), 19,
                "searchers:\n  - plugin: random\n    params: {temperature: 3}");
   const std::string e = run_bad("unknown_param.yaml", text);
-  EXPECT_HAS(e, "unknown_param.yaml:6:5: key 'temperature': unknown parameter of searcher 'random'");
+  EXPECT_HAS(e,
+             "unknown_param.yaml:6:5: key 'temperature': unknown parameter of searcher 'random'");
   EXPECT_HAS(e, "victory_condition");
 }
 
@@ -157,17 +169,17 @@ TEST_F(BadInput, UsageErrors) {
 
 TEST_F(BadInput, MappingOutsideTheBounds) {
   write("bad_mapping.yaml", "L1:\n  tile: {K: 16}\n");
-  const std::string e = expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer",
-                                    "conv", "--arch", kData + "/tiny_arch.yaml", "--mapping",
-                                    kWork + "/bad_mapping.yaml"});
+  const std::string e =
+      expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv", "--arch",
+                  kData + "/tiny_arch.yaml", "--mapping", kWork + "/bad_mapping.yaml"});
   EXPECT_HAS(e, "bad_mapping.yaml");
   EXPECT_HAS(e, "tile of K is 16");
 }
 
 TEST_F(BadInput, UnknownLayer) {
-  const std::string e = expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer",
-                                    "conv9", "--arch", kData + "/tiny_arch.yaml", "--mapping",
-                                    kData + "/tiny_conv_mapping.yaml"});
+  const std::string e =
+      expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv9", "--arch",
+                  kData + "/tiny_arch.yaml", "--mapping", kData + "/tiny_conv_mapping.yaml"});
   EXPECT_HAS(e, "key 'layer': no layer 'conv9' in network 'tiny'; expected one of: conv, fc");
 }
 

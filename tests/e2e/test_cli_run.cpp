@@ -2,16 +2,14 @@
 // back; the same seed gives the same results with -j 1 and -j 2; a job
 // whose plugin throws is recorded as failed while the others go on.
 
-#include "host/result_store.hpp"
-
-#include <mapex/generators.hpp>
-#include <mapex/network.hpp>
-
 #include <gtest/gtest.h>
 
 #include <map>
+#include <mapex/generators.hpp>
+#include <mapex/network.hpp>
 
 #include "cli_runner.hpp"
+#include "host/result_store.hpp"
 
 namespace mapex::host {
 namespace {
@@ -59,8 +57,10 @@ TEST(CliRun, WritesResultsAndPrintsTheTable) {
 
 TEST(CliRun, SameResultsWithOneAndTwoThreads) {
   const std::string one = kWork + "/run_j1.h5", two = kWork + "/run_j2.h5";
-  ASSERT_EQ(run_cli({"run", kData + "/e2e_experiment.yaml", "-o", one, "-j", "1", "--quiet"}).status, 0);
-  ASSERT_EQ(run_cli({"run", kData + "/e2e_experiment.yaml", "-o", two, "-j", "2", "--quiet"}).status, 0);
+  ASSERT_EQ(
+      run_cli({"run", kData + "/e2e_experiment.yaml", "-o", one, "-j", "1", "--quiet"}).status, 0);
+  ASSERT_EQ(
+      run_cli({"run", kData + "/e2e_experiment.yaml", "-o", two, "-j", "2", "--quiet"}).status, 0);
   const ResultFile a = read_results(one), b = read_results(two);
   ASSERT_EQ(a.jobs.size(), b.jobs.size());
   for (size_t i = 0; i < a.jobs.size(); ++i) {
@@ -74,7 +74,8 @@ TEST(CliRun, SameResultsWithOneAndTwoThreads) {
 }
 
 TEST(CliRun, QuietPrintsNoProgress) {
-  const auto r = run_cli({"run", kData + "/e2e_experiment.yaml", "-o", kWork + "/quiet.h5", "--quiet"});
+  const auto r =
+      run_cli({"run", kData + "/e2e_experiment.yaml", "-o", kWork + "/quiet.h5", "--quiet"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
 }

@@ -1,7 +1,6 @@
 // A searcher that evaluates a few mappings and then throws: the job must be
 // recorded as failed with the message while the other jobs go on.
 #include <mapex/plugin.hpp>
-
 #include <random>
 #include <stdexcept>
 #include <vector>

@@ -2,11 +2,11 @@
 // ABI mismatch, missing entry point, duplicate names, unknown names and
 // parameters all give clear errors; the good plugins still load.
 
-#include "host/plugin_registry.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "host/plugin_registry.hpp"
 
 namespace mapex::host {
 namespace {
@@ -41,8 +41,10 @@ TEST(PluginLoader, RefusesAnotherAbiNamingBothVersions) {
   r.scan({kDir + "/broken_abi"});
   ASSERT_EQ(r.problems().size(), 1u);
   const std::string& message = r.problems()[0].message;
-  EXPECT_NE(message.find("ABI " + std::to_string(kPluginAbiVersion + 100)), std::string::npos) << message;
-  EXPECT_NE(message.find("uses ABI " + std::to_string(kPluginAbiVersion)), std::string::npos) << message;
+  EXPECT_NE(message.find("ABI " + std::to_string(kPluginAbiVersion + 100)), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("uses ABI " + std::to_string(kPluginAbiVersion)), std::string::npos)
+      << message;
   EXPECT_TRUE(r.plugins().empty());
   // Asking for it by name shows why it is missing.
   const std::string lookup = error_of([&] { r.find("broken_abi", PluginKind::kSearcher); });

@@ -3,16 +3,14 @@
 // thread count, budgets respected, exhaustion and invalid mappings handled;
 // finite metrics, reasons for invalid mappings, monotone sanity.
 
-#include "host/plugin_registry.hpp"
-#include "host/runner.hpp"
-
-#include <mapex/generators.hpp>
-
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
 #include <cmath>
+#include <mapex/generators.hpp>
 
+#include "host/plugin_registry.hpp"
+#include "host/runner.hpp"
 #include "test_chips.hpp"
 
 namespace mapex::host {

@@ -2,12 +2,13 @@
 // Runs the real `mapex` binary for end-to-end tests and captures its exit
 // status, standard output and standard error.
 
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 namespace mapex::test {
@@ -32,7 +33,8 @@ inline std::string slurp(const std::string& path) {
 }
 
 /// `env` entries are NAME=value, set for this command only.
-inline CliResult run_cli(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
+inline CliResult run_cli(const std::vector<std::string>& args,
+                         const std::vector<std::string>& env = {},
                          const std::string& binary = MAPEX_BINARY) {
   static int counter = 0;
   const std::string base = std::string(MAPEX_TEST_WORK_DIR) + "/cli_" + std::to_string(::getpid()) +

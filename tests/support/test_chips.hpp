@@ -2,9 +2,8 @@
 // Architectures built in code for unit tests: L1 per PE / PE array / L2 /
 // DRAM with round numbers (1 byte per word, 1 GHz, 1 GB/s = 1 B/cycle).
 
-#include <mapex/architecture.hpp>
-
 #include <cstdint>
+#include <mapex/architecture.hpp>
 #include <string>
 #include <vector>
 
@@ -44,9 +43,10 @@ inline Level dram(double energy_pj = 0) {
 /// L1 (per PE) / PEs / L2 / DRAM.
 inline Architecture chip(std::vector<std::int64_t> shape, std::int64_t l1_bytes = 1 << 20,
                          bool multicast = true) {
-  return Architecture::make("chip", 1000, 8, 1, 1,
-                            {buffer("L1", l1_bytes, 1, 2), spatial("PEs", std::move(shape), multicast),
-                             buffer("L2", 1 << 20, 10, 10), dram(100)});
+  return Architecture::make(
+      "chip", 1000, 8, 1, 1,
+      {buffer("L1", l1_bytes, 1, 2), spatial("PEs", std::move(shape), multicast),
+       buffer("L2", 1 << 20, 10, 10), dram(100)});
 }
 
 }  // namespace mapex::test

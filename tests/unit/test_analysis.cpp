@@ -2,10 +2,10 @@
 // with edge tiles, compute time of spatially unrolled loops, temporal reuse
 // from loop orders, multicast, output read-back, capacity.
 
+#include <gtest/gtest.h>
+
 #include <mapex/analysis.hpp>
 #include <mapex/generators.hpp>
-
-#include <gtest/gtest.h>
 
 #include "test_chips.hpp"
 

@@ -1,15 +1,14 @@
 // Unit tests of the first mapspace: exact size against enumeration, every
 // enumerated mapping legal and distinct, constraints and sampling.
 
+#include <gtest/gtest.h>
+
 #include <mapex/analysis.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/mapspace.hpp>
-
-#include <gtest/gtest.h>
+#include <set>
 
 #include "test_chips.hpp"
-
-#include <set>
 
 namespace mapex {
 namespace {
@@ -95,7 +94,8 @@ TEST(Mapspace, CapacityAndParallelDimsReject) {
 }
 
 TEST(Mapspace, SamplesAreLegalAndSeeded) {
-  const Operator op = make_conv2d("c", Conv2dShape{.N = 1, .C = 8, .K = 16, .H = 8, .W = 8, .R = 3, .S = 3});
+  const Operator op =
+      make_conv2d("c", Conv2dShape{.N = 1, .C = 8, .K = 16, .H = 8, .W = 8, .R = 3, .S = 3});
   const Architecture arch = chip({4, 4}, 256);
   const Mapspace space(op, arch);
   std::mt19937_64 a(7), b(7);

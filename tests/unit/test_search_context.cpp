@@ -2,16 +2,15 @@
 // the budget, returns results in order, keeps the earliest of equal bests,
 // and traces improvements; the results do not depend on the thread count.
 
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <limits>
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/search.hpp>
 
-#include <gtest/gtest.h>
-
 #include "test_chips.hpp"
-#include <tbb/task_arena.h>
-
-#include <limits>
 
 namespace mapex {
 namespace {

@@ -5,13 +5,12 @@
 /// given its tiles and loop orders (temporal reuse across innermost loops
 /// that do not index a tensor, spatial multicast and reduction).
 
+#include <cstdint>
+#include <map>
 #include <mapex/architecture.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/metrics.hpp>
 #include <mapex/operator.hpp>
-
-#include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,10 +24,10 @@ using ExtentCounts = std::map<std::int64_t, double>;
 
 /// Words of one tensor moved across one boundary.
 struct TensorTraffic {
-  double fills = 0;      ///< words written into the child level (all instances)
-  double parent_reads = 0;  ///< words read from the parent to serve the fills
-  double updates = 0;    ///< output words the child sends up (before spatial reduction)
-  double parent_writes = 0; ///< output words written into the parent (after reduction)
+  double fills = 0;          ///< words written into the child level (all instances)
+  double parent_reads = 0;   ///< words read from the parent to serve the fills
+  double updates = 0;        ///< output words the child sends up (before spatial reduction)
+  double parent_writes = 0;  ///< output words written into the parent (after reduction)
 };
 
 struct NestAnalysis {

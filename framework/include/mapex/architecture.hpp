@@ -68,8 +68,8 @@ class Architecture {
 
   /// Builds and validates: exactly one DRAM level and it is last; at least
   /// one buffer; unique names; positive sizes, shapes and bandwidths.
-  static Architecture make(std::string name, double clock_mhz, int word_bits,
-                           double mac_energy_pj, int macs_per_pe, std::vector<Level> levels);
+  static Architecture make(std::string name, double clock_mhz, int word_bits, double mac_energy_pj,
+                           int macs_per_pe, std::vector<Level> levels);
   /// Loads an architecture file (README, "Architecture files").
   static Architecture load(const std::string& path);
   static Architecture parse(const std::string& yaml_text, const std::string& origin);

@@ -4,13 +4,11 @@
 /// Interfaces): bind once to an operator and an architecture, then a cheap
 /// precheck and a full evaluate per mapping.
 
+#include <boost/config.hpp>
 #include <mapex/architecture.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/metrics.hpp>
 #include <mapex/operator.hpp>
-
-#include <boost/config.hpp>
-
 #include <memory>
 #include <optional>
 #include <string>

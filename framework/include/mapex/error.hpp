@@ -4,7 +4,6 @@
 /// and the CLI turns it into one line and an exit status (DESIGN.md, CLI).
 
 #include <boost/config.hpp>
-
 #include <stdexcept>
 #include <string>
 

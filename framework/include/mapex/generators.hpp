@@ -2,9 +2,8 @@
 /// \file
 /// Generators of common operators as loop nests (DESIGN.md, Operator).
 
-#include <mapex/operator.hpp>
-
 #include <cstdint>
+#include <mapex/operator.hpp>
 #include <string>
 
 namespace mapex {

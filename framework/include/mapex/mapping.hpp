@@ -8,10 +8,9 @@
 ///   children along d), so the span it covers is child tile x split.
 /// Tile sizes need not divide the bounds: edge tiles are real (Marvel §1).
 
+#include <cstdint>
 #include <mapex/architecture.hpp>
 #include <mapex/operator.hpp>
-
-#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>

@@ -11,13 +11,11 @@
 /// Mappings that break a constraint (fan-out exceeded, too many parallel
 /// dimensions, a buffer overflow) are rejected with a named rule.
 
+#include <boost/multiprecision/cpp_int.hpp>
+#include <cstdint>
 #include <mapex/architecture.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/operator.hpp>
-
-#include <boost/multiprecision/cpp_int.hpp>
-
-#include <cstdint>
 #include <optional>
 #include <random>
 #include <string>

@@ -21,9 +21,9 @@ struct TensorAccess {
 struct LevelMetrics {
   std::string level;
   std::vector<TensorAccess> tensors;
-  double required_bytes = 0;  ///< buffer space the tiles need (double-buffered if the level is)
-  double capacity_bytes = 0;  ///< 0 for DRAM and spatial levels
-  double transfer_cycles = 0; ///< cycles the level's bandwidth needs for its traffic
+  double required_bytes = 0;   ///< buffer space the tiles need (double-buffered if the level is)
+  double capacity_bytes = 0;   ///< 0 for DRAM and spatial levels
+  double transfer_cycles = 0;  ///< cycles the level's bandwidth needs for its traffic
   double energy_pj = 0;
 };
 

@@ -5,7 +5,6 @@
 /// several producers.
 
 #include <mapex/operator.hpp>
-
 #include <string>
 #include <vector>
 

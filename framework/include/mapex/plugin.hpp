@@ -13,15 +13,13 @@
 ///
 /// Writing a plugin: see plugins/README.md and plugins/template/.
 
+#include <boost/config.hpp>
+#include <cstddef>
+#include <cstdint>
 #include <mapex/costmodel.hpp>
 #include <mapex/error.hpp>
 #include <mapex/params.hpp>
 #include <mapex/search.hpp>
-
-#include <boost/config.hpp>
-
-#include <cstddef>
-#include <cstdint>
 
 namespace mapex {
 
@@ -33,17 +31,16 @@ inline constexpr std::uint32_t kPluginAbiVersion = 1;
 #if defined(__clang__)
 #define MAPEX_DETAIL_COMPILER "clang-" __clang_version__
 #elif defined(__GNUC__)
-#define MAPEX_DETAIL_COMPILER \
-  "gcc-" MAPEX_DETAIL_STR(__GNUC__) "." MAPEX_DETAIL_STR(__GNUC_MINOR__)
+#define MAPEX_DETAIL_COMPILER "gcc-" MAPEX_DETAIL_STR(__GNUC__) "." MAPEX_DETAIL_STR(__GNUC_MINOR__)
 #else
 #define MAPEX_DETAIL_COMPILER "unknown"
 #endif
 /// Compiler, C++ standard library ABI and language standard of the
 /// translation unit that expands it: the plugin's own when used in a
 /// descriptor, the host's when used in the host.
-#define MAPEX_BUILD_ID                                                           \
-  MAPEX_DETAIL_COMPILER ";cxx11abi=" MAPEX_DETAIL_STR(_GLIBCXX_USE_CXX11_ABI) \
-      ";std=" MAPEX_DETAIL_STR(__cplusplus)
+#define MAPEX_BUILD_ID  \
+  MAPEX_DETAIL_COMPILER \
+  ";cxx11abi=" MAPEX_DETAIL_STR(_GLIBCXX_USE_CXX11_ABI) ";std=" MAPEX_DETAIL_STR(__cplusplus)
 
 enum class PluginKind : std::uint32_t { kCostModel = 1, kSearcher = 2 };
 std::string to_string(PluginKind kind);
@@ -73,8 +70,8 @@ using mapex_plugin_entry_fn = const mapex::PluginDescriptor*();
 
 /// Defines the entry point of a plugin returning `descriptor` (an object of
 /// static storage duration).
-#define MAPEX_PLUGIN(descriptor)                                                        \
-  extern "C" BOOST_SYMBOL_EXPORT const ::mapex::PluginDescriptor* mapex_plugin_descriptor(); \
+#define MAPEX_PLUGIN(descriptor)                                                              \
+  extern "C" BOOST_SYMBOL_EXPORT const ::mapex::PluginDescriptor* mapex_plugin_descriptor();  \
   extern "C" BOOST_SYMBOL_EXPORT const ::mapex::PluginDescriptor* mapex_plugin_descriptor() { \
-    return &(descriptor);                                                               \
+    return &(descriptor);                                                                     \
   }

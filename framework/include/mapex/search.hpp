@@ -6,18 +6,16 @@
 /// `evaluate`, which runs them in parallel (TBB) and returns the metrics in
 /// order, so a seed gives the same result at any thread count.
 
+#include <boost/config.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
 #include <mapex/architecture.hpp>
 #include <mapex/costmodel.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/mapspace.hpp>
 #include <mapex/metrics.hpp>
 #include <mapex/operator.hpp>
-
-#include <boost/config.hpp>
-
-#include <chrono>
-#include <cstdint>
-#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -57,7 +55,8 @@ struct SearchOutcome {
 class BOOST_SYMBOL_VISIBLE SearchContext {
  public:
   SearchContext(const Operator& op, const Architecture& arch, const Mapspace& space,
-                const BoundCostModel& model, Objective objective, std::uint64_t seed, Budget budget);
+                const BoundCostModel& model, Objective objective, std::uint64_t seed,
+                Budget budget);
   ~SearchContext();
   SearchContext(const SearchContext&) = delete;
   SearchContext& operator=(const SearchContext&) = delete;

@@ -1,5 +1,15 @@
 #include "host/commands.hpp"
 
+#include <tbb/task_arena.h>
+
+#include <boost/filesystem.hpp>
+#include <boost/program_options.hpp>
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+#include <mapex/version.hpp>
+#include <sstream>
+
 #include "host/experiment.hpp"
 #include "host/json_output.hpp"
 #include "host/plugin_registry.hpp"
@@ -7,17 +17,6 @@
 #include "host/report.hpp"
 #include "host/result_store.hpp"
 #include "host/runner.hpp"
-
-#include <mapex/version.hpp>
-
-#include <boost/filesystem.hpp>
-#include <boost/program_options.hpp>
-#include <tbb/task_arena.h>
-
-#include <ctime>
-#include <iomanip>
-#include <iostream>
-#include <sstream>
 
 namespace mapex::host {
 namespace po = boost::program_options;
@@ -84,8 +83,9 @@ const Operator& select_layer(const Network& net, const std::string& workload_pat
     if (index < 0) {
       std::string known;
       for (const auto& l : net.layers()) known += (known.empty() ? "" : ", ") + l.op.name();
-      throw InputError(SourceLocation{workload_path, 0, 0}, "layer",
-                       "no layer '" + layer + "' in network '" + net.name() + "'; expected one of: " + known);
+      throw InputError(
+          SourceLocation{workload_path, 0, 0}, "layer",
+          "no layer '" + layer + "' in network '" + net.name() + "'; expected one of: " + known);
     }
     return net.layers()[static_cast<size_t>(index)].op;
   }
@@ -129,8 +129,8 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex evaluate");
   std::string workload, arch_path, mapping_path, layer, costmodel, format;
   std::vector<std::string> params;
-  desc.add_options()("help,h", "show this help")(
-      "workload", po::value(&workload)->required(), "workload (network or operator) YAML")(
+  desc.add_options()("help,h", "show this help")("workload", po::value(&workload)->required(),
+                                                 "workload (network or operator) YAML")(
       "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
       "arch", po::value(&arch_path)->required(), "architecture YAML")(
       "mapping", po::value(&mapping_path)->required(), "mapping YAML")(
@@ -168,7 +168,8 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
     j["mapping"] = mapping_json(mapping, op, arch);
     out << j.dump(2) << "\n";
   } else if (format == "csv") {
-    out << "layer_name,valid,latency_cycles,compute_cycles,energy_pj,edp_pj_cycles,utilization,macs,"
+    out << "layer_name,valid,latency_cycles,compute_cycles,energy_pj,edp_pj_cycles,utilization,"
+           "macs,"
            "bound_by,invalid_reason\n";
     out << std::setprecision(17) << op.name() << "," << (m.valid ? 1 : 0) << "," << m.latency_cycles
         << "," << m.compute_cycles << "," << m.energy_pj << "," << m.edp() << "," << m.utilization
@@ -189,19 +190,21 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   double max_seconds = 0;
   int threads = 0, max_parallel_dims = 0;
   bool edge_tiles = false;
-  desc.add_options()("help,h", "show this help")(
-      "workload", po::value(&workload)->required(), "workload (network or operator) YAML")(
+  desc.add_options()("help,h", "show this help")("workload", po::value(&workload)->required(),
+                                                 "workload (network or operator) YAML")(
       "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
       "arch", po::value(&arch_path)->required(), "architecture YAML")(
       "searcher", po::value(&searcher)->required(), "searcher plugin")(
       "param", po::value(&params)->composing(), "searcher parameter key=value (repeatable)")(
       "costmodel", po::value(&costmodel)->default_value("roofline"), "cost model plugin")(
-      "costmodel-param", po::value(&costmodel_params)->composing(), "cost model parameter key=value")(
+      "costmodel-param", po::value(&costmodel_params)->composing(),
+      "cost model parameter key=value")(
       "objective", po::value(&objective)->default_value("latency"), "latency, energy or edp")(
       "seed", po::value(&seed), "random seed (default 1)")(
       "max-evaluations", po::value(&max_evaluations), "evaluation budget (0: unlimited)")(
       "max-seconds", po::value(&max_seconds), "time budget in seconds (0: unlimited)")(
-      "max-parallel-dims", po::value(&max_parallel_dims), "split dimensions per spatial level (0: array rank)")(
+      "max-parallel-dims", po::value(&max_parallel_dims),
+      "split dimensions per spatial level (0: array rank)")(
       "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds")(
       "threads,j", po::value(&threads), "worker threads (0: all cores)")(
       "format", po::value(&format)->default_value("table"), "table or json");
@@ -278,9 +281,9 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   std::string workload, arch_path, layer;
   int max_parallel_dims = 0;
   bool edge_tiles = false;
-  desc.add_options()("help,h", "show this help")(
-      "workload", po::value(&workload)->required(), "workload YAML")(
-      "layer", po::value(&layer), "layer of the workload")(
+  desc.add_options()("help,h", "show this help")("workload", po::value(&workload)->required(),
+                                                 "workload YAML")("layer", po::value(&layer),
+                                                                  "layer of the workload")(
       "arch", po::value(&arch_path)->required(), "architecture YAML")(
       "max-parallel-dims", po::value(&max_parallel_dims), "split dimensions per spatial level")(
       "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds");
@@ -301,8 +304,9 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   const BigInt size = space.size();
   out << op.name() << " on " << arch.name() << "\n";
   for (DimId d = 0; d < op.num_dims(); ++d)
-    out << "  " << op.dims()[static_cast<size_t>(d)].name << " = " << op.dims()[static_cast<size_t>(d)].bound
-        << ": " << space.num_chains(d) << " tile chains\n";
+    out << "  " << op.dims()[static_cast<size_t>(d)].name << " = "
+        << op.dims()[static_cast<size_t>(d)].bound << ": " << space.num_chains(d)
+        << " tile chains\n";
   out << "mappings (tile chains x distinct loop orders, before constraints): " << size << " ("
       << std::setprecision(3) << std::scientific << size.convert_to<double>() << ")\n";
   return kExitOk;
@@ -330,7 +334,8 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
           << "): " << s.doc << "\n";
     }
   }
-  for (const auto& problem : registry.problems()) err << "mapex: warning: " << problem.message << "\n";
+  for (const auto& problem : registry.problems())
+    err << "mapex: warning: " << problem.message << "\n";
   return kExitOk;
 }
 
@@ -365,8 +370,8 @@ int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   std::string experiment_path, output;
   int threads = 0;
   bool quiet = false;
-  desc.add_options()("help,h", "show this help")("experiment", po::value(&experiment_path)->required(),
-                                                 "experiment YAML")(
+  desc.add_options()("help,h", "show this help")(
+      "experiment", po::value(&experiment_path)->required(), "experiment YAML")(
       "output,o", po::value(&output), "result file (default results/<name>.h5)")(
       "threads,j", po::value(&threads), "worker threads (0: all cores)")(
       "quiet,q", po::bool_switch(&quiet), "no progress output");

@@ -1,11 +1,10 @@
 #include "host/experiment.hpp"
 
+#include <boost/filesystem.hpp>
+#include <cstdio>
+
 #include "host/plugin_registry.hpp"
 #include "yaml_reader.hpp"
-
-#include <boost/filesystem.hpp>
-
-#include <cstdio>
 
 namespace mapex::host {
 namespace fs = boost::filesystem;
@@ -82,7 +81,8 @@ Use read_use(const std::string& file, const YAML::Node& node, const char* what, 
 }
 
 YAML::Node require_list(const std::string& file, const YAML::Node& node, const char* key) {
-  if (!node.IsSequence() || node.size() == 0) yaml::fail(file, node, key, "expected a non-empty list");
+  if (!node.IsSequence() || node.size() == 0)
+    yaml::fail(file, node, key, "expected a non-empty list");
   return node;
 }
 
@@ -108,7 +108,8 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
     try {
       e.objective = parse_objective(yaml::as_string(path, *o, "objective"));
     } catch (const InputError& err) {
-      yaml::fail(path, *o, "objective", "expected latency, energy or edp, got " + yaml::describe(*o));
+      yaml::fail(path, *o, "objective",
+                 "expected latency, energy or edp, got " + yaml::describe(*o));
     }
   }
   Budget budget;
@@ -135,7 +136,8 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
     if (!w.IsScalar()) {
       yaml::Map m(path, w, "a workload entry");
       file_node.reset(m.required("file"));  // rebind, do not assign into w
-      if (auto layers = m.optional("layers")) wanted = yaml::as_string_list(path, *layers, "layers");
+      if (auto layers = m.optional("layers"))
+        wanted = yaml::as_string_list(path, *layers, "layers");
       m.finish();
     }
     use.path = resolve(path, yaml::as_string(path, file_node, "file"));
@@ -143,7 +145,8 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
       yaml::fail(path, file_node, "file", "workload file '" + use.path + "' does not exist");
     use.network = Network::load(use.path);
     if (wanted.empty()) {
-      for (size_t i = 0; i < use.network.layers().size(); ++i) use.layers.push_back(static_cast<int>(i));
+      for (size_t i = 0; i < use.network.layers().size(); ++i)
+        use.layers.push_back(static_cast<int>(i));
     } else {
       for (const auto& name : wanted) {
         const int index = use.network.find_layer(name);
@@ -206,7 +209,8 @@ std::vector<Job> expand_jobs(const Experiment& e) {
           for (size_t c = 0; c < e.costmodels.size(); ++c) {
             const auto& su = e.searchers[s];
             const auto& cu = e.costmodels[c];
-            std::string key = "workload=" + wl.network.name() + "/" + op.name() + "{" + op_key + "}";
+            std::string key =
+                "workload=" + wl.network.name() + "/" + op.name() + "{" + op_key + "}";
             key += "|arch=" + e.architectures[a].arch.name() + "#" +
                    hex_id(e.architectures[a].arch.content_hash());
             key += "|searcher=" + su.label + ":" + su.plugin;

@@ -3,14 +3,13 @@
 // searchers x cost models, a seed, an objective and a budget, expanded into
 // jobs with stable ids.
 
+#include <cstdint>
+#include <map>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
 #include <mapex/mapspace.hpp>
 #include <mapex/network.hpp>
 #include <mapex/search.hpp>
-
-#include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -67,7 +66,7 @@ struct Job {
   std::size_t index = 0;  ///< position in the expansion
   std::string id;         ///< 16 hex digits, a hash of what defines the job
   int workload = 0;
-  int layer = 0;          ///< index into the network's layers
+  int layer = 0;  ///< index into the network's layers
   int architecture = 0;
   int searcher = 0;
   int costmodel = 0;

@@ -30,7 +30,8 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const Architecture& arch) 
     level["transfer_cycles"] = l.transfer_cycles;
     level["energy_pj"] = l.energy_pj;
     nlohmann::ordered_json tensors = nlohmann::ordered_json::object();
-    for (const auto& t : l.tensors) tensors[t.tensor] = {{"reads_words", t.reads}, {"writes_words", t.writes}};
+    for (const auto& t : l.tensors)
+      tensors[t.tensor] = {{"reads_words", t.reads}, {"writes_words", t.writes}};
     level["tensors"] = tensors;
     levels.push_back(level);
   }
@@ -38,7 +39,8 @@ nlohmann::ordered_json metrics_json(const Metrics& m, const Architecture& arch) 
   return j;
 }
 
-nlohmann::ordered_json mapping_json(const Mapping& mapping, const Operator& op, const Architecture& arch) {
+nlohmann::ordered_json mapping_json(const Mapping& mapping, const Operator& op,
+                                    const Architecture& arch) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   for (int i = 0; i < arch.num_levels(); ++i) {
     const Level& level = arch.levels()[static_cast<size_t>(i)];

@@ -1,10 +1,9 @@
 #include "host/plugin_registry.hpp"
 
+#include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
 #include <boost/filesystem.hpp>
-
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -45,17 +44,20 @@ const PluginDescriptor* open_plugin(const std::string& path) {
                       std::to_string(kPluginAbiVersion) + "; rebuild the plugin");
   const std::string host_build = MAPEX_BUILD_ID;
   if (!d->build_id || host_build != d->build_id)
-    throw PluginError(path + ": plugin was built with '" + std::string(d->build_id ? d->build_id : "?") +
-                      "', this mapex with '" + host_build + "'; rebuild the plugin with the same toolchain");
+    throw PluginError(path + ": plugin was built with '" +
+                      std::string(d->build_id ? d->build_id : "?") + "', this mapex with '" +
+                      host_build + "'; rebuild the plugin with the same toolchain");
   if (!d->name || !*d->name) throw PluginError(path + ": the descriptor has no name");
-  const bool costmodel = d->kind == PluginKind::kCostModel && d->make_costmodel && !d->make_searcher;
+  const bool costmodel =
+      d->kind == PluginKind::kCostModel && d->make_costmodel && !d->make_searcher;
   const bool searcher = d->kind == PluginKind::kSearcher && d->make_searcher && !d->make_costmodel;
   if (!costmodel && !searcher)
     throw PluginError(path + ": plugin '" + d->name +
                       "' has a kind that does not match its factory");
   for (std::size_t i = 0; i < d->num_params; ++i)
     if (!d->params || !d->params[i].name || !d->params[i].default_value)
-      throw PluginError(path + ": plugin '" + d->name + "' declares a parameter without a name or default");
+      throw PluginError(path + ": plugin '" + d->name +
+                        "' declares a parameter without a name or default");
   std::lock_guard<std::mutex> lock(loaded_mutex());
   loaded_libraries().push_back(std::move(lib));
   return d;
@@ -118,7 +120,8 @@ void PluginRegistry::load_file(const std::string& path) {
 std::string PluginRegistry::describe_known(PluginKind kind) const {
   std::string known;
   for (const auto& p : plugins_)
-    if (p.descriptor->kind == kind) known += (known.empty() ? "" : ", ") + std::string(p.descriptor->name);
+    if (p.descriptor->kind == kind)
+      known += (known.empty() ? "" : ", ") + std::string(p.descriptor->name);
   std::string out = known.empty() ? "none found" : "known: " + known;
   for (const auto& problem : problems_) out += "; could not load " + problem.message;
   return out;
@@ -138,7 +141,8 @@ const LoadedPlugin& PluginRegistry::find(const std::string& name, PluginKind kin
                         ", expected a " + to_string(kind));
     return p;
   }
-  throw PluginError("unknown " + to_string(kind) + " '" + name + "' (" + describe_known(kind) + ")");
+  throw PluginError("unknown " + to_string(kind) + " '" + name + "' (" + describe_known(kind) +
+                    ")");
 }
 
 Params PluginRegistry::resolve_params(const LoadedPlugin& plugin,

@@ -3,9 +3,8 @@
 // loaded with RTLD_NOW | RTLD_LOCAL and never unloaded: every object a
 // plugin makes may outlive the registry.
 
-#include <mapex/plugin.hpp>
-
 #include <map>
+#include <mapex/plugin.hpp>
 #include <memory>
 #include <string>
 #include <vector>

@@ -40,7 +40,8 @@ void Progress::draw_bar() {
   const int filled = static_cast<int>(fraction * width);
   const double t = elapsed();
   const double rate = t > 0 ? static_cast<double>(evaluations_) / t : 0;
-  const double eta = done_ > 0 ? t / static_cast<double>(done_) * static_cast<double>(total_ - done_) : -1;
+  const double eta =
+      done_ > 0 ? t / static_cast<double>(done_) * static_cast<double>(total_ - done_) : -1;
   std::fprintf(stream_, "\r[%s%s] %zu/%zu jobs  %.0f eval/s  elapsed %s  ETA %s ",
                std::string(static_cast<size_t>(filled), '#').c_str(),
                std::string(static_cast<size_t>(width - filled), '.').c_str(), done_, total_, rate,

@@ -3,12 +3,12 @@
 // (jobs done/total, evaluations per second, elapsed, ETA), one line per
 // finished job otherwise, nothing when quiet.
 
-#include "host/runner.hpp"
-
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+
+#include "host/runner.hpp"
 
 namespace mapex::host {
 

@@ -1,9 +1,8 @@
 #include "host/report.hpp"
 
-#include <mapex/error.hpp>
-
 #include <iomanip>
 #include <map>
+#include <mapex/error.hpp>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -63,15 +62,15 @@ void print_table(const std::vector<std::string>& header,
 }  // namespace
 
 void print_report(const ResultFile& results, TableFormat format, std::ostream& out) {
-  const std::vector<std::string> header{"job_id",      "workload",  "layer",          "architecture",
-                                        "searcher",    "costmodel", "status",         "latency_cycles",
-                                        "energy_pj",   "utilization", "evaluations", "complete",
-                                        "wall_seconds", "error"};
+  const std::vector<std::string> header{
+      "job_id",      "workload", "layer",          "architecture", "searcher",
+      "costmodel",   "status",   "latency_cycles", "energy_pj",    "utilization",
+      "evaluations", "complete", "wall_seconds",   "error"};
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : results.jobs) {
     const bool ok = j.status == "ok";
-    rows.push_back({j.job_id, j.workload, j.layer, j.architecture, j.searcher, j.costmodel, j.status,
-                    ok ? number(j.latency_cycles) : "", ok ? number(j.energy_pj) : "",
+    rows.push_back({j.job_id, j.workload, j.layer, j.architecture, j.searcher, j.costmodel,
+                    j.status, ok ? number(j.latency_cycles) : "", ok ? number(j.energy_pj) : "",
                     ok ? number(j.utilization) : "", std::to_string(j.evaluations),
                     j.complete ? "yes" : "no", number(j.wall_seconds), j.error});
   }
@@ -101,9 +100,9 @@ void print_report(const ResultFile& results, TableFormat format, std::ostream& o
                        std::to_string(t.ok) + "/" + std::to_string(t.jobs), number(t.latency),
                        number(t.energy), std::to_string(t.evaluations)});
   out << "\nTotals over layers (jobs that found a valid mapping):\n\n";
-  print_table({"architecture", "searcher", "costmodel", "ok", "latency_cycles", "energy_pj",
-               "evaluations"},
-              summary, format, out);
+  print_table(
+      {"architecture", "searcher", "costmodel", "ok", "latency_cycles", "energy_pj", "evaluations"},
+      summary, format, out);
 }
 
 }  // namespace mapex::host

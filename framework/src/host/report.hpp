@@ -2,10 +2,10 @@
 // Tables from a result file (`mapex report`, and the table `mapex run`
 // prints after reading its file back).
 
-#include "host/result_store.hpp"
-
 #include <ostream>
 #include <string>
+
+#include "host/result_store.hpp"
 
 namespace mapex::host {
 

@@ -1,9 +1,8 @@
 #include "host/result_store.hpp"
 
-#include <mapex/error.hpp>
-
 #include <algorithm>
 #include <cstddef>
+#include <mapex/error.hpp>
 
 namespace mapex::host {
 namespace {
@@ -70,7 +69,8 @@ H5::CompType row_type() {
   return t;
 }
 
-void write_string_attribute(H5::H5Object& object, const std::string& name, const std::string& value) {
+void write_string_attribute(H5::H5Object& object, const std::string& name,
+                            const std::string& value) {
   const H5::StrType str = utf8_string();
   H5::Attribute attr = object.createAttribute(name, str, H5::DataSpace(H5S_SCALAR));
   const char* data = value.c_str();
@@ -166,11 +166,28 @@ ResultFile read_results(const std::string& path) {
     if (n > 0) jobs.read(raw.data(), type);
     auto s = [](const char* p) { return std::string(p ? p : ""); };
     for (const auto& r : raw) {
-      out.jobs.push_back(JobRow{r.job_index, s(r.job_id), s(r.workload), s(r.layer),
-                                s(r.architecture), s(r.searcher), s(r.costmodel), s(r.objective),
-                                s(r.status), s(r.error), r.latency_cycles, r.energy_pj, r.edp,
-                                r.utilization, r.macs, r.evaluations, r.wall_seconds, r.complete,
-                                s(r.stop_reason), r.seed, s(r.best_mapping), s(r.mapping_summary)});
+      out.jobs.push_back(JobRow{r.job_index,
+                                s(r.job_id),
+                                s(r.workload),
+                                s(r.layer),
+                                s(r.architecture),
+                                s(r.searcher),
+                                s(r.costmodel),
+                                s(r.objective),
+                                s(r.status),
+                                s(r.error),
+                                r.latency_cycles,
+                                r.energy_pj,
+                                r.edp,
+                                r.utilization,
+                                r.macs,
+                                r.evaluations,
+                                r.wall_seconds,
+                                r.complete,
+                                s(r.stop_reason),
+                                r.seed,
+                                s(r.best_mapping),
+                                s(r.mapping_summary)});
     }
     if (n > 0) H5::DataSet::vlenReclaim(raw.data(), type, space);
   } catch (const H5::Exception& e) {

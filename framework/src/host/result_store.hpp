@@ -6,8 +6,6 @@
 //                jobs finish (so a killed run keeps every finished job)
 // A thin RAII layer over the HDF5 C++ API; used from one thread only.
 
-#include "host/runner.hpp"
-
 #include <H5Cpp.h>
 
 #include <cstdint>
@@ -15,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "host/runner.hpp"
 
 namespace mapex::host {
 

@@ -1,7 +1,5 @@
 #include "host/runner.hpp"
 
-#include "tsan_annotations.hpp"
-
 #include <tbb/concurrent_queue.h>
 #include <tbb/parallel_for_each.h>
 #include <tbb/task_arena.h>
@@ -12,18 +10,24 @@
 #include <optional>
 #include <thread>
 
+#include "tsan_annotations.hpp"
+
 namespace mapex::host {
 
 std::string to_string(JobStatus status) {
   switch (status) {
-    case JobStatus::kOk: return "ok";
-    case JobStatus::kNoValidMapping: return "no_valid_mapping";
-    case JobStatus::kFailed: return "failed";
+    case JobStatus::kOk:
+      return "ok";
+    case JobStatus::kNoValidMapping:
+      return "no_valid_mapping";
+    case JobStatus::kFailed:
+      return "failed";
   }
   return "failed";
 }
 
-JobResult run_search(const SearchRequest& r, const std::function<void(std::uint64_t)>& on_evaluations) {
+JobResult run_search(const SearchRequest& r,
+                     const std::function<void(std::uint64_t)>& on_evaluations) {
   JobResult result;
   result.objective = to_string(r.objective);
   const auto start = std::chrono::steady_clock::now();
@@ -61,7 +65,8 @@ JobResult run_search(const SearchRequest& r, const std::function<void(std::uint6
 
 PluginInstances instantiate(const Experiment& e, const PluginRegistry& registry) {
   PluginInstances p;
-  for (const auto& s : e.searchers) p.searchers.push_back(registry.make_searcher(s.plugin, s.params));
+  for (const auto& s : e.searchers)
+    p.searchers.push_back(registry.make_searcher(s.plugin, s.params));
   for (const auto& c : e.costmodels)
     p.costmodels.push_back(registry.make_costmodel(c.plugin, c.params));
   return p;

@@ -4,16 +4,15 @@
 // Results go to one consumer on one thread (the result writer): workers
 // never touch HDF5.
 
-#include "host/experiment.hpp"
-#include "host/plugin_registry.hpp"
-
-#include <mapex/metrics.hpp>
-
 #include <cstdint>
 #include <functional>
+#include <mapex/metrics.hpp>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "host/experiment.hpp"
+#include "host/plugin_registry.hpp"
 
 namespace mapex::host {
 
@@ -22,11 +21,11 @@ std::string to_string(JobStatus status);
 
 struct JobResult {
   Job job;
-  std::string workload;      ///< network name
+  std::string workload;  ///< network name
   std::string layer;
   std::string architecture;
-  std::string searcher;      ///< label
-  std::string costmodel;     ///< label
+  std::string searcher;   ///< label
+  std::string costmodel;  ///< label
   std::string objective;
   JobStatus status = JobStatus::kFailed;
   std::string error;         ///< why it failed, or why no mapping was valid
@@ -35,7 +34,7 @@ struct JobResult {
   std::string mapping_summary;
   std::uint64_t evaluations = 0;
   double wall_seconds = 0;
-  bool complete = false;     ///< the searcher covered its whole space
+  bool complete = false;  ///< the searcher covered its whole space
   std::string stop_reason;
 };
 
