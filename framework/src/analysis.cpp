@@ -266,4 +266,29 @@ std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& 
   return out;
 }
 
+RooflinePeak roofline_peak(const Operator& op, const Architecture& arch) {
+  RooflinePeak peak;
+  peak.compute_cycles =
+      static_cast<double>(op.macs()) / (static_cast<double>(arch.num_pes()) * arch.macs_per_pe());
+  peak.cycles = peak.compute_cycles;
+  peak.bound_by = "compute";
+  double words = 0;
+  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) words += op.tensor_size(t);
+  const double bytes = words * arch.word_bytes();
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const Level& l = arch.levels()[static_cast<size_t>(i)];
+    std::optional<double> gbps = l.kind == LevelKind::kSpatial
+                                     ? std::optional<double>(l.noc.bandwidth_gbps)
+                                     : l.bandwidth_gbps;
+    if (!gbps) continue;
+    const double cycles =
+        bytes / (arch.bytes_per_cycle(*gbps) * static_cast<double>(arch.instances(i)));
+    if (cycles > peak.cycles) {
+      peak.cycles = cycles;
+      peak.bound_by = l.name;
+    }
+  }
+  return peak;
+}
+
 }  // namespace mapex

@@ -156,5 +156,19 @@ TEST(Analysis, LevelMetricsPriceEveryAccess) {
   EXPECT_DOUBLE_EQ(dram.transfer_cycles, words);
 }
 
+TEST(RooflinePeak, LargerOfComputeAndEachLevelOnce) {
+  // 8x8x8 GEMM: 512 MACs on 4 PEs = 128 cycles; 192 words through a
+  // 1 B/cycle DRAM = 192 cycles, so DRAM bounds it.
+  const Operator op = make_gemm("g", 8, 8, 8);
+  const Architecture arch = chip({4});
+  const RooflinePeak peak = roofline_peak(op, arch);
+  EXPECT_EQ(peak.compute_cycles, 128.0);
+  EXPECT_EQ(peak.cycles, 192.0);
+  EXPECT_EQ(peak.bound_by, "PEs");  // the network (1 B/cycle) ties DRAM and comes first
+  // No mapping beats it.
+  const NestAnalysis a = analyse(op, arch, Mapping::trivial(op, arch));
+  EXPECT_GE(a.compute_cycles, peak.compute_cycles);
+}
+
 }  // namespace
 }  // namespace mapex

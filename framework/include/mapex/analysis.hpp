@@ -71,6 +71,18 @@ std::optional<std::string> capacity_error(const Operator& op, const Architecture
 /// Runs the analysis. The mapping must be structurally valid.
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping);
 
+/// The roofline peak of an operator on an architecture, independent of any
+/// mapping: every MAC unit busy every cycle, and every tensor crossing each
+/// bandwidth-limited level (DRAM, networks, buffers with a bandwidth)
+/// exactly once. No mapping is faster; papers normalise to it (Marvel §6,
+/// Fig. 9: "roof-line peak").
+struct RooflinePeak {
+  double cycles = 0;
+  double compute_cycles = 0;
+  std::string bound_by;  ///< "compute" or the level name
+};
+RooflinePeak roofline_peak(const Operator& op, const Architecture& arch);
+
 /// Per-level accounts of an analysis: reads and writes per tensor, the
 /// energy they cost at the level's per-word energies (hops for networks),
 /// the cycles the level's bandwidth needs (per instance; unlimited gives 0)

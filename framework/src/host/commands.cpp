@@ -7,6 +7,7 @@
 #include <ctime>
 #include <iomanip>
 #include <iostream>
+#include <mapex/analysis.hpp>
 #include <mapex/version.hpp>
 #include <sstream>
 
@@ -164,6 +165,7 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
     j["layer"] = op.name();
     j["architecture"] = arch.name();
     j["costmodel"] = costmodel;
+    j["roofline_peak_cycles"] = roofline_peak(op, arch).cycles;
     j["metrics"] = metrics_json(m, arch);
     j["mapping"] = mapping_json(mapping, op, arch);
     out << j.dump(2) << "\n";
@@ -251,6 +253,7 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     j["wall_seconds"] = r.wall_seconds;
     j["complete"] = r.complete;
     j["stop_reason"] = r.stop_reason;
+    j["roofline_peak_cycles"] = r.roofline_peak_cycles;
     if (r.status == JobStatus::kOk) {
       j["metrics"] = metrics_json(r.best, arch);
       const Mapping best = Mapping::parse(r.mapping_yaml, "best mapping", op, arch);

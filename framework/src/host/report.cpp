@@ -62,17 +62,20 @@ void print_table(const std::vector<std::string>& header,
 }  // namespace
 
 void print_report(const ResultFile& results, TableFormat format, std::ostream& out) {
-  const std::vector<std::string> header{
-      "job_id",      "workload", "layer",          "architecture", "searcher",
-      "costmodel",   "status",   "latency_cycles", "energy_pj",    "utilization",
-      "evaluations", "complete", "wall_seconds",   "error"};
+  const std::vector<std::string> header{"job_id",   "workload",     "layer",       "architecture",
+                                        "searcher", "costmodel",    "status",      "latency_cycles",
+                                        "vs_peak",  "energy_pj",    "utilization", "evaluations",
+                                        "complete", "wall_seconds", "error"};
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : results.jobs) {
     const bool ok = j.status == "ok";
-    rows.push_back({j.job_id, j.workload, j.layer, j.architecture, j.searcher, j.costmodel,
-                    j.status, ok ? number(j.latency_cycles) : "", ok ? number(j.energy_pj) : "",
-                    ok ? number(j.utilization) : "", std::to_string(j.evaluations),
-                    j.complete ? "yes" : "no", number(j.wall_seconds), j.error});
+    rows.push_back(
+        {j.job_id, j.workload, j.layer, j.architecture, j.searcher, j.costmodel, j.status,
+         ok ? number(j.latency_cycles) : "",
+         ok && j.roofline_peak_cycles > 0 ? number(j.latency_cycles / j.roofline_peak_cycles) : "",
+         ok ? number(j.energy_pj) : "", ok ? number(j.utilization) : "",
+         std::to_string(j.evaluations), j.complete ? "yes" : "no", number(j.wall_seconds),
+         j.error});
   }
   print_table(header, rows, format, out);
   if (format != TableFormat::kMarkdown) return;
@@ -80,7 +83,7 @@ void print_report(const ResultFile& results, TableFormat format, std::ostream& o
   // Totals over layers: what a mapper study compares.
   struct Total {
     size_t jobs = 0, ok = 0;
-    double latency = 0, energy = 0;
+    double latency = 0, energy = 0, peak = 0;
     std::uint64_t evaluations = 0;
   };
   std::map<std::tuple<std::string, std::string, std::string>, Total> totals;
@@ -91,6 +94,7 @@ void print_report(const ResultFile& results, TableFormat format, std::ostream& o
     if (j.status == "ok") {
       ++t.ok;
       t.latency += j.latency_cycles;
+      t.peak += j.roofline_peak_cycles;
       t.energy += j.energy_pj;
     }
   }
@@ -98,11 +102,13 @@ void print_report(const ResultFile& results, TableFormat format, std::ostream& o
   for (const auto& [key, t] : totals)
     summary.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key),
                        std::to_string(t.ok) + "/" + std::to_string(t.jobs), number(t.latency),
-                       number(t.energy), std::to_string(t.evaluations)});
+                       t.peak > 0 ? number(t.latency / t.peak) : "", number(t.energy),
+                       std::to_string(t.evaluations)});
+  // vs_peak: summed latency over summed roofline peaks (Marvel Fig. 9).
   out << "\nTotals over layers (jobs that found a valid mapping):\n\n";
-  print_table(
-      {"architecture", "searcher", "costmodel", "ok", "latency_cycles", "energy_pj", "evaluations"},
-      summary, format, out);
+  print_table({"architecture", "searcher", "costmodel", "ok", "latency_cycles", "vs_peak",
+               "energy_pj", "evaluations"},
+              summary, format, out);
 }
 
 }  // namespace mapex::host

@@ -24,6 +24,7 @@ struct RawRow {
   double edp;
   double utilization;
   double macs;
+  double roofline_peak_cycles;
   std::uint64_t evaluations;
   double wall_seconds;
   std::int32_t complete;
@@ -58,6 +59,7 @@ H5::CompType row_type() {
   MAPEX_MEMBER(edp, H5::PredType::NATIVE_DOUBLE);
   MAPEX_MEMBER(utilization, H5::PredType::NATIVE_DOUBLE);
   MAPEX_MEMBER(macs, H5::PredType::NATIVE_DOUBLE);
+  MAPEX_MEMBER(roofline_peak_cycles, H5::PredType::NATIVE_DOUBLE);
   MAPEX_MEMBER(evaluations, H5::PredType::NATIVE_UINT64);
   MAPEX_MEMBER(wall_seconds, H5::PredType::NATIVE_DOUBLE);
   MAPEX_MEMBER(complete, H5::PredType::NATIVE_INT32);
@@ -127,6 +129,7 @@ void ResultWriter::append(const JobResult& r) {
              ok ? m.edp() : 0.0,
              ok ? m.utilization : 0.0,
              ok ? m.macs : 0.0,
+             r.roofline_peak_cycles,
              r.evaluations,
              r.wall_seconds,
              r.complete ? 1 : 0,
@@ -181,6 +184,7 @@ ResultFile read_results(const std::string& path) {
                                 r.edp,
                                 r.utilization,
                                 r.macs,
+                                r.roofline_peak_cycles,
                                 r.evaluations,
                                 r.wall_seconds,
                                 r.complete,

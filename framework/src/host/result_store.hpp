@@ -35,6 +35,7 @@ struct JobRow {
   double edp = 0;
   double utilization = 0;
   double macs = 0;
+  double roofline_peak_cycles = 0;
   std::uint64_t evaluations = 0;
   double wall_seconds = 0;
   std::int32_t complete = 0;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <mapex/analysis.hpp>
 #include <optional>
 #include <thread>
 
@@ -32,6 +33,7 @@ JobResult run_search(const SearchRequest& r,
   result.objective = to_string(r.objective);
   const auto start = std::chrono::steady_clock::now();
   try {
+    result.roofline_peak_cycles = roofline_peak(*r.op, *r.arch).cycles;
     const auto bound = r.costmodel->bind(*r.op, *r.arch);
     const Mapspace space(*r.op, *r.arch, r.mapspace);
     SearchContext ctx(*r.op, *r.arch, space, *bound, r.objective, r.seed, r.budget);

@@ -32,6 +32,8 @@ struct JobResult {
   Metrics best;              ///< valid when status is kOk
   std::string mapping_yaml;  ///< best mapping, canonical YAML
   std::string mapping_summary;
+  /// The mapping-independent roofline peak of the layer on the chip.
+  double roofline_peak_cycles = 0;
   std::uint64_t evaluations = 0;
   double wall_seconds = 0;
   bool complete = false;  ///< the searcher covered its whole space
