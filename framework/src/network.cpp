@@ -111,11 +111,13 @@ std::optional<std::int64_t> out_channels(const Operator& op) {
   return std::nullopt;
 }
 
-std::optional<std::int64_t> out_elements_per_image(const Operator& op) {
-  const auto& a = op.attributes();
-  if (op.kind() == "conv2d") return a.at("K") * a.at("P") * a.at("Q");
-  if (op.kind() == "fc") return a.at("K");
-  return std::nullopt;
+/// True when an fc layer of `c` inputs can read the flattened output of a
+/// convolution: K channels of at most P x Q pixels each (pooling between
+/// layers is implicit, so the flattened map may be smaller than P x Q).
+bool reads_flattened(const Operator& producer, std::int64_t c) {
+  if (producer.kind() != "conv2d") return false;
+  const auto& a = producer.attributes();
+  return c % a.at("K") == 0 && c / a.at("K") <= a.at("P") * a.at("Q");
 }
 
 }  // namespace
@@ -175,18 +177,15 @@ Network Network::parse(const std::string& yaml_text, const std::string& origin) 
         total += *k;
         all_equal = all_equal && *k == c;
       }
-      bool flattened = false;
-      if (layer.op.kind() == "fc" && layer.producers.size() == 1) {
-        const auto e =
-            out_elements_per_image(net.layers_[static_cast<size_t>(layer.producers[0])].op);
-        flattened = e && *e == c;
-      }
+      const bool flattened =
+          layer.op.kind() == "fc" && layer.producers.size() == 1 &&
+          reads_flattened(net.layers_[static_cast<size_t>(layer.producers[0])].op, c);
       if (known && !all_equal && total != c && !flattened)
         yaml::fail(origin, node, "C",
                    "layer '" + name + "' reads " + std::to_string(c) +
                        " channels but its producers give " + std::to_string(total) +
                        " (expected C to equal each producer's K for an add, or their sum "
-                       "for a concatenation)");
+                       "for a concatenation, or an fc reading K x pixels of a convolution)");
     }
     net.layers_.push_back(std::move(layer));
   }
