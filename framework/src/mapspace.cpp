@@ -1,38 +1,26 @@
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <limits>
 #include <map>
 #include <mapex/analysis.hpp>
 #include <mapex/mapspace.hpp>
+#include <sstream>
+#include <unordered_map>
 
 namespace mapex {
+
 namespace {
 
-/// Chains of per-level choices for one dimension of bound `bound`: for a
-/// buffer the tile, for a spatial level the split. DRAM (last) is left out.
-void build_chains(const Architecture& arch, std::int64_t bound, bool factors_only,
-                  std::vector<std::int64_t>& prefix, std::int64_t child_span, size_t level,
-                  std::vector<std::vector<std::int64_t>>& out) {
-  if (level + 1 == arch.levels().size()) {
-    out.push_back(prefix);
-    return;
-  }
-  const Level& l = arch.levels()[level];
-  if (l.kind == LevelKind::kSpatial) {
-    for (std::int64_t s = 1; s <= l.fanout() && child_span * (s - 1) < bound; ++s) {
-      const std::int64_t span = std::min(child_span * s, bound);
-      if (factors_only && (span != child_span * s || bound % span != 0)) continue;
-      prefix.push_back(s);
-      build_chains(arch, bound, factors_only, prefix, span, level + 1, out);
-      prefix.pop_back();
-    }
-    return;
-  }
-  for (std::int64_t tile = child_span; tile <= bound; ++tile) {
-    if (factors_only && (tile % child_span != 0 || bound % tile != 0)) continue;
-    prefix.push_back(tile);
-    build_chains(arch, bound, factors_only, prefix, tile, level + 1, out);
-    prefix.pop_back();
-  }
-}
+/// Which rules a count applies; `count_steps` switches them on in turn.
+struct Rules {
+  bool parallel = true;     ///< allowed split dimensions and max split count
+  bool fixed = true;        ///< fixed tiles and splits
+  bool orders = true;       ///< loop-order rules
+  bool utilization = true;  ///< Marvel's PE-utilisation bound
+};
 
 BigInt factorial(int k) {
   BigInt f = 1;
@@ -40,7 +28,540 @@ BigInt factorial(int k) {
   return f;
 }
 
+int bits_for(std::uint64_t max_value) {
+  return std::max(1, static_cast<int>(std::bit_width(max_value)));
+}
+
+/// True when `perm` (free loops, outermost first) satisfies a level's
+/// order rules.
+bool order_allowed(const LevelRule& rule, const Operator& op, const std::vector<DimId>& perm) {
+  if (!rule.orders.empty()) {
+    bool any = false;
+    for (const auto& order : rule.orders) {
+      std::size_t i = 0;
+      bool ok = true;
+      for (DimId d : order) {
+        if (std::find(perm.begin(), perm.end(), d) == perm.end()) continue;
+        if (i >= perm.size() || perm[i] != d) {
+          ok = false;
+          break;
+        }
+        ++i;
+      }
+      if (ok && i == perm.size()) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) return false;
+  }
+  if (!rule.stationary.empty()) {
+    bool any = false;
+    for (int t : rule.stationary) {
+      const Tensor& tensor = op.tensors()[static_cast<size_t>(t)];
+      // Stationary: once a loop that does not index the tensor starts, no
+      // loop inside it indexes the tensor.
+      bool inner = false, ok = true;
+      for (DimId d : perm) {
+        if (!tensor.relevant(d))
+          inner = true;
+        else if (inner) {
+          ok = false;
+          break;
+        }
+      }
+      if (ok) {
+        any = true;
+        break;
+      }
+    }
+    if (!any) return false;
+  }
+  return true;
+}
+
+std::vector<DimId> dims_of(std::uint32_t mask) {
+  std::vector<DimId> out;
+  for (DimId d = 0; mask >> d; ++d)
+    if (mask >> d & 1u) out.push_back(d);
+  return out;
+}
+
 }  // namespace
+
+struct Mapspace::Impl {
+  const Operator& op;
+  const Architecture& arch;
+  const MapspaceOptions& options;
+  int n = 0;  // dimensions
+  int L = 0;  // levels (the last is DRAM)
+  std::vector<int> data_levels, spatial_levels;
+  std::vector<int> slot;  // level -> data or spatial slot
+
+  /// Per dimension: every chain of per-level values (tile for buffers,
+  /// split for spatial levels) with what the counts need.
+  struct Chains {
+    std::size_t count = 0;
+    std::vector<std::int64_t> values;  // count x (L - 1)
+    std::vector<std::int64_t> spans;   // count x L
+    std::vector<std::uint32_t> free;   // bit k: more than one trip at data slot k
+    std::vector<std::int64_t> splits;  // count x spatial slots
+    std::vector<char> fixed_ok, parallel_ok;
+  };
+  std::vector<Chains> chains;
+
+  /// A count table for one set of rules: W[d][state] is the number of
+  /// completions of the dimensions d.. from a state.
+  struct Table {
+    Rules rules;
+    std::vector<char> masked;  // per data slot: state holds the free set
+    struct Field {
+      int shift = 0, bits = 0;
+    };
+    std::vector<Field> data_field, prod_field, par_field;
+    std::vector<int> max_parallel;
+    std::vector<std::unordered_map<std::uint64_t, BigInt>> W;
+    /// Per data slot, for masked slots: free set -> allowed orders.
+    std::vector<std::map<std::uint32_t, std::vector<std::vector<DimId>>>> allowed;
+    BigInt total;
+
+    std::uint64_t get(std::uint64_t s, const Field& f) const {
+      return (s >> f.shift) & ((std::uint64_t{1} << f.bits) - 1);
+    }
+    std::uint64_t put(std::uint64_t s, const Field& f, std::uint64_t v) const {
+      const std::uint64_t m = ((std::uint64_t{1} << f.bits) - 1) << f.shift;
+      return (s & ~m) | (v << f.shift);
+    }
+  };
+  std::unique_ptr<Table> main;
+
+  Impl(const Operator& o, const Architecture& a, const MapspaceOptions& opt)
+      : op(o), arch(a), options(opt) {
+    n = op.num_dims();
+    L = arch.num_levels();
+    slot.assign(static_cast<size_t>(L), -1);
+    for (int i = 0; i < L; ++i) {
+      const Level& l = arch.levels()[static_cast<size_t>(i)];
+      if (l.holds_data()) {
+        slot[static_cast<size_t>(i)] = static_cast<int>(data_levels.size());
+        data_levels.push_back(i);
+      } else {
+        slot[static_cast<size_t>(i)] = static_cast<int>(spatial_levels.size());
+        spatial_levels.push_back(i);
+      }
+    }
+    for (DimId d = 0; d < n; ++d) chains.push_back(build_chains(d));
+  }
+
+  const LevelRule* rule(int level) const {
+    if (options.levels.empty()) return nullptr;
+    return &options.levels[static_cast<size_t>(level)];
+  }
+
+  // --- chains -----------------------------------------------------------
+
+  Chains build_chains(DimId d) const {
+    Chains c;
+    const std::int64_t bound = op.dims()[static_cast<size_t>(d)].bound;
+    std::vector<std::int64_t> prefix;
+    add_chains(d, bound, prefix, 1, 0, c);
+    return c;
+  }
+
+  void add_chains(DimId d, std::int64_t bound, std::vector<std::int64_t>& prefix,
+                  std::int64_t child_span, int level, Chains& out) const {
+    if (level + 1 == L) {
+      record(d, bound, prefix, out);
+      return;
+    }
+    const Level& l = arch.levels()[static_cast<size_t>(level)];
+    if (l.kind == LevelKind::kSpatial) {
+      for (std::int64_t s = 1; s <= l.fanout() && child_span * (s - 1) < bound; ++s) {
+        const std::int64_t span = std::min(child_span * s, bound);
+        if (options.factors_only && (span != child_span * s || bound % span != 0)) continue;
+        prefix.push_back(s);
+        add_chains(d, bound, prefix, span, level + 1, out);
+        prefix.pop_back();
+      }
+      return;
+    }
+    for (std::int64_t tile = child_span; tile <= bound; ++tile) {
+      if (options.factors_only && (tile % child_span != 0 || bound % tile != 0)) continue;
+      prefix.push_back(tile);
+      add_chains(d, bound, prefix, tile, level + 1, out);
+      prefix.pop_back();
+    }
+  }
+
+  void record(DimId d, std::int64_t bound, const std::vector<std::int64_t>& values,
+              Chains& out) const {
+    std::uint32_t free = 0;
+    bool fixed_ok = true, parallel_ok = true;
+    std::int64_t child = 1;
+    out.values.insert(out.values.end(), values.begin(), values.end());
+    for (int i = 0; i < L; ++i) {
+      const Level& l = arch.levels()[static_cast<size_t>(i)];
+      const bool last = i + 1 == L;
+      const std::int64_t v = last ? bound : values[static_cast<size_t>(i)];
+      const LevelRule* r = rule(i);
+      if (r && !last && !r->fixed.empty() && r->fixed[static_cast<size_t>(d)] != 0 &&
+          r->fixed[static_cast<size_t>(d)] != v)
+        fixed_ok = false;
+      if (l.kind == LevelKind::kSpatial) {
+        if (r && v > 1 && !(r->parallel_mask >> d & 1u)) parallel_ok = false;
+        out.splits.push_back(v);
+        child = std::min(child * v, bound);
+        out.spans.push_back(child);
+        continue;
+      }
+      if ((v + child - 1) / child > 1) free |= 1u << slot[static_cast<size_t>(i)];
+      child = v;
+      out.spans.push_back(v);
+    }
+    out.free.push_back(free);
+    out.fixed_ok.push_back(fixed_ok);
+    out.parallel_ok.push_back(parallel_ok);
+    ++out.count;
+  }
+
+  std::int64_t value(DimId d, std::size_t c, int level) const {
+    return chains[static_cast<size_t>(d)]
+        .values[c * static_cast<size_t>(L - 1) + static_cast<size_t>(level)];
+  }
+  std::int64_t span(DimId d, std::size_t c, int level) const {
+    return chains[static_cast<size_t>(d)]
+        .spans[c * static_cast<size_t>(L) + static_cast<size_t>(level)];
+  }
+  std::int64_t split(DimId d, std::size_t c, size_t j) const {
+    return chains[static_cast<size_t>(d)].splits[c * spatial_levels.size() + j];
+  }
+
+  bool chain_allowed(const Table& t, DimId d, std::size_t c) const {
+    const Chains& ch = chains[static_cast<size_t>(d)];
+    if (t.rules.fixed && !ch.fixed_ok[c]) return false;
+    if (t.rules.parallel && !ch.parallel_ok[c]) return false;
+    return true;
+  }
+
+  // --- count tables -------------------------------------------------------
+
+  std::unique_ptr<Table> make_table(Rules rules) const {
+    auto t = std::make_unique<Table>();
+    t->rules = rules;
+    int shift = 0;
+    auto field = [&](int bits) {
+      Table::Field f{shift, bits};
+      shift += bits;
+      return f;
+    };
+    for (int level : data_levels) {
+      const LevelRule* r = rule(level);
+      const bool masked = rules.orders && r && r->order_constrained();
+      t->masked.push_back(masked);
+      t->data_field.push_back(field(masked ? n : bits_for(static_cast<std::uint64_t>(n))));
+    }
+    for (int level : spatial_levels) {
+      const Level& l = arch.levels()[static_cast<size_t>(level)];
+      t->prod_field.push_back(field(bits_for(static_cast<std::uint64_t>(l.fanout()))));
+      t->par_field.push_back(field(bits_for(static_cast<std::uint64_t>(n))));
+      int max_par = options.max_parallel_dims > 0 ? options.max_parallel_dims
+                                                  : static_cast<int>(l.shape.size());
+      if (!rules.parallel) max_par = n;
+      t->max_parallel.push_back(max_par);
+    }
+    if (shift > 64)
+      throw InputError(SourceLocation{}, "mapspace",
+                       "too many loop-order rules to count this space (state of " +
+                           std::to_string(shift) + " bits, at most 64)");
+    t->allowed.resize(data_levels.size());
+    t->W.resize(static_cast<size_t>(n + 1));
+
+    // Initial state: products 1.
+    std::uint64_t init = 0;
+    for (const auto& f : t->prod_field) init = t->put(init, f, 1);
+
+    // Forward: reachable states per depth.
+    std::vector<std::vector<std::uint64_t>> reach(static_cast<size_t>(n + 1));
+    reach[0].push_back(init);
+    for (DimId d = 0; d < n; ++d) {
+      std::unordered_map<std::uint64_t, char> seen;
+      const auto sigs = signatures(*t, d);
+      for (std::uint64_t s : reach[static_cast<size_t>(d)])
+        for (const auto& [c, count] : sigs) {
+          (void)count;
+          if (auto next = step(*t, s, d, c)) seen.emplace(*next, 1);
+        }
+      for (const auto& [s, one] : seen) reach[static_cast<size_t>(d + 1)].push_back(s);
+      std::sort(reach[static_cast<size_t>(d + 1)].begin(), reach[static_cast<size_t>(d + 1)].end());
+    }
+    // Backward: completion counts.
+    for (std::uint64_t s : reach[static_cast<size_t>(n)])
+      t->W[static_cast<size_t>(n)][s] = final_factor(*t, s);
+    for (DimId d = n - 1; d >= 0; --d) {
+      const auto sigs = signatures(*t, d);
+      auto& Wd = t->W[static_cast<size_t>(d)];
+      const auto& Wn = t->W[static_cast<size_t>(d + 1)];
+      for (std::uint64_t s : reach[static_cast<size_t>(d)]) {
+        BigInt sum = 0;
+        for (const auto& [c, count] : sigs)
+          if (auto next = step(*t, s, d, c)) {
+            const BigInt& w = Wn.at(*next);
+            if (w != 0) sum += w * count;
+          }
+        Wd[s] = sum;
+      }
+    }
+    t->total = t->W[0].at(init);
+    return t;
+  }
+
+  /// Representative chains of dimension d grouped by what they do to the
+  /// state: (representative index, number of chains).
+  std::vector<std::pair<std::size_t, std::uint64_t>> signatures(const Table& t, DimId d) const {
+    const Chains& ch = chains[static_cast<size_t>(d)];
+    std::map<std::vector<std::int64_t>, std::pair<std::size_t, std::uint64_t>> groups;
+    std::vector<std::int64_t> key;
+    for (std::size_t c = 0; c < ch.count; ++c) {
+      if (!chain_allowed(t, d, c)) continue;
+      key.assign(1, ch.free[c]);
+      for (size_t j = 0; j < spatial_levels.size(); ++j) key.push_back(split(d, c, j));
+      auto [it, inserted] = groups.emplace(key, std::make_pair(c, std::uint64_t{0}));
+      ++it->second.second;
+    }
+    std::vector<std::pair<std::size_t, std::uint64_t>> out;
+    for (const auto& [k, v] : groups) out.push_back(v);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  /// The state after choosing chain c of dimension d, or nothing when a
+  /// fan-out or the parallel-dimension limit is exceeded.
+  std::optional<std::uint64_t> step(const Table& t, std::uint64_t s, DimId d, std::size_t c) const {
+    const std::uint32_t free = chains[static_cast<size_t>(d)].free[c];
+    for (size_t k = 0; k < data_levels.size(); ++k) {
+      if (!(free >> k & 1u)) continue;
+      const auto& f = t.data_field[k];
+      s = t.put(s, f, t.masked[k] ? (t.get(s, f) | (std::uint64_t{1} << d)) : t.get(s, f) + 1);
+    }
+    for (size_t j = 0; j < spatial_levels.size(); ++j) {
+      const std::int64_t v = split(d, c, j);
+      if (v == 1) continue;
+      const Level& l = arch.levels()[static_cast<size_t>(spatial_levels[j])];
+      const std::uint64_t prod = t.get(s, t.prod_field[j]) * static_cast<std::uint64_t>(v);
+      if (prod > static_cast<std::uint64_t>(l.fanout())) return std::nullopt;
+      const std::uint64_t par = t.get(s, t.par_field[j]) + 1;
+      if (par > static_cast<std::uint64_t>(t.max_parallel[j])) return std::nullopt;
+      s = t.put(t.put(s, t.prod_field[j], prod), t.par_field[j], par);
+    }
+    return s;
+  }
+
+  /// Loop orders (and the utilisation bound) of a complete choice of chains.
+  BigInt final_factor(Table& t, std::uint64_t s) const {
+    if (t.rules.utilization && options.min_utilization > 0) {
+      double used = 1;
+      for (const auto& f : t.prod_field) used *= static_cast<double>(t.get(s, f));
+      if (used < options.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9) return 0;
+    }
+    BigInt orders = 1;
+    for (size_t k = 0; k < data_levels.size(); ++k) {
+      const std::uint64_t v = t.get(s, t.data_field[k]);
+      if (!t.masked[k]) {
+        orders *= factorial(static_cast<int>(v));
+        continue;
+      }
+      orders *= allowed_orders(t, k, static_cast<std::uint32_t>(v)).size();
+    }
+    return orders;
+  }
+
+  const std::vector<std::vector<DimId>>& allowed_orders(Table& t, size_t k,
+                                                        std::uint32_t mask) const {
+    auto it = t.allowed[k].find(mask);
+    if (it != t.allowed[k].end()) return it->second;
+    std::vector<std::vector<DimId>> list;
+    std::vector<DimId> perm = dims_of(mask);
+    const LevelRule& r = *rule(data_levels[k]);
+    do {
+      if (order_allowed(r, op, perm)) list.push_back(perm);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    return t.allowed[k].emplace(mask, std::move(list)).first->second;
+  }
+
+  std::uint64_t init_state(const Table& t) const {
+    std::uint64_t s = 0;
+    for (const auto& f : t.prod_field) s = t.put(s, f, 1);
+    return s;
+  }
+
+  // --- mappings -----------------------------------------------------------
+
+  /// Writes tiles and splits of the chosen chains into `m` (sized already).
+  void set_chains(Mapping& m, const std::vector<std::uint32_t>& pos) const {
+    for (int i = 0; i + 1 < L; ++i) {
+      const bool spatial = arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial;
+      auto& lm = m.level(i);
+      auto& target = spatial ? lm.split : lm.tile;
+      for (DimId d = 0; d < n; ++d)
+        target[static_cast<size_t>(d)] = value(d, pos[static_cast<size_t>(d)], i);
+    }
+  }
+
+  /// Loop order of data slot k: one-trip loops first in operator order,
+  /// then the free loops in the given order.
+  void set_order(Mapping& m, size_t k, std::uint32_t free_mask,
+                 const std::vector<DimId>& perm) const {
+    auto& order = m.level(data_levels[k]).order;
+    order.clear();
+    for (DimId d = 0; d < n; ++d)
+      if (!(free_mask >> d & 1u)) order.push_back(d);
+    order.insert(order.end(), perm.begin(), perm.end());
+  }
+
+  /// Free set of data slot k for the chosen chains.
+  std::uint32_t free_mask(const std::vector<std::uint32_t>& pos, size_t k) const {
+    std::uint32_t mask = 0;
+    for (DimId d = 0; d < n; ++d)
+      if (chains[static_cast<size_t>(d)].free[pos[static_cast<size_t>(d)]] >> k & 1u)
+        mask |= 1u << d;
+    return mask;
+  }
+
+  // --- capacity -----------------------------------------------------------
+
+  /// First buffer that overflows with the given spans per level (dimensions
+  /// not chosen yet at span 1, the smallest), as its level index, or -1.
+  int overflow(const std::vector<std::vector<std::int64_t>>& spans) const {
+    if (!options.check_capacity) return -1;
+    for (int i = 0; i + 1 < L; ++i) {
+      const Level& l = arch.levels()[static_cast<size_t>(i)];
+      if (l.kind != LevelKind::kBuffer) continue;
+      if (required_bytes(op, arch, i, spans[static_cast<size_t>(i)]) >
+          static_cast<double>(l.size_bytes))
+        return i;
+    }
+    return -1;
+  }
+};
+
+// --- the depth-first walker shared by enumeration and counting -------------
+
+namespace {
+
+std::uint64_t saturate(const BigInt& v) {
+  if (v > std::numeric_limits<std::uint64_t>::max())
+    return std::numeric_limits<std::uint64_t>::max();
+  return static_cast<std::uint64_t>(v);
+}
+
+/// Walks the chain choices that can complete to a valid mapping, in index
+/// order, cutting subtrees that cannot (count table) or that overflow a
+/// buffer (capacity lower bound). Resumable: `next_leaf` returns each
+/// complete choice in turn.
+class Walker {
+ public:
+  Walker(const Mapspace::Impl& impl, Mapspace::Impl::Table& table,
+         std::vector<std::uint32_t> prefix, int stop_depth)
+      : impl_(impl), t_(table), stop_(stop_depth), fixed_(static_cast<int>(prefix.size())) {
+    const auto n = static_cast<size_t>(impl.n);
+    pos_.assign(n, 0);
+    state_.assign(n + 1, 0);
+    spans_.assign(static_cast<size_t>(impl.L), std::vector<std::int64_t>(n, 1));
+    state_[0] = impl.init_state(table);
+    for (size_t d = 0; d < prefix.size(); ++d) {
+      pos_[d] = prefix[d];
+      auto next = choose(static_cast<int>(d));
+      if (!next) {
+        dead_ = true;
+        return;
+      }
+    }
+    depth_ = fixed_;
+  }
+
+  /// Advances to the next complete choice (dimensions up to stop_depth);
+  /// false when done.
+  bool next_leaf() {
+    if (dead_) return false;
+    if (started_) {
+      if (depth_ == fixed_) return false;  // only the prefix itself was a leaf
+      --depth_;
+      ++pos_[static_cast<size_t>(depth_)];
+    }
+    started_ = true;
+    for (;;) {
+      if (depth_ == stop_) {
+        return true;
+      }
+      const auto du = static_cast<size_t>(depth_);
+      const auto& ch = impl_.chains[du];
+      if (pos_[du] >= ch.count) {
+        if (depth_ == fixed_) {
+          dead_ = true;
+          return false;
+        }
+        pos_[du] = 0;
+        reset_spans(depth_);
+        --depth_;
+        ++pos_[static_cast<size_t>(depth_)];
+        continue;
+      }
+      if (choose(depth_)) {
+        ++depth_;
+        if (depth_ < impl_.n) pos_[static_cast<size_t>(depth_)] = 0;
+      } else {
+        ++pos_[du];
+      }
+    }
+  }
+
+  const std::vector<std::uint32_t>& pos() const { return pos_; }
+  std::uint64_t state() const { return state_[static_cast<size_t>(depth_)]; }
+  /// Mappings in subtrees cut by capacity so far.
+  const BigInt& rejected() const { return rejected_; }
+  void clear_rejected() { rejected_ = 0; }
+
+ private:
+  /// Tries pos_[d] at depth d; on success sets state_[d + 1] and spans.
+  bool choose(int d) {
+    const auto du = static_cast<size_t>(d);
+    const std::size_t c = pos_[du];
+    if (c >= impl_.chains[du].count) return false;
+    if (!impl_.chain_allowed(t_, d, c)) return false;
+    const auto next = impl_.step(t_, state_[du], d, c);
+    if (!next) return false;
+    const auto it = t_.W[du + 1].find(*next);
+    if (it == t_.W[du + 1].end() || it->second == 0) return false;
+    for (int i = 0; i < impl_.L; ++i) spans_[static_cast<size_t>(i)][du] = impl_.span(d, c, i);
+    if (impl_.overflow(spans_) >= 0) {
+      rejected_ += it->second;
+      reset_spans(d);
+      return false;
+    }
+    state_[du + 1] = *next;
+    return true;
+  }
+
+  void reset_spans(int d) {
+    for (auto& s : spans_) s[static_cast<size_t>(d)] = 1;
+  }
+
+  const Mapspace::Impl& impl_;
+  Mapspace::Impl::Table& t_;
+  int stop_;
+  int fixed_;
+  int depth_ = 0;
+  bool started_ = false;
+  bool dead_ = false;
+  std::vector<std::uint32_t> pos_;
+  std::vector<std::uint64_t> state_;
+  std::vector<std::vector<std::int64_t>> spans_;
+  BigInt rejected_ = 0;
+};
+
+}  // namespace
+
+// --- Mapspace ----------------------------------------------------------------
 
 std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
   const std::uint64_t max = std::mt19937_64::max();
@@ -50,217 +571,452 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
   return x % n;
 }
 
-Mapspace::Mapspace(const Operator& op, const Architecture& arch, MapspaceOptions options)
-    : op_(&op), arch_(&arch), options_(options) {
-  for (const auto& dim : op.dims()) {
-    std::vector<std::vector<std::int64_t>> chains;
-    std::vector<std::int64_t> prefix;
-    build_chains(arch, dim.bound, options_.factors_only, prefix, 1, 0, chains);
-    chains_.push_back(std::move(chains));
+BigInt uniform_below(std::mt19937_64& rng, const BigInt& n) {
+  if (n <= std::numeric_limits<std::uint64_t>::max())
+    return uniform_below(rng, static_cast<std::uint64_t>(n));
+  // Draw as many 64-bit words as n needs and reject draws beyond the
+  // largest multiple of n.
+  const std::size_t bits = msb(n) + 1;
+  const std::size_t words = (bits + 63) / 64;
+  BigInt range = BigInt(1) << (words * 64);
+  const BigInt limit = range - range % n;
+  for (;;) {
+    BigInt x = 0;
+    for (std::size_t w = 0; w < words; ++w) x = (x << 64) | BigInt(rng());
+    if (x < limit) return x % n;
   }
-  for (int i = 0; i < arch.num_levels(); ++i)
-    if (arch.levels()[static_cast<size_t>(i)].holds_data()) data_levels_.push_back(i);
 }
 
-std::vector<std::vector<DimId>> Mapspace::free_dims(
-    const std::vector<std::size_t>& chain_index) const {
-  // A loop is free (its order matters) when its trip count is above 1.
-  std::vector<std::vector<DimId>> out(data_levels_.size());
-  for (DimId d = 0; d < op_->num_dims(); ++d) {
-    const auto& chain = chains_[static_cast<size_t>(d)][chain_index[static_cast<size_t>(d)]];
-    const std::int64_t bound = op_->dims()[static_cast<size_t>(d)].bound;
-    std::int64_t child = 1;
-    size_t k = 0;
-    for (int i = 0; i < arch_->num_levels(); ++i) {
-      const Level& l = arch_->levels()[static_cast<size_t>(i)];
-      const bool last = i + 1 == arch_->num_levels();
-      const std::int64_t value = last ? bound : chain[static_cast<size_t>(i)];
-      if (l.kind == LevelKind::kSpatial) {
-        child = std::min(child * value, bound);
-        continue;
+std::string format_count(const BigInt& n) {
+  std::ostringstream out;
+  out << n;
+  const std::string digits = out.str();
+  if (digits.size() <= 4) return digits;
+  std::ostringstream sci;
+  sci << std::setprecision(2) << std::scientific << n.convert_to<double>();
+  return digits + " (" + sci.str() + ")";
+}
+
+Mapspace::Mapspace(const Operator& op, const Architecture& arch, MapspaceOptions options)
+    : op_(&op), arch_(&arch), options_(std::move(options)) {
+  if (!options_.levels.empty() && static_cast<int>(options_.levels.size()) != arch.num_levels())
+    throw InputError(SourceLocation{}, "mapspace",
+                     "level rules for " + std::to_string(options_.levels.size()) +
+                         " levels, the architecture has " + std::to_string(arch.num_levels()));
+  if (op.num_dims() > 24)
+    throw InputError(SourceLocation{}, "mapspace",
+                     "operator '" + op.name() + "' has more than 24 dimensions");
+  for (int i = 0; i + 1 < arch.num_levels(); ++i)
+    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer) outer_buffer_ = i;
+  impl_ = std::make_unique<Impl>(op, arch, options_);
+  impl_->main = impl_->make_table(Rules{});
+}
+
+Mapspace::~Mapspace() = default;
+
+const BigInt& Mapspace::size() const { return impl_->main->total; }
+
+std::size_t Mapspace::num_chains(DimId d) const {
+  return impl_->chains[static_cast<size_t>(d)].count;
+}
+
+BigInt Mapspace::count_valid() const {
+  if (!options_.check_capacity) return size();
+  BigInt total = 0;
+  Walker w(*impl_, *impl_->main, {}, op_->num_dims());
+  while (w.next_leaf()) total += impl_->main->W[static_cast<size_t>(op_->num_dims())].at(w.state());
+  return total;
+}
+
+std::vector<CountStep> Mapspace::count_steps(bool with_capacity) const {
+  std::vector<CountStep> out;
+  Rules r{false, false, false, false};
+  const std::string tiles =
+      options_.factors_only ? "tiles dividing the bounds" : "tiles with edge tiles";
+  out.push_back({tiles + ", splits within fan-outs, all loop orders", impl_->make_table(r)->total});
+  r.parallel = true;
+  const bool any_parallel_rule =
+      std::any_of(options_.levels.begin(), options_.levels.end(),
+                  [](const LevelRule& l) { return l.parallel_mask != ~std::uint64_t{0}; });
+  out.push_back({std::string("parallel dimensions per spatial level") +
+                     (options_.max_parallel_dims > 0
+                          ? " (at most " + std::to_string(options_.max_parallel_dims) + ")"
+                          : " (at most the array's rank)") +
+                     (any_parallel_rule ? ", allowed dimensions" : ""),
+                 impl_->make_table(r)->total});
+  const bool any_fixed =
+      std::any_of(options_.levels.begin(), options_.levels.end(), [](const LevelRule& l) {
+        return std::any_of(l.fixed.begin(), l.fixed.end(), [](std::int64_t v) { return v != 0; });
+      });
+  if (any_fixed) {
+    r.fixed = true;
+    out.push_back({"fixed tiles and splits", impl_->make_table(r)->total});
+  }
+  r.fixed = true;
+  const bool any_order = std::any_of(options_.levels.begin(), options_.levels.end(),
+                                     [](const LevelRule& l) { return l.order_constrained(); });
+  if (any_order) {
+    r.orders = true;
+    out.push_back({"loop-order rules", impl_->make_table(r)->total});
+  }
+  r.orders = true;
+  if (options_.min_utilization > 0) {
+    std::ostringstream rule;
+    rule << "PE utilisation >= " << options_.min_utilization;
+    out.push_back({rule.str(), size()});
+  }
+  if (with_capacity && options_.check_capacity)
+    out.push_back({"buffer capacity (double-buffered where set)", count_valid()});
+  return out;
+}
+
+std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const {
+  const Operator& op = *op_;
+  const Architecture& arch = *arch_;
+  if (auto error = mapping.structural_error(op, arch)) return "structure: " + *error;
+  const int n = op.num_dims();
+  const int L = arch.num_levels();
+  double used = 1;
+  for (int i = 0; i < L; ++i) {
+    const Level& l = arch.levels()[static_cast<size_t>(i)];
+    const LevelMapping& lm = mapping.level(i);
+    const LevelRule* r =
+        options_.levels.empty() ? nullptr : &options_.levels[static_cast<size_t>(i)];
+    if (l.kind == LevelKind::kSpatial) {
+      int parallel = 0;
+      std::int64_t product = 1;
+      for (DimId d = 0; d < n; ++d) {
+        const std::int64_t s = lm.split[static_cast<size_t>(d)];
+        product *= s;
+        if (s > 1) ++parallel;
+        if (r && s > 1 && !(r->parallel_mask >> d & 1u))
+          return "parallel_dims: " + l.name + " may not split " +
+                 op.dims()[static_cast<size_t>(d)].name;
+        if (r && !r->fixed.empty() && r->fixed[static_cast<size_t>(d)] != 0 &&
+            r->fixed[static_cast<size_t>(d)] != s)
+          return "fixed: " + l.name + " must split " + op.dims()[static_cast<size_t>(d)].name +
+                 " by " + std::to_string(r->fixed[static_cast<size_t>(d)]);
       }
-      if ((value + child - 1) / child > 1) out[k].push_back(d);
-      child = value;
-      ++k;
+      used *= static_cast<double>(product);
+      const int max_parallel = options_.max_parallel_dims > 0 ? options_.max_parallel_dims
+                                                              : static_cast<int>(l.shape.size());
+      if (parallel > max_parallel)
+        return "parallel_dims: " + l.name + " splits " + std::to_string(parallel) +
+               " dimensions, at most " + std::to_string(max_parallel) + " allowed";
+      continue;
     }
+    if (i + 1 < L && r && !r->fixed.empty())
+      for (DimId d = 0; d < n; ++d)
+        if (r->fixed[static_cast<size_t>(d)] != 0 &&
+            r->fixed[static_cast<size_t>(d)] != lm.tile[static_cast<size_t>(d)])
+          return "fixed: " + l.name + " must hold tiles of " +
+                 std::to_string(r->fixed[static_cast<size_t>(d)]) + " along " +
+                 op.dims()[static_cast<size_t>(d)].name;
+    if (options_.factors_only && i + 1 < L) {
+      const auto span = mapping.span(op, arch, i);
+      const auto below = i > 0 ? mapping.span(op, arch, i - 1)
+                               : std::vector<std::int64_t>(static_cast<size_t>(n), 1);
+      for (DimId d = 0; d < n; ++d) {
+        const std::int64_t b = op.dims()[static_cast<size_t>(d)].bound;
+        const auto du = static_cast<size_t>(d);
+        if (b % span[du] != 0 || span[du] % below[du] != 0)
+          return "tiles: " + l.name + " tile " + std::to_string(span[du]) + " of " +
+                 op.dims()[du].name + " does not divide evenly (factors-only space)";
+      }
+    }
+    if (r && r->order_constrained()) {
+      // The free loops of this level, in the mapping's order.
+      const auto span = mapping.span(op, arch, i);
+      const auto below = i > 0 ? mapping.span(op, arch, i - 1)
+                               : std::vector<std::int64_t>(static_cast<size_t>(n), 1);
+      std::vector<DimId> perm;
+      for (DimId d : lm.order) {
+        const auto du = static_cast<size_t>(d);
+        if ((span[du] + below[du] - 1) / below[du] > 1) perm.push_back(d);
+      }
+      if (!order_allowed(*r, op, perm)) return "order: " + l.name + " loop order is not allowed";
+    }
+  }
+  if (options_.min_utilization > 0 &&
+      used < options_.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9) {
+    std::ostringstream out;
+    out << "utilization: splits use " << used << " of " << arch.num_pes() << " PEs, below "
+        << options_.min_utilization;
+    return out.str();
+  }
+  if (options_.check_capacity)
+    if (auto error = capacity_error(op, arch, mapping)) return "capacity: " + *error;
+  return std::nullopt;
+}
+
+std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
+  const int n = op_->num_dims();
+  std::vector<Chunk> out;
+  for (int depth = 0; depth <= n; ++depth) {
+    out.clear();
+    Walker w(*impl_, *impl_->main, {}, depth);
+    while (w.next_leaf())
+      out.push_back(Chunk{std::vector<std::uint32_t>(w.pos().begin(), w.pos().begin() + depth)});
+    if (out.size() >= min_chunks) break;
   }
   return out;
 }
 
-BigInt Mapspace::size() const {
-  // Dynamic programme over dimensions: the state is the number of free
-  // loops at each data level so far; orders multiply in at the end.
-  std::map<std::vector<int>, BigInt> states{{std::vector<int>(data_levels_.size(), 0), 1}};
-  std::vector<std::size_t> index(static_cast<size_t>(op_->num_dims()), 0);
-  for (DimId d = 0; d < op_->num_dims(); ++d) {
-    std::map<std::vector<int>, BigInt> next;
-    for (std::size_t c = 0; c < chains_[static_cast<size_t>(d)].size(); ++c) {
-      index[static_cast<size_t>(d)] = c;
-      const auto free = free_dims(index);
-      std::vector<int> delta(data_levels_.size(), 0);
-      for (size_t k = 0; k < free.size(); ++k)
-        delta[k] = static_cast<int>(std::count(free[k].begin(), free[k].end(), d));
-      for (const auto& [state, count] : states) {
-        std::vector<int> s = state;
-        for (size_t k = 0; k < s.size(); ++k) s[k] += delta[k];
-        next[s] += count;
-      }
-    }
-    states = std::move(next);
-  }
-  BigInt total = 0;
-  for (const auto& [state, count] : states) {
-    BigInt orders = 1;
-    for (int k : state) orders *= factorial(k);
-    total += count * orders;
-  }
-  return total;
-}
+// --- Cursor -------------------------------------------------------------------
 
-std::optional<std::string> Mapspace::chain_reject_reason(
-    const std::vector<std::size_t>& chain_index) const {
-  for (int i = 0; i + 1 < arch_->num_levels(); ++i) {
-    const Level& l = arch_->levels()[static_cast<size_t>(i)];
-    if (l.kind != LevelKind::kSpatial) continue;
-    std::int64_t used = 1;
-    int parallel = 0;
-    for (DimId d = 0; d < op_->num_dims(); ++d) {
-      const std::int64_t s = chains_[static_cast<size_t>(d)][chain_index[static_cast<size_t>(d)]]
-                                    [static_cast<size_t>(i)];
-      used *= s;
-      parallel += s > 1;
-    }
-    if (used > l.fanout())
-      return "fanout: " + l.name + " uses " + std::to_string(used) + " children of " +
-             std::to_string(l.fanout());
-    const int max_parallel = options_.max_parallel_dims > 0 ? options_.max_parallel_dims
-                                                            : static_cast<int>(l.shape.size());
-    if (parallel > max_parallel)
-      return "parallel_dims: " + l.name + " splits " + std::to_string(parallel) +
-             " dimensions, at most " + std::to_string(max_parallel) + " allowed";
-  }
-  if (options_.check_capacity) {
-    const Mapping m = build(chain_index, std::vector<std::vector<DimId>>(data_levels_.size()));
-    if (auto error = capacity_error(*op_, *arch_, m)) return "capacity: " + *error;
-  }
-  return std::nullopt;
-}
+struct Mapspace::Cursor::State {
+  const Mapspace* space;
+  Walker walker;
+  bool have_leaf = false;
+  bool done = false;
+  /// Per data slot: free set, and the current order (index into the allowed
+  /// list for rule-bound slots, a permutation otherwise).
+  std::vector<std::uint32_t> masks;
+  std::vector<std::size_t> order_index;
+  std::vector<std::vector<DimId>> perms;
 
-std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const {
-  if (auto error = mapping.structural_error(*op_, *arch_)) return "structure: " + *error;
-  for (int i = 0; i < arch_->num_levels(); ++i) {
-    const Level& l = arch_->levels()[static_cast<size_t>(i)];
-    if (l.kind != LevelKind::kSpatial) continue;
-    int parallel = 0;
-    for (auto s : mapping.level(i).split) parallel += s > 1;
-    const int max_parallel = options_.max_parallel_dims > 0 ? options_.max_parallel_dims
-                                                            : static_cast<int>(l.shape.size());
-    if (parallel > max_parallel)
-      return "parallel_dims: " + l.name + " splits " + std::to_string(parallel) +
-             " dimensions, at most " + std::to_string(max_parallel) + " allowed";
-  }
-  if (options_.check_capacity)
-    if (auto error = capacity_error(*op_, *arch_, mapping)) return "capacity: " + *error;
-  return std::nullopt;
-}
+  State(const Mapspace& s, std::vector<std::uint32_t> prefix)
+      : space(&s), walker(*s.impl_, *s.impl_->main, std::move(prefix), s.op().num_dims()) {}
+};
 
-Mapping Mapspace::build(const std::vector<std::size_t>& chain_index,
-                        const std::vector<std::vector<DimId>>& orders) const {
-  Mapping m = Mapping::trivial(*op_, *arch_);
-  for (int i = 0; i + 1 < arch_->num_levels(); ++i) {
-    const Level& l = arch_->levels()[static_cast<size_t>(i)];
-    auto& lm = m.level(i);
-    for (DimId d = 0; d < op_->num_dims(); ++d) {
-      const std::int64_t v = chains_[static_cast<size_t>(d)][chain_index[static_cast<size_t>(d)]]
-                                    [static_cast<size_t>(i)];
-      (l.kind == LevelKind::kSpatial ? lm.split : lm.tile)[static_cast<size_t>(d)] = v;
-    }
-  }
-  // Orders: loops with one trip first (outermost; their place is moot), in
-  // operator order, then the free loops in the given order.
-  for (size_t k = 0; k < data_levels_.size(); ++k) {
-    auto& order = m.level(data_levels_[k]).order;
-    const auto& free = orders[k];
-    order.clear();
-    for (DimId d = 0; d < op_->num_dims(); ++d)
-      if (std::find(free.begin(), free.end(), d) == free.end()) order.push_back(d);
-    order.insert(order.end(), free.begin(), free.end());
-  }
-  return m;
-}
+Mapspace::Cursor::Cursor(const Mapspace& space) : Cursor(space, Chunk{}) {}
 
-Mapspace::Cursor::Cursor(const Mapspace& space)
-    : space_(&space), chain_index_(static_cast<size_t>(space.op().num_dims()), 0) {
-  for (const auto& chains : space.chains_)
-    if (chains.empty()) done_ = true;
-}
+Mapspace::Cursor::Cursor(const Mapspace& space, const Chunk& chunk)
+    : s_(std::make_unique<State>(space, chunk.prefix)) {}
 
-void Mapspace::Cursor::load_chains() {
-  free_dims_ = space_->free_dims(chain_index_);
-  order_ = free_dims_;  // sorted: the first permutation
-  chains_ok_ = !space_->chain_reject_reason(chain_index_);
-}
-
-bool Mapspace::Cursor::advance_orders() {
-  for (size_t k = order_.size(); k-- > 0;) {
-    if (std::next_permutation(order_[k].begin(), order_[k].end())) return true;
-    // wrapped around to sorted; carry into the next level
-  }
-  return false;
-}
-
-bool Mapspace::Cursor::advance_chains() {
-  for (size_t d = chain_index_.size(); d-- > 0;) {
-    if (++chain_index_[d] < space_->chains_[d].size()) return true;
-    chain_index_[d] = 0;
-  }
-  return false;
-}
+Mapspace::Cursor::Cursor(Cursor&&) noexcept = default;
+Mapspace::Cursor& Mapspace::Cursor::operator=(Cursor&&) noexcept = default;
+Mapspace::Cursor::~Cursor() = default;
 
 bool Mapspace::Cursor::next(Mapping& out) {
-  if (done_) return false;
-  if (!started_) {
-    started_ = true;
-    load_chains();
-  } else if (!advance_orders()) {
-    if (!advance_chains()) {
-      done_ = true;
-      return false;
+  State& st = *s_;
+  if (st.done) return false;
+  const Impl& impl = *st.space->impl_;
+  Impl::Table& t = *impl.main;
+  const size_t slots = impl.data_levels.size();
+
+  // Advance the orders of the current leaf, innermost slot fastest.
+  bool advanced = false;
+  if (st.have_leaf) {
+    for (size_t k = slots; k-- > 0 && !advanced;) {
+      if (t.masked[k]) {
+        const auto& list = impl.allowed_orders(t, k, st.masks[k]);
+        if (++st.order_index[k] < list.size()) {
+          advanced = true;
+        } else {
+          st.order_index[k] = 0;
+        }
+      } else if (std::next_permutation(st.perms[k].begin(), st.perms[k].end())) {
+        advanced = true;
+      }
     }
-    load_chains();
   }
-  while (!chains_ok_) {
-    std::uint64_t skipped = 1;
-    for (const auto& free : free_dims_)
-      for (size_t i = 2; i <= free.size(); ++i) skipped *= i;
-    visited_ += skipped;
-    rejected_ += skipped;
-    if (!advance_chains()) {
-      done_ = true;
+  if (!advanced) {
+    const BigInt before = st.walker.rejected();
+    const bool leaf = st.walker.next_leaf();
+    const std::uint64_t add = saturate(st.walker.rejected() - before);
+    rejected_ = add > std::numeric_limits<std::uint64_t>::max() - rejected_
+                    ? std::numeric_limits<std::uint64_t>::max()
+                    : rejected_ + add;
+    if (!leaf) {
+      st.done = true;
       return false;
     }
-    load_chains();
+    st.have_leaf = true;
+    st.masks.assign(slots, 0);
+    st.order_index.assign(slots, 0);
+    st.perms.assign(slots, {});
+    for (size_t k = 0; k < slots; ++k) {
+      st.masks[k] = impl.free_mask(st.walker.pos(), k);
+      if (!t.masked[k]) st.perms[k] = dims_of(st.masks[k]);
+    }
+  }
+  // `out` may be a different object on every call (a batch being filled).
+  if (out.levels().size() != static_cast<size_t>(impl.L))
+    out = Mapping::trivial(impl.op, impl.arch);
+  impl.set_chains(out, st.walker.pos());
+  for (size_t k = 0; k < slots; ++k) {
+    if (t.masked[k]) {
+      const auto& list = impl.allowed_orders(t, k, st.masks[k]);
+      impl.set_order(out, k, st.masks[k], list[st.order_index[k]]);
+    } else {
+      impl.set_order(out, k, st.masks[k], st.perms[k]);
+    }
   }
   ++visited_;
-  out = space_->build(chain_index_, order_);
   return true;
 }
 
+// --- sampling -------------------------------------------------------------------
+
 std::optional<Mapping> Mapspace::sample(std::mt19937_64& rng, int max_attempts) const {
-  std::vector<std::size_t> index(static_cast<size_t>(op_->num_dims()));
+  const Impl& impl = *impl_;
+  Impl::Table& t = *impl.main;
+  if (t.total == 0) return std::nullopt;
+  const int n = impl.n;
+  std::vector<std::uint32_t> pos(static_cast<size_t>(n));
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
-    for (size_t d = 0; d < index.size(); ++d)
-      index[d] = static_cast<std::size_t>(uniform_below(rng, chains_[d].size()));
-    if (chain_reject_reason(index)) continue;
-    auto orders = free_dims(index);
-    for (auto& order : orders) {
-      // Fisher-Yates with fully specified draws (std::shuffle's are not).
-      for (size_t i = order.size(); i > 1; --i)
-        std::swap(order[i - 1], order[static_cast<size_t>(uniform_below(rng, i))]);
+    BigInt r = uniform_below(rng, t.total);
+    std::uint64_t s = impl.init_state(t);
+    for (DimId d = 0; d < n; ++d) {
+      const auto du = static_cast<size_t>(d);
+      const auto& Wn = t.W[du + 1];
+      bool chosen = false;
+      for (std::size_t c = 0; c < impl.chains[du].count && !chosen; ++c) {
+        if (!impl.chain_allowed(t, d, c)) continue;
+        const auto next = impl.step(t, s, d, c);
+        if (!next) continue;
+        const auto it = Wn.find(*next);
+        if (it == Wn.end() || it->second == 0) continue;
+        if (r < it->second) {
+          pos[du] = static_cast<std::uint32_t>(c);
+          s = *next;
+          chosen = true;
+        } else {
+          r -= it->second;
+        }
+      }
+      if (!chosen) return std::nullopt;  // cannot happen: r < W[d][s]
     }
-    return build(index, orders);
+    // Orders: unrank r within the product of per-slot order counts.
+    Mapping m = Mapping::trivial(impl.op, impl.arch);
+    impl.set_chains(m, pos);
+    for (size_t k = 0; k < impl.data_levels.size(); ++k) {
+      const std::uint32_t mask = impl.free_mask(pos, k);
+      if (t.masked[k]) {
+        const auto& list = impl.allowed_orders(t, k, mask);
+        const BigInt count = list.size();
+        const auto index = static_cast<std::size_t>(r % count);
+        r /= count;
+        impl.set_order(m, k, mask, list[index]);
+      } else {
+        std::vector<DimId> pool = dims_of(mask);
+        std::vector<DimId> perm;
+        while (!pool.empty()) {
+          const BigInt size = pool.size();
+          const auto index = static_cast<std::size_t>(r % size);
+          r /= size;
+          perm.push_back(pool[index]);
+          pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(index));
+        }
+        impl.set_order(m, k, mask, perm);
+      }
+    }
+    if (options_.check_capacity && capacity_error(*op_, *arch_, m)) continue;
+    return m;
   }
   return std::nullopt;
+}
+
+// --- Marvel's sub-spaces ---------------------------------------------------------
+
+SubspaceCounts Mapspace::subspaces(const std::vector<std::int64_t>& outer_tile) const {
+  const Impl& impl = *impl_;
+  const int n = impl.n;
+  SubspaceCounts out;
+  out.layouts = 1;
+  for (const auto& t : op_->tensors())
+    out.layouts *= factorial(static_cast<int>(t.subscripts.size()));
+  if (outer_buffer_ < 0) return out;
+  const int ob = outer_buffer_;
+  const size_t dram_slot = impl.data_levels.size() - 1;
+  const LevelRule* dram_rule = impl.rule(impl.L - 1);
+
+  // Distinct outer tiles per dimension among the allowed chains.
+  std::vector<std::vector<std::int64_t>> tiles(static_cast<size_t>(n));
+  for (DimId d = 0; d < n; ++d) {
+    for (std::size_t c = 0; c < impl.chains[static_cast<size_t>(d)].count; ++c)
+      if (impl.chain_allowed(*impl.main, d, c))
+        tiles[static_cast<size_t>(d)].push_back(impl.value(d, c, ob));
+    auto& v = tiles[static_cast<size_t>(d)];
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+  auto dram_orders = [&](std::uint32_t mask) -> BigInt {
+    if (dram_rule && dram_rule->order_constrained())
+      return impl.allowed_orders(*impl.main, dram_slot, mask).size();
+    return factorial(std::popcount(mask));
+  };
+  // Walk the outer tiles (their product is small next to the full space).
+  std::vector<std::size_t> idx(static_cast<size_t>(n), 0);
+  std::vector<std::int64_t> span(static_cast<size_t>(n), 1);
+  const Level& outer = arch_->levels()[static_cast<size_t>(ob)];
+  out.offchip = 0;
+  out.offchip_fitting = 0;
+  for (;;) {
+    std::uint32_t mask = 0;
+    for (DimId d = 0; d < n; ++d) {
+      const auto du = static_cast<size_t>(d);
+      span[du] = tiles[du][idx[du]];
+      if (span[du] < op_->dims()[du].bound) mask |= 1u << d;
+    }
+    const BigInt orders = dram_orders(mask);
+    out.offchip += orders;
+    if (required_bytes(*op_, *arch_, ob, span) <= static_cast<double>(outer.size_bytes))
+      out.offchip_fitting += orders;
+    DimId d = n - 1;
+    while (d >= 0 && ++idx[static_cast<size_t>(d)] == tiles[static_cast<size_t>(d)].size()) {
+      idx[static_cast<size_t>(d)] = 0;
+      --d;
+    }
+    if (d < 0) break;
+  }
+
+  // On-chip: the space with the outer tile fixed, without the DRAM order.
+  MapspaceOptions fixed = options_;
+  if (fixed.levels.empty())
+    fixed.levels.assign(static_cast<size_t>(arch_->num_levels()), LevelRule{});
+  auto& rule = fixed.levels[static_cast<size_t>(ob)];
+  rule.fixed = outer_tile;
+  const Mapspace onchip(*op_, *arch_, fixed);
+  std::uint32_t mask = 0;
+  for (DimId d = 0; d < n; ++d)
+    if (outer_tile[static_cast<size_t>(d)] < op_->dims()[static_cast<size_t>(d)].bound)
+      mask |= 1u << d;
+  const BigInt orders = dram_orders(mask);
+  out.onchip = onchip.size() / orders;
+  out.onchip_valid = onchip.count_valid() / orders;
+  return out;
+}
+
+std::vector<std::int64_t> Mapspace::largest_outer_tile() const {
+  const Impl& impl = *impl_;
+  const int n = impl.n;
+  if (outer_buffer_ < 0) return {};
+  const int ob = outer_buffer_;
+  std::vector<std::vector<std::int64_t>> tiles(static_cast<size_t>(n));
+  for (DimId d = 0; d < n; ++d) {
+    auto& v = tiles[static_cast<size_t>(d)];
+    for (std::size_t c = 0; c < impl.chains[static_cast<size_t>(d)].count; ++c)
+      if (impl.chain_allowed(*impl.main, d, c)) v.push_back(impl.value(d, c, ob));
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    if (v.empty()) return {};
+  }
+  const double capacity = static_cast<double>(arch_->levels()[static_cast<size_t>(ob)].size_bytes);
+  std::vector<std::int64_t> span(static_cast<size_t>(n), 1), best;
+  double best_bytes = -1;
+  // Depth-first over the distinct tiles, cutting where even the smallest
+  // completion overflows (footprints grow with every tile).
+  std::function<void(int)> walk = [&](int d) {
+    const double bytes = required_bytes(*op_, *arch_, ob, span);
+    if (bytes > capacity) return;
+    if (d == n) {
+      if (bytes > best_bytes) {
+        best_bytes = bytes;
+        best = span;
+      }
+      return;
+    }
+    for (std::int64_t t : tiles[static_cast<size_t>(d)]) {
+      span[static_cast<size_t>(d)] = t;
+      if (required_bytes(*op_, *arch_, ob, span) > capacity) break;  // sorted ascending
+      walk(d + 1);
+    }
+    span[static_cast<size_t>(d)] = 1;
+  };
+  walk(0);
+  return best;
 }
 
 }  // namespace mapex

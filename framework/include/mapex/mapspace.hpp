@@ -1,21 +1,35 @@
 #pragma once
 /// \file
-/// The first mapspace: every mapping of an operator on a chain of levels,
-/// made of (Marvel §5's dimensions, generalised to any chain)
+/// The mapspace of an operator on an architecture (Marvel §5, generalised
+/// from three levels to any chain of buffer and spatial levels):
 /// - a tile size per dimension at every buffer level and a split per
-///   dimension at every spatial level ("chains" of spans per dimension);
-/// - a loop order at every data-holding level, over the dimensions whose
-///   trip count there is above 1 (orders of trip-1 loops are equivalent,
-///   so only distinct orders are generated; trip-1 loops go outermost).
-/// It is enumerated as a stream (no list is materialised) and sampled.
-/// Mappings that break a constraint (fan-out exceeded, too many parallel
-/// dimensions, a buffer overflow) are rejected with a named rule.
+///   dimension at every spatial level, held per dimension as a "chain";
+/// - a loop order at every data-holding level (DRAM included: Marvel's
+///   level-3 inter-tile order), over the loops whose trip count there is
+///   above 1. Orders of one-trip loops are equivalent, so only distinct
+///   orders are counted and generated; one-trip loops go outermost.
+///
+/// The space is *counted* exactly without enumeration: a dynamic programme
+/// over the dimensions whose state is what the constraints need (free loops
+/// per level, or the set of them where an order rule applies; the product
+/// of splits and the number of split dimensions per spatial level). The
+/// same table of completion counts drives uniform sampling (unranking) and
+/// prunes enumeration. Buffer capacity is not separable by dimension: it is
+/// checked by a depth-first walk over the chains that cuts every subtree
+/// whose smallest completion already overflows a buffer, with the subtree's
+/// exact size taken from the table.
+///
+/// Enumeration streams mappings in a fixed order and splits into disjoint
+/// chunks (prefixes of chain choices) that workers take independently;
+/// nothing is materialised beyond the chains.
 
 #include <boost/multiprecision/cpp_int.hpp>
 #include <cstdint>
 #include <mapex/architecture.hpp>
+#include <mapex/constraints.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/operator.hpp>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -29,78 +43,124 @@ using BigInt = boost::multiprecision::cpp_int;
 /// distributions its result is the same with every standard library, so
 /// seeded searches reproduce everywhere.
 std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n);
+/// The same for a big integer bound.
+BigInt uniform_below(std::mt19937_64& rng, const BigInt& n);
 
-struct MapspaceOptions {
-  /// Only spans that divide the bound (no edge tiles).
-  bool factors_only = true;
-  /// At most this many split dimensions per spatial level; 0 means the rank
-  /// of the level's shape (a 12x14 array takes two).
-  int max_parallel_dims = 0;
-  /// Reject mappings that would not fit a buffer.
-  bool check_capacity = true;
+/// Exact size as text: all digits, and scientific form with 3 digits.
+std::string format_count(const BigInt& n);
+
+/// One line of a count report: the space after adding one constraint.
+struct CountStep {
+  std::string rule;  ///< e.g. "loop orders", "PE utilisation >= 0.1"
+  BigInt size;
+};
+
+/// Sizes of the sub-spaces Marvel searches separately (§5, Fig. 10).
+struct SubspaceCounts {
+  /// Off-chip: tiles of the outermost buffer x DRAM loop orders; the same
+  /// restricted to tiles that fit the outermost buffer; and the DRAM layouts
+  /// (a dimension order per tensor), a separate factor.
+  BigInt offchip;
+  BigInt offchip_fitting;
+  BigInt layouts;
+  /// On-chip, for one fixed outermost-buffer tile: lower tiles, splits and
+  /// on-chip loop orders; and the same after capacity.
+  BigInt onchip;
+  BigInt onchip_valid;
 };
 
 class Mapspace {
  public:
+  /// Throws InputError when the options contradict the architecture (e.g.
+  /// rules for a different number of levels).
   Mapspace(const Operator& op, const Architecture& arch, MapspaceOptions options = {});
+  ~Mapspace();
+  Mapspace(const Mapspace&) = delete;
+  Mapspace& operator=(const Mapspace&) = delete;
 
   const Operator& op() const { return *op_; }
   const Architecture& arch() const { return *arch_; }
   const MapspaceOptions& options() const { return options_; }
 
-  /// Exact number of mappings before the constraints (tile chains x distinct
-  /// loop orders), computed without enumerating.
-  BigInt size() const;
-  /// Number of span chains of dimension `d` (for tests and reports).
-  std::size_t num_chains(DimId d) const { return chains_[static_cast<size_t>(d)].size(); }
+  /// Exact number of mappings that satisfy every rule except buffer
+  /// capacity (chains, fan-outs, parallel dimensions, fixed values, loop
+  /// order rules, PE utilisation). No enumeration.
+  const BigInt& size() const;
+  /// Exact number that also fit every buffer: walks the chain choices (not
+  /// the orders), so it costs about one step per valid tiling. Equals
+  /// size() when capacity is not checked.
+  BigInt count_valid() const;
+  /// The space after each constraint in turn, ending with count_valid()
+  /// (when `with_capacity`).
+  std::vector<CountStep> count_steps(bool with_capacity = true) const;
 
-  /// The rule a mapping breaks, or nothing: "fanout", "parallel_dims",
-  /// "capacity" (with detail after a colon).
+  /// Number of span chains of dimension `d` (for tests and reports).
+  std::size_t num_chains(DimId d) const;
+  /// Index of the outermost buffer (Marvel's level 3), or -1.
+  int outer_buffer() const { return outer_buffer_; }
+
+  /// The rule a mapping breaks, or nothing: "structure", "fixed",
+  /// "parallel_dims", "fanout", "order", "utilization", "capacity" (with
+  /// detail after a colon).
   std::optional<std::string> reject_reason(const Mapping& mapping) const;
 
-  /// Streams the space in a fixed order. Not thread-safe; one per thread.
+  /// A disjoint part of the space: fixed chain choices for the first
+  /// dimensions. Chunks come in enumeration order and cover the space.
+  struct Chunk {
+    std::vector<std::uint32_t> prefix;
+  };
+  /// At least `min_chunks` chunks when the space allows (fewer when it is
+  /// small), in enumeration order.
+  std::vector<Chunk> chunks(std::size_t min_chunks) const;
+
+  /// Streams the space (or one chunk) in a fixed order: chains in index
+  /// order, dimension by dimension, then loop orders level by level. Not
+  /// thread-safe; one per thread.
   class Cursor {
    public:
     explicit Cursor(const Mapspace& space);
-    /// Writes the next mapping that passes the constraints into `out`;
-    /// false when the space is exhausted. Rejected ones are counted.
+    Cursor(const Mapspace& space, const Chunk& chunk);
+    Cursor(Cursor&&) noexcept;
+    Cursor& operator=(Cursor&&) noexcept;
+    ~Cursor();
+    /// Writes the next valid mapping into `out` (reusing its storage);
+    /// false when the space or chunk is exhausted.
     bool next(Mapping& out);
-    /// Mappings visited so far, accepted and rejected.
+    /// Mappings emitted so far.
     std::uint64_t visited() const { return visited_; }
+    /// Mappings skipped because a buffer overflows (exact, from the count
+    /// table; saturates at 2^64-1).
     std::uint64_t rejected() const { return rejected_; }
 
    private:
-    void load_chains();
-    bool advance_orders();
-    bool advance_chains();
-    const Mapspace* space_;
-    std::vector<std::size_t> chain_index_;
-    std::vector<std::vector<DimId>> free_dims_;  // per data level
-    std::vector<std::vector<DimId>> order_;      // current permutation per data level
-    bool chains_ok_ = false;
-    bool started_ = false;
-    bool done_ = false;
+    struct State;
+    std::unique_ptr<State> s_;
     std::uint64_t visited_ = 0;
     std::uint64_t rejected_ = 0;
   };
 
-  /// Draws a mapping: a chain per dimension and an order per level, each
-  /// uniformly, retried until it passes the constraints (at most
-  /// `max_attempts`); nothing if none did.
+  /// Draws a mapping uniformly from the valid space: a uniform rank in
+  /// [0, size()), unranked through the count table; draws that overflow a
+  /// buffer are redrawn (at most `max_attempts` times; nothing if none fit).
   std::optional<Mapping> sample(std::mt19937_64& rng, int max_attempts = 1000) const;
 
- private:
-  Mapping build(const std::vector<std::size_t>& chain_index,
-                const std::vector<std::vector<DimId>>& orders) const;
-  std::vector<std::vector<DimId>> free_dims(const std::vector<std::size_t>& chain_index) const;
-  std::optional<std::string> chain_reject_reason(const std::vector<std::size_t>& chain_index) const;
+  /// Marvel's sub-space sizes, with the on-chip space built on the given
+  /// outermost-buffer tile (one per dimension).
+  SubspaceCounts subspaces(const std::vector<std::int64_t>& outer_tile) const;
+  /// The outermost-buffer tile with the largest footprint that still fits
+  /// the buffer (Marvel §5.1, footnote 4: without a locality model, the
+  /// biggest tile that fits moves the least off-chip data); ties go to the
+  /// first in enumeration order. Empty when no tile fits.
+  std::vector<std::int64_t> largest_outer_tile() const;
 
+  struct Impl;
+
+ private:
   const Operator* op_;
   const Architecture* arch_;
   MapspaceOptions options_;
-  /// chains_[d][k][level]: span of dimension d at every non-DRAM level.
-  std::vector<std::vector<std::vector<std::int64_t>>> chains_;
-  std::vector<int> data_levels_;
+  int outer_buffer_ = -1;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace mapex

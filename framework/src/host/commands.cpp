@@ -8,6 +8,8 @@
 #include <iomanip>
 #include <iostream>
 #include <mapex/analysis.hpp>
+#include <mapex/constraints.hpp>
+#include <mapex/mapspace.hpp>
 #include <mapex/version.hpp>
 #include <sstream>
 
@@ -184,14 +186,59 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   return m.valid ? kExitOk : kExitFailed;
 }
 
+/// The mapspace options shared by `search` and `mapspace`; they build a
+/// ConstraintSpec like an experiment's `mapspace:` block (a file given with
+/// --constraints is read first, flags then override it).
+struct ConstraintFlags {
+  int max_parallel_dims = -1;
+  bool edge_tiles = false;
+  bool no_capacity = false;
+  double min_utilization = -1;
+  std::string style, file;
+
+  void add(po::options_description& desc) {
+    desc.add_options()("constraints", po::value(&file),
+                       "constraints YAML (the keys of an experiment's mapspace block)")(
+        "style", po::value(&style),
+        "mapping style: row_stationary, weight_stationary, output_stationary, interstellar, "
+        "dmazerunner")("min-utilization", po::value(&min_utilization),
+                       "PE-utilisation bound p in [0, 1] (Marvel)")(
+        "max-parallel-dims", po::value(&max_parallel_dims),
+        "split dimensions per spatial level (0: array rank)")(
+        "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds")(
+        "no-capacity", po::bool_switch(&no_capacity), "do not reject tiles that overflow a buffer");
+  }
+
+  ConstraintSpec build() const {
+    ConstraintSpec spec;
+    if (!file.empty()) {
+      require_file(file, "constraints");
+      spec = load_constraint_spec(file);
+    }
+    if (!style.empty()) {
+      spec.style = style;
+      spec.style_where = SourceLocation{"--style", 0, 0};
+    }
+    if (edge_tiles) spec.factors_only = false;
+    if (no_capacity) spec.check_capacity = false;
+    if (max_parallel_dims >= 0) spec.max_parallel_dims = max_parallel_dims;
+    if (min_utilization >= 0 || (min_utilization != -1 && !(min_utilization >= 0))) {
+      if (!(min_utilization >= 0 && min_utilization <= 1))
+        throw UsageError("--min-utilization expects a fraction in [0, 1]");
+      spec.min_utilization = min_utilization;
+    }
+    return spec;
+  }
+};
+
 int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex search");
   std::string workload, arch_path, layer, searcher, costmodel, objective, format;
   std::vector<std::string> params, costmodel_params;
   std::uint64_t seed = 1, max_evaluations = 0;
   double max_seconds = 0;
-  int threads = 0, max_parallel_dims = 0;
-  bool edge_tiles = false;
+  int threads = 0;
+  ConstraintFlags constraints;
   desc.add_options()("help,h", "show this help")("workload", po::value(&workload)->required(),
                                                  "workload (network or operator) YAML")(
       "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
@@ -205,11 +252,9 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
       "seed", po::value(&seed), "random seed (default 1)")(
       "max-evaluations", po::value(&max_evaluations), "evaluation budget (0: unlimited)")(
       "max-seconds", po::value(&max_seconds), "time budget in seconds (0: unlimited)")(
-      "max-parallel-dims", po::value(&max_parallel_dims),
-      "split dimensions per spatial level (0: array rank)")(
-      "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds")(
       "threads,j", po::value(&threads), "worker threads (0: all cores)")(
       "format", po::value(&format)->default_value("table"), "table or json");
+  constraints.add(desc);
   const auto vm = parse(desc, {}, args);
   if (vm.count("help")) {
     out << desc;
@@ -233,8 +278,8 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   request.objective = parse_objective(objective);
   request.seed = seed;
   request.budget = Budget{max_evaluations, max_seconds};
-  request.mapspace.factors_only = !edge_tiles;
-  request.mapspace.max_parallel_dims = max_parallel_dims;
+  request.mapspace = constraints.build();
+  resolve(request.mapspace, op, arch);  // contradictions are bad input (exit 2)
   JobResult r;
   tbb::task_arena arena(threads > 0 ? threads : tbb::this_task_arena::max_concurrency());
   arena.execute([&] { r = run_search(request); });
@@ -279,39 +324,133 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   return r.status == JobStatus::kOk ? kExitOk : kExitFailed;
 }
 
+/// Parses "K=64,C=32" into one value per dimension of `op` (1 where absent).
+std::vector<std::int64_t> parse_dim_values(const std::string& text, const Operator& op,
+                                           const std::string& flag) {
+  std::vector<std::int64_t> out(static_cast<size_t>(op.num_dims()), 1);
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const auto eq = item.find('=');
+    const DimId d = eq == std::string::npos ? -1 : op.find_dim(item.substr(0, eq));
+    std::int64_t v = 0;
+    try {
+      v = eq == std::string::npos ? 0 : std::stoll(item.substr(eq + 1));
+    } catch (const std::exception&) {
+      v = 0;
+    }
+    if (d < 0 || v < 1 || v > op.dims()[static_cast<size_t>(d)].bound)
+      throw UsageError(flag +
+                       " expects DIM=SIZE pairs with known dimensions and sizes within "
+                       "the bounds, got '" +
+                       item + "'");
+    out[static_cast<size_t>(d)] = v;
+  }
+  return out;
+}
+
+std::vector<std::int64_t> largest_fitting_outer_tile(const Mapspace& space) {
+  auto tile = space.largest_outer_tile();
+  if (tile.empty()) throw Error("no tile of " + space.op().name() + " fits the outermost buffer");
+  return tile;
+}
+
 int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex mapspace");
-  std::string workload, arch_path, layer;
-  int max_parallel_dims = 0;
-  bool edge_tiles = false;
+  std::string workload, arch_path, layer, format, outer;
+  bool explain = false, subspaces = false;
+  ConstraintFlags constraints;
   desc.add_options()("help,h", "show this help")("workload", po::value(&workload)->required(),
                                                  "workload YAML")("layer", po::value(&layer),
                                                                   "layer of the workload")(
       "arch", po::value(&arch_path)->required(), "architecture YAML")(
-      "max-parallel-dims", po::value(&max_parallel_dims), "split dimensions per spatial level")(
-      "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds");
+      "explain", po::bool_switch(&explain), "also show how many mappings each rule rejects")(
+      "subspaces", po::bool_switch(&subspaces),
+      "also show Marvel's off-chip and on-chip sub-spaces")(
+      "outer-tile", po::value(&outer),
+      "outermost-buffer tile for the on-chip sub-space, e.g. K=64,C=32 (default: the largest "
+      "tile that fits)")("format", po::value(&format)->default_value("table"), "table or json");
+  constraints.add(desc);
   const auto vm = parse(desc, {}, args);
   if (vm.count("help")) {
     out << desc;
     return kExitOk;
   }
+  if (format != "table" && format != "json")
+    throw UsageError("--format expects table or json, got '" + format + "'");
   require_file(workload, "workload");
   require_file(arch_path, "architecture");
   const Network net = Network::load(workload);
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
-  MapspaceOptions options;
-  options.factors_only = !edge_tiles;
-  options.max_parallel_dims = max_parallel_dims;
-  const Mapspace space(op, arch, options);
-  const BigInt size = space.size();
-  out << op.name() << " on " << arch.name() << "\n";
+  const Mapspace space(op, arch, resolve(constraints.build(), op, arch));
+  const auto steps = space.count_steps(true);
+  const BigInt valid = steps.back().size;
+
+  std::optional<SubspaceCounts> sub;
+  std::vector<std::int64_t> outer_tile;
+  if (subspaces && space.outer_buffer() >= 0) {
+    outer_tile = outer.empty() ? largest_fitting_outer_tile(space)
+                               : parse_dim_values(outer, op, "--outer-tile");
+    sub = space.subspaces(outer_tile);
+  }
+
+  if (format == "json") {
+    nlohmann::ordered_json j;
+    j["layer"] = op.name();
+    j["architecture"] = arch.name();
+    j["style"] = space.options().style;
+    auto steps_json = nlohmann::ordered_json::array();
+    for (const auto& st : steps)
+      steps_json.push_back({{"rule", st.rule}, {"mappings", st.size.str()}});
+    j["steps"] = steps_json;
+    j["size"] = space.size().str();
+    j["valid"] = valid.str();
+    if (sub) {
+      j["outer_tile"] = outer_tile;
+      j["offchip"] = sub->offchip.str();
+      j["offchip_fitting"] = sub->offchip_fitting.str();
+      j["layouts"] = sub->layouts.str();
+      j["onchip"] = sub->onchip.str();
+      j["onchip_valid"] = sub->onchip_valid.str();
+    }
+    out << j.dump(2) << "\n";
+    return valid == 0 ? kExitFailed : kExitOk;
+  }
+  out << op.name() << " on " << arch.name()
+      << (space.options().style.empty() ? "" : " (style " + space.options().style + ")") << "\n";
   for (DimId d = 0; d < op.num_dims(); ++d)
     out << "  " << op.dims()[static_cast<size_t>(d)].name << " = "
         << op.dims()[static_cast<size_t>(d)].bound << ": " << space.num_chains(d)
         << " tile chains\n";
-  out << "mappings (tile chains x distinct loop orders, before constraints): " << size << " ("
-      << std::setprecision(3) << std::scientific << size.convert_to<double>() << ")\n";
+  out << "\n| constraint added | mappings |" << (explain ? " rejected by it |" : "")
+      << "\n|---|---|" << (explain ? "---|" : "") << "\n";
+  for (size_t i = 0; i < steps.size(); ++i) {
+    out << "| " << steps[i].rule << " | " << format_count(steps[i].size) << " |";
+    if (explain)
+      out << " " << (i == 0 ? std::string("-") : format_count(steps[i - 1].size - steps[i].size))
+          << " |";
+    out << "\n";
+  }
+  if (sub) {
+    std::string tile;
+    for (DimId d = 0; d < op.num_dims(); ++d)
+      tile += (d ? " " : "") + op.dims()[static_cast<size_t>(d)].name +
+              std::to_string(outer_tile[static_cast<size_t>(d)]);
+    const std::string outer_name = arch.levels()[static_cast<size_t>(space.outer_buffer())].name;
+    out << "\nMarvel's sub-spaces (§5):\n"
+        << "  off-chip: " << outer_name
+        << " tiles x DRAM loop orders: " << format_count(sub->offchip) << "; those that fit "
+        << outer_name << ": " << format_count(sub->offchip_fitting)
+        << "\n  DRAM layouts (a dimension order per tensor): " << format_count(sub->layouts)
+        << "\n  on-chip for the " << outer_name << " tile [" << tile
+        << "]: " << format_count(sub->onchip) << "; valid: " << format_count(sub->onchip_valid)
+        << "\n";
+  }
+  if (valid == 0) {
+    out << "\nthe space is empty: no mapping satisfies every constraint\n";
+    return kExitFailed;
+  }
   return kExitOk;
 }
 

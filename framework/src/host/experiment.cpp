@@ -3,6 +3,7 @@
 #include <boost/filesystem.hpp>
 #include <cstdio>
 
+#include "constraints_yaml.hpp"
 #include "host/plugin_registry.hpp"
 #include "yaml_reader.hpp"
 
@@ -61,7 +62,8 @@ std::map<std::string, std::string> read_params(const std::string& file, const YA
 
 // A plugin use is either a bare name or {plugin, label, params[, budget]}.
 template <typename Use>
-Use read_use(const std::string& file, const YAML::Node& node, const char* what, Budget* budget) {
+Use read_use(const std::string& file, const YAML::Node& node, const char* what, Budget* budget,
+             std::optional<YAML::Node>* mapspace = nullptr) {
   Use use;
   use.where = yaml::location(file, node);
   if (node.IsScalar()) {
@@ -74,6 +76,7 @@ Use read_use(const std::string& file, const YAML::Node& node, const char* what, 
     if (budget) {
       if (auto b = m.optional("budget")) *budget = read_budget(file, *b, *budget);
     }
+    if (mapspace) *mapspace = m.optional("mapspace");
     m.finish();
   }
   if (use.label.empty()) use.label = use.plugin;
@@ -115,15 +118,8 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
   Budget budget;
   if (auto b = top.optional("budget")) budget = read_budget(path, *b, budget);
   if (auto ms = top.optional("mapspace")) {
-    yaml::Map m(path, *ms, "mapspace");
-    e.mapspace.factors_only = m.boolean("factors_only", true);
-    e.mapspace.check_capacity = m.boolean("check_capacity", true);
-    if (auto p = m.optional("max_parallel_dims")) {
-      const std::int64_t v = yaml::as_int(path, *p, "max_parallel_dims");
-      if (v < 0) yaml::fail(path, *p, "max_parallel_dims", "expected 0 (the array's rank) or more");
-      e.mapspace.max_parallel_dims = static_cast<int>(v);
-    }
-    m.finish();
+    e.mapspace = parse_constraint_spec(path, *ms);
+    e.mapspace_key = YAML::Dump(*ms);
   }
   if (auto pp = top.optional("plugin_paths"))
     for (const auto& dir : yaml::as_string_list(path, *pp, "plugin_paths"))
@@ -173,13 +169,29 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
   for (const auto& s : require_list(path, top.required("searchers"), "searchers")) {
     Budget b = budget;
     SearcherUse use;
-    static_cast<PluginUse&>(use) = read_use<PluginUse>(path, s, "a searcher entry", &b);
+    std::optional<YAML::Node> ms;
+    static_cast<PluginUse&>(use) = read_use<PluginUse>(path, s, "a searcher entry", &b, &ms);
     use.budget = b;
+    if (ms) {
+      use.mapspace = parse_constraint_spec(path, *ms);
+      use.mapspace_key = YAML::Dump(*ms);
+    }
     e.searchers.push_back(std::move(use));
   }
   for (const auto& c : require_list(path, top.required("costmodels"), "costmodels"))
     e.costmodels.push_back(read_use<PluginUse>(path, c, "a costmodel entry", nullptr));
   top.finish();
+  // Constraints name dimensions, levels and tensors: check them against
+  // every layer and architecture now, so a contradiction is bad input
+  // (exit 2) and not a failed job.
+  for (const auto& w : e.workloads)
+    for (int layer : w.layers)
+      for (const auto& a : e.architectures) {
+        const Operator& op = w.network.layers()[static_cast<size_t>(layer)].op;
+        resolve(e.mapspace, op, a.arch);
+        for (const auto& su : e.searchers)
+          if (su.mapspace) resolve(*su.mapspace, op, a.arch);
+      }
   return e;
 }
 
@@ -220,9 +232,7 @@ std::vector<Job> expand_jobs(const Experiment& e) {
             key += "|costmodel=" + cu.label + ":" + cu.plugin;
             for (const auto& [k, v] : cu.params) key += "," + k + "=" + v;
             key += "|objective=" + to_string(e.objective);
-            key += "|mapspace=" + std::to_string(e.mapspace.factors_only) + "," +
-                   std::to_string(e.mapspace.max_parallel_dims) + "," +
-                   std::to_string(e.mapspace.check_capacity);
+            key += "|mapspace=" + (su.mapspace ? su.mapspace_key : e.mapspace_key);
             key += "|seed=" + std::to_string(e.seed);
             Job job;
             job.index = jobs.size();

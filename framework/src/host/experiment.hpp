@@ -7,7 +7,9 @@
 #include <map>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
+#include <mapex/constraints.hpp>
 #include <mapex/mapspace.hpp>
+#include <optional>
 #include <mapex/network.hpp>
 #include <mapex/search.hpp>
 #include <string>
@@ -26,6 +28,10 @@ struct PluginUse {
 
 struct SearcherUse : PluginUse {
   Budget budget;
+  /// The searcher's own `mapspace:` block, replacing the experiment's (so
+  /// one experiment compares mapping styles side by side).
+  std::optional<ConstraintSpec> mapspace;
+  std::string mapspace_key;  ///< the block's text, for job ids
 };
 
 struct WorkloadUse {
@@ -45,7 +51,8 @@ struct Experiment {
   std::string name;
   std::uint64_t seed = 1;
   Objective objective = Objective::kLatency;
-  MapspaceOptions mapspace;
+  ConstraintSpec mapspace;
+  std::string mapspace_key;  ///< the `mapspace:` block's text, for job ids
   std::vector<WorkloadUse> workloads;
   std::vector<ArchitectureUse> architectures;
   std::vector<SearcherUse> searchers;

@@ -35,7 +35,7 @@ JobResult run_search(const SearchRequest& r,
   try {
     result.roofline_peak_cycles = roofline_peak(*r.op, *r.arch).cycles;
     const auto bound = r.costmodel->bind(*r.op, *r.arch);
-    const Mapspace space(*r.op, *r.arch, r.mapspace);
+    const Mapspace space(*r.op, *r.arch, resolve(r.mapspace, *r.op, *r.arch));
     SearchContext ctx(*r.op, *r.arch, space, *bound, r.objective, r.seed, r.budget);
     if (on_evaluations) ctx.set_progress_callback(on_evaluations);
     const SearchOutcome outcome = r.searcher->search(ctx);
@@ -99,7 +99,7 @@ std::vector<JobResult> run_jobs(const Experiment& e, const PluginInstances& plug
           request.searcher = plugins.searchers[static_cast<size_t>(job.searcher)].get();
           request.costmodel = plugins.costmodels[static_cast<size_t>(job.costmodel)].get();
           request.objective = e.objective;
-          request.mapspace = e.mapspace;
+          request.mapspace = su.mapspace ? *su.mapspace : e.mapspace;
           request.budget = su.budget;
           request.seed = job.seed;
           std::uint64_t reported = 0;

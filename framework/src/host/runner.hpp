@@ -47,7 +47,7 @@ struct SearchRequest {
   const Searcher* searcher = nullptr;
   const CostModel* costmodel = nullptr;
   Objective objective = Objective::kLatency;
-  MapspaceOptions mapspace;
+  ConstraintSpec mapspace;  ///< resolved against the operator and architecture
   Budget budget;
   std::uint64_t seed = 0;
 };

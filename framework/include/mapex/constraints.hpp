@@ -1,0 +1,101 @@
+#pragma once
+/// \file
+/// Mapspace constraints (issue "Mapspace at full strength", Marvel §5-6).
+/// A ConstraintSpec is what a user writes (in an experiment's `mapspace:`
+/// block or a `--constraints` file): dimension, level and tensor *names*,
+/// so one spec serves every layer of a network. `resolve` binds it to one
+/// operator and architecture, checks it for contradictions, and yields the
+/// MapspaceOptions the mapspace enumerates, counts and samples.
+
+#include <cstdint>
+#include <map>
+#include <mapex/architecture.hpp>
+#include <mapex/error.hpp>
+#include <mapex/operator.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mapex {
+
+/// Constraints on one level, by name.
+struct LevelConstraintSpec {
+  std::string level;
+  SourceLocation where;
+  /// Spatial levels: the only dimensions that may be split (absent: any).
+  std::optional<std::vector<std::string>> parallel;
+  /// Spatial levels: fixed splits (dimension -> children). Buffer levels:
+  /// fixed tile sizes (dimension -> tile).
+  std::map<std::string, std::int64_t> fixed;
+  /// Data levels: allowed loop orders, outermost first (absent: any). A
+  /// mapping's order is allowed when its loops with more than one trip
+  /// follow one of these orders.
+  std::vector<std::vector<std::string>> orders;
+  /// Data levels: the order must keep one of these tensors stationary: all
+  /// loops that do not index it inside all loops that do (Marvel §5,
+  /// temporal reuse; the weight-, output- and input-stationary styles).
+  std::vector<std::string> stationary;
+};
+
+struct ConstraintSpec {
+  /// A mapping-style preset applied first (see `style_names`); "" for none.
+  std::string style;
+  SourceLocation style_where;
+  /// Tiles that divide the bounds only (no edge tiles; Marvel §5.2).
+  bool factors_only = true;
+  /// Reject mappings whose tiles overflow a buffer (double-buffered where
+  /// the architecture says so).
+  bool check_capacity = true;
+  /// Split dimensions per spatial level; 0: the rank of the level's shape.
+  int max_parallel_dims = 0;
+  /// Marvel's PE-utilisation bound p (§5.2): the spatial splits must use at
+  /// least this fraction of the PEs. 0 disables it.
+  double min_utilization = 0;
+  SourceLocation utilization_where;
+  std::vector<LevelConstraintSpec> levels;
+};
+
+/// The named mapping styles the papers compare against (Marvel §6):
+/// row_stationary (Eyeriss-like), weight_stationary (NVDLA-like),
+/// output_stationary (ShiDianNao-like), interstellar (parallel C and K
+/// only), dmazerunner (parallel K only, stationary orders only).
+const std::vector<std::string>& style_names();
+
+/// A constraint on one level, resolved to indices.
+struct LevelRule {
+  /// Spatial: bit d set when dimension d may be split.
+  std::uint64_t parallel_mask = ~std::uint64_t{0};
+  /// Per dimension: fixed tile (buffer) or split (spatial); 0 = free.
+  std::vector<std::int64_t> fixed;
+  /// Allowed loop orders (outermost first, permutations of all dimensions).
+  std::vector<std::vector<DimId>> orders;
+  /// Tensor indices of which one must stay stationary.
+  std::vector<int> stationary;
+  bool order_constrained() const { return !orders.empty() || !stationary.empty(); }
+};
+
+/// Resolved constraints of one mapspace.
+struct MapspaceOptions {
+  bool factors_only = true;
+  int max_parallel_dims = 0;
+  bool check_capacity = true;
+  double min_utilization = 0;
+  /// One per architecture level, or empty (no per-level rules).
+  std::vector<LevelRule> levels;
+  /// The style the rules came from, for reports.
+  std::string style;
+};
+
+/// Binds a spec to an operator and architecture. Throws InputError (with
+/// the spec's locations) for an unknown level, dimension or tensor, a rule
+/// on a level of the wrong kind, a fixed split beyond the fan-out or a
+/// fixed tile beyond the bound, a utilisation bound outside [0, 1], an
+/// order that is not a permutation, and a style that does not apply.
+MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Architecture& arch);
+
+/// Loads a constraints file (the keys of an experiment's `mapspace:` block;
+/// README, "Mapspace constraints"). Throws InputError with file, line,
+/// column and key.
+ConstraintSpec load_constraint_spec(const std::string& path);
+
+}  // namespace mapex

@@ -1,0 +1,327 @@
+#include <algorithm>
+#include <mapex/constraints.hpp>
+#include <set>
+#include <sstream>
+
+#include "constraints_yaml.hpp"
+#include "yaml_reader.hpp"
+
+namespace mapex {
+
+namespace {
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+std::vector<std::string> dim_names(const Operator& op) {
+  std::vector<std::string> out;
+  for (const auto& d : op.dims()) out.push_back(d.name);
+  return out;
+}
+
+DimId find_dim(const Operator& op, const std::string& name, const SourceLocation& where,
+               const std::string& key) {
+  const DimId d = op.find_dim(name);
+  if (d < 0)
+    throw InputError(where, key,
+                     "operator '" + op.name() + "' has no dimension '" + name +
+                         "' (dimensions: " + join(dim_names(op)) + ")");
+  return d;
+}
+
+int find_tensor(const Operator& op, const std::string& name, const SourceLocation& where) {
+  std::vector<std::string> names;
+  for (size_t t = 0; t < op.tensors().size(); ++t) {
+    if (op.tensors()[t].name == name) return static_cast<int>(t);
+    names.push_back(op.tensors()[t].name);
+  }
+  throw InputError(
+      where, "stationary",
+      "operator '" + op.name() + "' has no tensor '" + name + "' (tensors: " + join(names) + ")");
+}
+
+/// The role a style speaks of, named per operator kind: convolutions and
+/// fc layers (K output, C input channels, P x Q output pixels, R x S
+/// filter) and GEMM (C[M][N] += A[M][K] B[K][N]: N plays the output
+/// channels, K the input channels, M the output rows).
+std::string role_dim(const Operator& op, const std::string& role) {
+  const bool gemm = op.kind() == "gemm";
+  const bool depthwise = op.kind() == "conv2d" && op.find_dim("K") < 0;
+  if (role == "out_channels") return gemm ? "N" : depthwise ? "C" : "K";
+  if (role == "in_channels") return gemm ? "K" : "C";
+  if (role == "out_rows") return gemm ? "M" : "P";
+  if (role == "out_cols") return gemm ? "" : "Q";
+  if (role == "filter_rows") return gemm ? "" : "R";
+  return "";
+}
+
+int weight_tensor(const Operator& op) {
+  // The input that does not depend on the batch/row dimension: Weight for
+  // convolutions and fc, B for GEMM.
+  for (size_t t = 0; t < op.tensors().size(); ++t) {
+    const Tensor& tensor = op.tensors()[t];
+    if (tensor.role != TensorRole::kInput) continue;
+    const std::string row = op.kind() == "gemm" ? "M" : "N";
+    const DimId d = op.find_dim(row);
+    if (d >= 0 && !tensor.relevant(d)) return static_cast<int>(t);
+  }
+  return -1;
+}
+
+int output_tensor(const Operator& op) {
+  for (size_t t = 0; t < op.tensors().size(); ++t)
+    if (op.tensors()[t].role == TensorRole::kOutput) return static_cast<int>(t);
+  return -1;
+}
+
+std::uint64_t mask_of(const Operator& op, const std::vector<std::string>& roles) {
+  std::uint64_t mask = 0;
+  for (const auto& role : roles) {
+    const std::string name = role_dim(op, role);
+    if (name.empty()) continue;
+    const DimId d = op.find_dim(name);
+    if (d >= 0) mask |= std::uint64_t{1} << d;
+  }
+  return mask;
+}
+
+/// Applies a mapping-style preset (Marvel §6's baselines) to the rules. The
+/// parallel dimensions go on the innermost spatial level (the PE array);
+/// stationarity on the buffers below DRAM.
+void apply_style(const std::string& style, const SourceLocation& where, const Operator& op,
+                 const Architecture& arch, std::vector<LevelRule>& rules) {
+  const auto& names = style_names();
+  if (std::find(names.begin(), names.end(), style) == names.end())
+    throw InputError(where, "style",
+                     "unknown mapping style '" + style + "' (expected one of " + join(names) + ")");
+  const bool conv_like = op.kind() == "conv2d" || op.kind() == "fc" || op.kind() == "gemm";
+  if (!conv_like)
+    throw InputError(where, "style",
+                     "style '" + style + "' is defined for conv2d, fc and gemm operators, not '" +
+                         op.kind() + "' ('" + op.name() + "')");
+  int pe_array = -1;
+  for (int i = 0; i < arch.num_levels() && pe_array < 0; ++i)
+    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial) pe_array = i;
+  if (pe_array < 0)
+    throw InputError(where, "style", "architecture '" + arch.name() + "' has no spatial level");
+
+  std::uint64_t parallel = 0;
+  std::vector<int> stationary;
+  bool all_levels_stationary = false;
+  const int weight = weight_tensor(op), output = output_tensor(op);
+  if (style == "weight_stationary") {  // NVDLA-like: K-C parallel, weights stay
+    parallel = mask_of(op, {"out_channels", "in_channels"});
+    stationary = {weight};
+  } else if (style == "output_stationary") {  // ShiDianNao-like: pixels parallel
+    parallel = mask_of(op, {"out_rows", "out_cols"});
+    stationary = {output};
+  } else if (style == "row_stationary") {  // Eyeriss-like: filter and output rows
+    if (op.kind() != "conv2d")
+      throw InputError(where, "style",
+                       "style 'row_stationary' maps filter rows and needs a convolution, not '" +
+                           op.kind() + "' ('" + op.name() + "')");
+    parallel = mask_of(op, {"filter_rows", "out_rows"});
+    stationary = {weight};
+    // Each PE holds whole filter rows (Eyeriss's 1-D row primitive).
+    auto& l1 = rules[0];
+    if (arch.levels()[0].kind == LevelKind::kBuffer) {
+      const DimId s = op.find_dim("S");
+      if (l1.fixed.empty()) l1.fixed.assign(static_cast<size_t>(op.num_dims()), 0);
+      l1.fixed[static_cast<size_t>(s)] = op.dims()[static_cast<size_t>(s)].bound;
+    }
+  } else if (style == "interstellar") {  // parallel C and K only, any order
+    parallel = mask_of(op, {"out_channels", "in_channels"});
+  } else if (style == "dmazerunner") {  // parallel K only, reuse-preserving orders
+    parallel = mask_of(op, {"out_channels"});
+    for (size_t t = 0; t < op.tensors().size(); ++t) stationary.push_back(static_cast<int>(t));
+    all_levels_stationary = true;
+  }
+  stationary.erase(std::remove(stationary.begin(), stationary.end(), -1), stationary.end());
+  if (parallel == 0)
+    throw InputError(where, "style",
+                     "style '" + style + "' parallelises dimensions that operator '" + op.name() +
+                         "' does not have");
+  rules[static_cast<size_t>(pe_array)].parallel_mask = parallel;
+  if (!stationary.empty())
+    for (int i = 0; i < arch.num_levels(); ++i) {
+      const Level& l = arch.levels()[static_cast<size_t>(i)];
+      if (l.kind == LevelKind::kBuffer || (all_levels_stationary && l.kind == LevelKind::kDram))
+        rules[static_cast<size_t>(i)].stationary = stationary;
+    }
+}
+
+}  // namespace
+
+const std::vector<std::string>& style_names() {
+  static const std::vector<std::string> names{"row_stationary", "weight_stationary",
+                                              "output_stationary", "interstellar", "dmazerunner"};
+  return names;
+}
+
+MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Architecture& arch) {
+  MapspaceOptions out;
+  out.factors_only = spec.factors_only;
+  out.check_capacity = spec.check_capacity;
+  out.max_parallel_dims = spec.max_parallel_dims;
+  out.style = spec.style;
+  if (spec.max_parallel_dims < 0)
+    throw InputError(spec.utilization_where, "max_parallel_dims",
+                     "expected 0 (the array's rank) or more");
+  if (!(spec.min_utilization >= 0 && spec.min_utilization <= 1)) {
+    std::ostringstream v;
+    v << spec.min_utilization;
+    throw InputError(spec.utilization_where, "min_utilization",
+                     "expected a fraction of the PEs in [0, 1], got " + v.str());
+  }
+  out.min_utilization = spec.min_utilization;
+
+  const int n = op.num_dims();
+  std::vector<LevelRule> rules(static_cast<size_t>(arch.num_levels()));
+  if (!spec.style.empty()) apply_style(spec.style, spec.style_where, op, arch, rules);
+
+  for (const auto& ls : spec.levels) {
+    const int index = arch.find_level(ls.level);
+    if (index < 0) {
+      std::vector<std::string> names;
+      for (const auto& l : arch.levels()) names.push_back(l.name);
+      throw InputError(ls.where, "level",
+                       "architecture '" + arch.name() + "' has no level '" + ls.level +
+                           "' (levels: " + join(names) + ")");
+    }
+    const Level& l = arch.levels()[static_cast<size_t>(index)];
+    LevelRule& r = rules[static_cast<size_t>(index)];
+    const bool spatial = l.kind == LevelKind::kSpatial;
+    if (ls.parallel) {
+      if (!spatial)
+        throw InputError(
+            ls.where, "parallel",
+            "level '" + l.name + "' is not spatial; only spatial levels split dimensions");
+      r.parallel_mask = 0;
+      for (const auto& name : *ls.parallel)
+        r.parallel_mask |= std::uint64_t{1} << find_dim(op, name, ls.where, "parallel");
+    }
+    for (const auto& [name, v] : ls.fixed) {
+      const DimId d = find_dim(op, name, ls.where, "fixed");
+      const std::int64_t bound = op.dims()[static_cast<size_t>(d)].bound;
+      if (l.kind == LevelKind::kDram)
+        throw InputError(ls.where, "fixed", "DRAM holds the whole problem; fix tiles on buffers");
+      if (v < 1 || (spatial && v > l.fanout()) || v > bound)
+        throw InputError(ls.where, "fixed",
+                         std::string(spatial ? "split" : "tile") + " " + std::to_string(v) +
+                             " of '" + name + "' on '" + l.name + "' is out of range (bound " +
+                             std::to_string(bound) +
+                             (spatial ? ", fan-out " + std::to_string(l.fanout()) : "") + ")");
+      if (r.fixed.empty()) r.fixed.assign(static_cast<size_t>(n), 0);
+      r.fixed[static_cast<size_t>(d)] = v;
+    }
+    if ((!ls.orders.empty() || !ls.stationary.empty()) && spatial)
+      throw InputError(ls.where, ls.orders.empty() ? "stationary" : "orders",
+                       "level '" + l.name + "' is spatial and has no loop order");
+    if (!ls.orders.empty()) r.orders.clear();
+    for (const auto& names : ls.orders) {
+      std::vector<DimId> order;
+      for (const auto& name : names) order.push_back(find_dim(op, name, ls.where, "orders"));
+      std::set<DimId> distinct(order.begin(), order.end());
+      if (static_cast<int>(order.size()) != n || static_cast<int>(distinct.size()) != n)
+        throw InputError(ls.where, "orders",
+                         "an order must name every dimension once (" + join(dim_names(op)) + ")");
+      r.orders.push_back(std::move(order));
+    }
+    if (!ls.stationary.empty()) {
+      r.stationary.clear();
+      for (const auto& name : ls.stationary)
+        r.stationary.push_back(find_tensor(op, name, ls.where));
+    }
+  }
+  // A fixed split on a dimension the level may not split contradicts.
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const LevelRule& r = rules[static_cast<size_t>(i)];
+    if (r.fixed.empty()) continue;
+    for (DimId d = 0; d < n; ++d)
+      if (r.fixed[static_cast<size_t>(d)] > 1 &&
+          arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial &&
+          !(r.parallel_mask >> d & 1u))
+        throw InputError(spec.style_where, "fixed",
+                         "level '" + arch.levels()[static_cast<size_t>(i)].name + "' must split '" +
+                             op.dims()[static_cast<size_t>(d)].name +
+                             "' but may not split it (parallel dimensions)");
+  }
+  const bool any = std::any_of(rules.begin(), rules.end(), [](const LevelRule& r) {
+    return r.parallel_mask != ~std::uint64_t{0} || !r.fixed.empty() || r.order_constrained();
+  });
+  if (any) out.levels = std::move(rules);
+  return out;
+}
+
+ConstraintSpec parse_constraint_spec(const std::string& file, const YAML::Node& node) {
+  yaml::Map m(file, node, "a mapspace block");
+  ConstraintSpec spec;
+  spec.factors_only = m.boolean("factors_only", true);
+  spec.check_capacity = m.boolean("check_capacity", true);
+  if (auto p = m.optional("max_parallel_dims")) {
+    const std::int64_t v = yaml::as_int(file, *p, "max_parallel_dims");
+    if (v < 0) yaml::fail(file, *p, "max_parallel_dims", "expected 0 (the array's rank) or more");
+    spec.max_parallel_dims = static_cast<int>(v);
+  }
+  if (auto p = m.optional("min_utilization")) {
+    spec.min_utilization = yaml::as_double(file, *p, "min_utilization");
+    spec.utilization_where = yaml::location(file, *p);
+    if (!(spec.min_utilization >= 0 && spec.min_utilization <= 1))
+      yaml::fail(file, *p, "min_utilization", "expected a fraction of the PEs in [0, 1]");
+  }
+  if (auto s = m.optional("style")) {
+    spec.style = yaml::as_string(file, *s, "style");
+    spec.style_where = yaml::location(file, *s);
+    const auto& names = style_names();
+    if (std::find(names.begin(), names.end(), spec.style) == names.end())
+      yaml::fail(file, *s, "style",
+                 "expected one of " + join(names) + ", got '" + spec.style + "'");
+  } else {
+    spec.style_where = yaml::location(file, node);
+  }
+  if (auto levels = m.optional("levels")) {
+    if (!levels->IsMap())
+      yaml::fail(file, *levels, "levels", "expected a map of level name to its constraints");
+    for (const auto& item : *levels) {
+      LevelConstraintSpec ls;
+      ls.level = yaml::as_string(file, item.first, "levels");
+      ls.where = yaml::location(file, item.first);
+      yaml::Map lm(file, item.second, "the constraints of level '" + ls.level + "'");
+      if (auto p = lm.optional("parallel"))
+        ls.parallel = yaml::as_string_list(file, *p, "parallel");
+      if (auto f = lm.optional("fixed")) {
+        if (!f->IsMap()) yaml::fail(file, *f, "fixed", "expected a map of dimension to size");
+        for (const auto& kv : *f)
+          ls.fixed[yaml::as_string(file, kv.first, "fixed")] =
+              yaml::as_positive_int(file, kv.second, "fixed");
+      }
+      if (auto o = lm.optional("orders")) {
+        if (!o->IsSequence() || o->size() == 0)
+          yaml::fail(file, *o, "orders", "expected a list of loop orders (lists of dimensions)");
+        for (const auto& order : *o)
+          ls.orders.push_back(yaml::as_string_list(file, order, "orders"));
+      }
+      if (auto o = lm.optional("order"))
+        ls.orders.push_back(yaml::as_string_list(file, *o, "order"));
+      if (auto s = lm.optional("stationary")) {
+        ls.stationary = s->IsSequence()
+                            ? yaml::as_string_list(file, *s, "stationary")
+                            : std::vector<std::string>{yaml::as_string(file, *s, "stationary")};
+      }
+      lm.finish();
+      spec.levels.push_back(std::move(ls));
+    }
+  }
+  m.finish();
+  return spec;
+}
+
+ConstraintSpec load_constraint_spec(const std::string& path) {
+  const YAML::Node root = yaml::load_file(path);
+  return parse_constraint_spec(path, root);
+}
+
+}  // namespace mapex
