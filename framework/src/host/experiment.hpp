@@ -6,12 +6,12 @@
 #include <cstdint>
 #include <map>
 #include <mapex/architecture.hpp>
-#include <mapex/error.hpp>
 #include <mapex/constraints.hpp>
+#include <mapex/error.hpp>
 #include <mapex/mapspace.hpp>
-#include <optional>
 #include <mapex/network.hpp>
 #include <mapex/search.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
