@@ -1,5 +1,6 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <limits>
@@ -113,6 +114,136 @@ std::vector<Metrics> SearchContext::evaluate(std::span<const Mapping> batch) {
   evaluations_ += allowed;
   if (progress_) progress_(evaluations_);
   return out;
+}
+
+namespace {
+
+/// Adds a point to a front unless an earlier point dominates or equals it;
+/// drops the points it dominates.
+void add_to_front(std::vector<ParetoPoint>& front, ParetoPoint point) {
+  for (const auto& p : front)
+    if (p.latency_cycles <= point.latency_cycles && p.energy_pj <= point.energy_pj) return;
+  std::erase_if(front, [&](const ParetoPoint& p) {
+    return point.latency_cycles <= p.latency_cycles && point.energy_pj <= p.energy_pj;
+  });
+  front.push_back(std::move(point));
+}
+
+/// What one worker found in one chunk, indices local to the chunk.
+struct ChunkResult {
+  std::uint64_t evaluated = 0;
+  bool finished = false;  ///< the chunk was streamed to its end
+  struct Improvement {
+    std::uint64_t index;  ///< 0-based within the chunk
+    double value;
+    Metrics metrics;
+    Mapping mapping;
+  };
+  std::vector<Improvement> improvements;  ///< each better than all before it
+  std::vector<ParetoPoint> front;         ///< evaluation = local index + 1
+};
+
+}  // namespace
+
+SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
+  SpaceSweep sweep;
+  const std::size_t workers =
+      static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
+  const auto chunks = space.chunks(16 * workers);
+  // Chunks go in waves so that an evaluation budget stops the sweep soon
+  // after it is reached; each wave's results are merged in order.
+  const std::size_t wave = 4 * workers;
+  for (std::size_t first = 0; first < chunks.size(); first += wave) {
+    if (exhausted()) return sweep;
+    const std::size_t count = std::min(wave, chunks.size() - first);
+    // No chunk needs more than what is left of the evaluation budget.
+    const std::uint64_t cap = budget_.max_evaluations ? budget_.max_evaluations - evaluations_
+                                                      : std::numeric_limits<std::uint64_t>::max();
+    // Streams one chunk, evaluating at most `limit` mappings.
+    auto run_chunk = [&](std::size_t c, std::uint64_t limit) {
+      ChunkResult r;
+      Mapspace::Cursor cursor(space, chunks[c]);
+      Mapping m;
+      double best = std::numeric_limits<double>::infinity();
+      r.finished = true;
+      while (r.evaluated < limit) {
+        if (!cursor.next(m)) break;
+        if (budget_.max_seconds > 0 && (r.evaluated & 1023) == 1023 &&
+            elapsed_seconds() >= budget_.max_seconds) {
+          r.finished = false;
+          break;
+        }
+        Metrics metrics;
+        if (auto reason = model_->precheck(m))
+          metrics = Metrics::invalid(*reason);
+        else
+          metrics = model_->evaluate(m);
+        const double value = objective_value(metrics, objective_);
+        if (value < best) {
+          best = value;
+          r.improvements.push_back({r.evaluated, value, metrics, m});
+        }
+        if (pareto && metrics.valid)
+          add_to_front(r.front,
+                       ParetoPoint{r.evaluated + 1, metrics.latency_cycles, metrics.energy_pj, m});
+        ++r.evaluated;
+      }
+      if (r.evaluated == limit && r.finished) {
+        Mapping probe;
+        r.finished = !cursor.next(probe);
+      }
+      return r;
+    };
+    std::vector<ChunkResult> results(count);
+    int spawn_edge = 0, join_edge = 0;
+    MAPEX_TSAN_RELEASE(&spawn_edge);
+    tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
+      MAPEX_TSAN_ACQUIRE(&spawn_edge);
+      results[i] = run_chunk(first + i, cap);
+      MAPEX_TSAN_RELEASE(&join_edge);
+    });
+    MAPEX_TSAN_ACQUIRE(&join_edge);
+    // Merge in enumeration order.
+    for (std::size_t i = 0; i < count; ++i) {
+      ChunkResult& r = results[i];
+      const std::uint64_t allowed =
+          budget_.max_evaluations ? std::min(r.evaluated, budget_.max_evaluations - evaluations_)
+                                  : r.evaluated;
+      double best = best_value();
+      for (auto& imp : r.improvements) {
+        if (imp.index >= allowed) break;
+        if (imp.value < best) {
+          best = imp.value;
+          best_mapping_ = std::move(imp.mapping);
+          best_metrics_ = std::move(imp.metrics);
+          trace_.push_back(TracePoint{evaluations_ + imp.index + 1, imp.value});
+        }
+      }
+      // A front cut short by the budget must not have lost points to
+      // mappings beyond the cut: recompute it up to the cut.
+      if (pareto && allowed < r.evaluated) r.front = run_chunk(first + i, allowed).front;
+      for (auto& p : r.front)
+        if (p.evaluation <= allowed) {
+          p.evaluation += evaluations_;
+          add_to_front(pareto_, std::move(p));
+        }
+      evaluations_ += allowed;
+      sweep.evaluated += allowed;
+      if (allowed < r.evaluated || !r.finished) {
+        std::sort(pareto_.begin(), pareto_.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
+          return a.latency_cycles < b.latency_cycles;
+        });
+        if (progress_) progress_(evaluations_);
+        return sweep;
+      }
+    }
+    if (progress_) progress_(evaluations_);
+  }
+  std::sort(pareto_.begin(), pareto_.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
+    return a.latency_cycles < b.latency_cycles;
+  });
+  sweep.complete = true;
+  return sweep;
 }
 
 }  // namespace mapex

@@ -1,9 +1,10 @@
-// Exhaustive search: streams the whole mapspace (mapex/mapspace.hpp) in its
-// fixed order and evaluates it batch by batch through the framework, which
-// runs each batch in parallel. The best mapping is the framework's
-// best-so-far, ties going to the earlier mapping in enumeration order, so
-// the result does not depend on the thread count. With a budget the search
-// stops early and says so (`complete` is false).
+// Exhaustive search: the framework streams the whole mapspace
+// (mapex/mapspace.hpp) in disjoint chunks that TBB workers evaluate in
+// place, and merges them in enumeration order (SearchContext::
+// evaluate_space): the optimum for the objective, ties going to the
+// earlier mapping, and optionally the latency-energy Pareto front, the same
+// at any thread count. With an evaluation budget the search covers the
+// first mappings in enumeration order and says so (`complete` is false).
 
 #include <mapex/plugin.hpp>
 #include <vector>
@@ -12,44 +13,24 @@ namespace {
 
 class Exhaustive final : public mapex::Searcher {
  public:
-  explicit Exhaustive(const mapex::Params& params)
-      : batch_size_(static_cast<std::size_t>(params.get_int("batch_size"))) {}
+  explicit Exhaustive(const mapex::Params& params) : pareto_(params.get_bool("pareto")) {}
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
-    mapex::Mapspace::Cursor cursor(ctx.mapspace());
-    std::vector<mapex::Mapping> batch(batch_size_);
-    for (;;) {
-      std::size_t filled = 0;
-      while (filled < batch_size_ && cursor.next(batch[filled])) ++filled;
-      if (filled == 0) return {true, "space exhausted"};
-      const auto results = ctx.evaluate(std::span<const mapex::Mapping>(batch.data(), filled));
-      if (results.size() < filled) return {false, "budget"};
-      if (filled < batch_size_) return {true, "space exhausted"};
-      if (ctx.exhausted()) {
-        // The budget ends exactly at a batch boundary: finished only if
-        // nothing is left.
-        mapex::Mapping probe;
-        if (!cursor.next(probe)) return {true, "space exhausted"};
-        return {false, "budget"};
-      }
-    }
+    const auto sweep = ctx.evaluate_space(ctx.mapspace(), pareto_);
+    if (sweep.complete) return {true, "space exhausted"};
+    return {false, "budget"};
   }
 
  private:
-  std::size_t batch_size_;
+  bool pareto_;
 };
 
 const mapex::ParamSpec kParams[] = {
-    {"batch_size", mapex::ParamType::kInt, "2048",
-     "Mappings handed to the framework per parallel evaluation batch."},
+    {"pareto", mapex::ParamType::kBool, "false",
+     "Also keep the latency-energy Pareto front of the space."},
 };
 
-mapex::Searcher* make(const mapex::Params& params) {
-  if (params.get_int("batch_size") < 1)
-    throw mapex::InputError(mapex::SourceLocation{}, "batch_size",
-                            "parameter of searcher 'exhaustive' must be at least 1");
-  return new Exhaustive(params);
-}
+mapex::Searcher* make(const mapex::Params& params) { return new Exhaustive(params); }
 
 const mapex::PluginDescriptor kDescriptor{
     mapex::kPluginAbiVersion,

@@ -75,7 +75,7 @@ TEST_P(SearcherSuite, BudgetIsRespected) {
 TEST_P(SearcherSuite, SmallSpaceEndsWithoutBudget) {
   const Operator op = make_gemm("g", 2, 2, 1);
   const Architecture arch = test::chip({2});
-  const JobResult r = search(op, arch, Budget{}, 1, 2, {{"batch_size", "7"}});
+  const JobResult r = search(op, arch, Budget{}, 1, 2);
   ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
   if (GetParam() == "exhaustive") {
     const Mapspace space(op, arch);

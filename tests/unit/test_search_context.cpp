@@ -9,6 +9,7 @@
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/search.hpp>
+#include <set>
 
 #include "test_chips.hpp"
 
@@ -124,6 +125,85 @@ TEST(Objective, ParsesAndScores) {
   EXPECT_EQ(objective_value(m, Objective::kEdp), 15);
   m.valid = false;
   EXPECT_EQ(objective_value(m, Objective::kLatency), std::numeric_limits<double>::infinity());
+}
+
+// A model with a genuine latency-energy trade-off and many ties, so the
+// best, the trace and the front depend on the order of evaluation.
+class TradeOffModel final : public BoundCostModel {
+ public:
+  Metrics evaluate(const Mapping& m) const override {
+    Metrics out;
+    out.valid = true;
+    const double a = static_cast<double>(m.level(0).tile[0] * m.level(0).tile[2]);
+    const double b = static_cast<double>(m.level(2).tile[1] + m.level(1).split[0]);
+    out.latency_cycles = 100 / a + b;
+    out.energy_pj = a + 3 * b / (1 + m.level(2).order.back());
+    return out;
+  }
+};
+
+/// The reference: every mapping in cursor order, one thread, no chunks.
+struct Serial {
+  std::vector<Mapping> mappings;
+  std::vector<Metrics> metrics;
+};
+Serial serial(const Mapspace& space, const BoundCostModel& model) {
+  Serial s;
+  Mapspace::Cursor cursor(space);
+  Mapping m;
+  while (cursor.next(m)) {
+    s.mappings.push_back(m);
+    s.metrics.push_back(model.evaluate(m));
+  }
+  return s;
+}
+
+TEST(SearchContext, SpaceSweepEqualsSerialEvaluationAtAnyThreadCount) {
+  const Operator op = make_gemm("g", 4, 6, 2);
+  const Architecture arch = chip({2, 2}, 64);
+  const Mapspace space(op, arch);
+  TradeOffModel model;
+  const Serial ref = serial(space, model);
+  ASSERT_GT(ref.mappings.size(), 1000u);
+  for (const std::uint64_t budget : {std::uint64_t{0}, std::uint64_t{777}}) {
+    const std::size_t n = budget ? budget : ref.mappings.size();
+    // Serial best among the first n (earliest of equals), and the front.
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < n; ++i)
+      if (ref.metrics[i].latency_cycles < ref.metrics[best].latency_cycles) best = i;
+    std::vector<std::size_t> front;
+    for (std::size_t i = 0; i < n; ++i) {
+      bool dominated = false;
+      for (std::size_t j = 0; j < n && !dominated; ++j) {
+        const auto &a = ref.metrics[j], &b = ref.metrics[i];
+        const bool le = a.latency_cycles <= b.latency_cycles && a.energy_pj <= b.energy_pj;
+        const bool equal = a.latency_cycles == b.latency_cycles && a.energy_pj == b.energy_pj;
+        dominated = le && (!equal || j < i);
+      }
+      if (!dominated) front.push_back(i);
+    }
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE("budget " + std::to_string(budget) + ", threads " + std::to_string(threads));
+      tbb::task_arena arena(threads);
+      arena.execute([&] {
+        SearchContext ctx(op, arch, space, model, Objective::kLatency, 1, Budget{budget, 0});
+        const auto sweep = ctx.evaluate_space(space, /*pareto=*/true);
+        EXPECT_EQ(sweep.complete, budget == 0);
+        EXPECT_EQ(ctx.evaluations(), n);
+        ASSERT_TRUE(ctx.best_mapping());
+        EXPECT_EQ(*ctx.best_mapping(), ref.mappings[best]);
+        ASSERT_FALSE(ctx.trace().empty());
+        EXPECT_EQ(ctx.trace().back().evaluation, best + 1);
+        ASSERT_EQ(ctx.pareto().size(), front.size());
+        std::set<std::uint64_t> got;
+        for (const auto& p : ctx.pareto()) {
+          got.insert(p.evaluation - 1);
+          EXPECT_EQ(p.mapping, ref.mappings[p.evaluation - 1]);
+        }
+        EXPECT_EQ(got, std::set<std::uint64_t>(front.begin(), front.end()));
+      });
+    }
+  }
 }
 
 }  // namespace

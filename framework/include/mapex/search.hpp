@@ -42,6 +42,20 @@ struct TracePoint {
   double value = 0;
 };
 
+/// A mapping on the latency-energy Pareto front.
+struct ParetoPoint {
+  std::uint64_t evaluation = 0;  ///< 1-based index of its evaluation
+  double latency_cycles = 0;
+  double energy_pj = 0;
+  Mapping mapping;
+};
+
+/// What `SearchContext::evaluate_space` did.
+struct SpaceSweep {
+  bool complete = false;  ///< every mapping of the space was evaluated
+  std::uint64_t evaluated = 0;
+};
+
 /// What a searcher reports when it returns.
 struct SearchOutcome {
   /// True when the searcher covered its whole space (exhaustive finished).
@@ -73,6 +87,18 @@ class BOOST_SYMBOL_VISIBLE SearchContext {
   /// evaluated and the result is shorter than the batch. Updates the
   /// best-so-far (ties go to the earlier evaluation) and the trace.
   std::vector<Metrics> evaluate(std::span<const Mapping> batch);
+  /// Evaluates a whole mapspace, or its first mappings in enumeration order
+  /// up to the evaluation budget: disjoint chunks of the space are streamed
+  /// and evaluated by TBB workers in place (nothing is materialised), and
+  /// the chunks' results are merged in enumeration order, so the best (ties
+  /// to the earlier mapping), the trace and the Pareto front are the same at
+  /// any thread count. With a time budget the cut-off point depends on the
+  /// machine; with an evaluation budget it does not. With `pareto`, also
+  /// keeps the latency-energy Pareto front (`pareto()`).
+  SpaceSweep evaluate_space(const Mapspace& space, bool pareto = false);
+  /// The Pareto front kept by `evaluate_space`, by increasing latency.
+  const std::vector<ParetoPoint>& pareto() const { return pareto_; }
+
   /// True when no further evaluation is allowed.
   bool exhausted() const;
   std::uint64_t evaluations() const { return evaluations_; }
@@ -100,6 +126,7 @@ class BOOST_SYMBOL_VISIBLE SearchContext {
   std::optional<Mapping> best_mapping_;
   Metrics best_metrics_;
   std::vector<TracePoint> trace_;
+  std::vector<ParetoPoint> pareto_;
   std::function<void(std::uint64_t)> progress_;
 };
 
