@@ -109,6 +109,12 @@ struct Mapspace::Impl {
     std::vector<char> fixed_ok, parallel_ok;
   };
   std::vector<Chains> chains;
+  /// Per tensor, per subscript: (dimension, |coefficient|) terms, for fast
+  /// footprints (AffineExpr::extent without allocation).
+  std::vector<std::vector<std::vector<std::pair<int, std::int64_t>>>> subscripts;
+  /// Per level: capacity in words (halved when double-buffered); 0 for
+  /// levels that are not buffers.
+  std::vector<double> capacity_words;
 
   /// A count table for one set of rules: W[d][state] is the number of
   /// completions of the dimensions d.. from a state.
@@ -151,6 +157,20 @@ struct Mapspace::Impl {
       }
     }
     for (DimId d = 0; d < n; ++d) chains.push_back(build_chains(d));
+    for (const auto& t : op.tensors()) {
+      auto& subs = subscripts.emplace_back();
+      for (const auto& e : t.subscripts) {
+        auto& terms = subs.emplace_back();
+        for (const auto& term : e.terms)
+          if (term.coeff != 0) terms.emplace_back(term.dim, std::abs(term.coeff));
+      }
+    }
+    for (const auto& l : arch.levels()) {
+      double words = 0;
+      if (l.kind == LevelKind::kBuffer)
+        words = static_cast<double>(l.size_bytes) / arch.word_bytes() / (l.double_buffered ? 2 : 1);
+      capacity_words.push_back(words);
+    }
   }
 
   const LevelRule* rule(int level) const {
@@ -431,14 +451,25 @@ struct Mapspace::Impl {
 
   /// First buffer that overflows with the given spans per level (dimensions
   /// not chosen yet at span 1, the smallest), as its level index, or -1.
+  /// Same arithmetic as required_bytes (analysis.hpp), without allocation:
+  /// the hot loop of capacity counting and enumeration.
   int overflow(const std::vector<std::vector<std::int64_t>>& spans) const {
     if (!options.check_capacity) return -1;
     for (int i = 0; i + 1 < L; ++i) {
-      const Level& l = arch.levels()[static_cast<size_t>(i)];
-      if (l.kind != LevelKind::kBuffer) continue;
-      if (required_bytes(op, arch, i, spans[static_cast<size_t>(i)]) >
-          static_cast<double>(l.size_bytes))
-        return i;
+      const double capacity = capacity_words[static_cast<size_t>(i)];
+      if (capacity <= 0) continue;
+      const auto& span = spans[static_cast<size_t>(i)];
+      double words = 0;
+      for (const auto& subs : subscripts) {
+        double size = 1;
+        for (const auto& terms : subs) {
+          std::int64_t extent = 1;
+          for (const auto& [d, coeff] : terms) extent += coeff * (span[static_cast<size_t>(d)] - 1);
+          size *= static_cast<double>(extent);
+        }
+        words += size;
+      }
+      if (words > capacity) return i;
     }
     return -1;
   }
@@ -622,9 +653,13 @@ std::size_t Mapspace::num_chains(DimId d) const {
 
 BigInt Mapspace::count_valid() const {
   if (!options_.check_capacity) return size();
-  BigInt total = 0;
+  // Count leaves per final state, then weigh each state by its orders once.
+  std::unordered_map<std::uint64_t, std::uint64_t> leaves;
   Walker w(*impl_, *impl_->main, {}, op_->num_dims());
-  while (w.next_leaf()) total += impl_->main->W[static_cast<size_t>(op_->num_dims())].at(w.state());
+  while (w.next_leaf()) ++leaves[w.state()];
+  BigInt total = 0;
+  const auto& final_counts = impl_->main->W[static_cast<size_t>(op_->num_dims())];
+  for (const auto& [state, count] : leaves) total += final_counts.at(state) * count;
   return total;
 }
 
@@ -937,30 +972,45 @@ SubspaceCounts Mapspace::subspaces(const std::vector<std::int64_t>& outer_tile) 
       return impl.allowed_orders(*impl.main, dram_slot, mask).size();
     return factorial(std::popcount(mask));
   };
-  // Walk the outer tiles (their product is small next to the full space).
-  std::vector<std::size_t> idx(static_cast<size_t>(n), 0);
-  std::vector<std::int64_t> span(static_cast<size_t>(n), 1);
-  const Level& outer = arch_->levels()[static_cast<size_t>(ob)];
-  out.offchip = 0;
-  out.offchip_fitting = 0;
-  for (;;) {
-    std::uint32_t mask = 0;
-    for (DimId d = 0; d < n; ++d) {
-      const auto du = static_cast<size_t>(d);
-      span[du] = tiles[du][idx[du]];
-      if (span[du] < op_->dims()[du].bound) mask |= 1u << d;
+  // All outer tiles x DRAM orders: a dynamic programme over dimensions on
+  // the set of loops left at DRAM (a tile below the bound leaves a loop).
+  std::map<std::uint32_t, BigInt> sets{{0u, 1}};
+  for (DimId d = 0; d < n; ++d) {
+    const auto& v = tiles[static_cast<size_t>(d)];
+    const std::int64_t bound = op_->dims()[static_cast<size_t>(d)].bound;
+    const auto full = static_cast<std::uint64_t>(std::count(v.begin(), v.end(), bound));
+    const std::uint64_t partial = v.size() - full;
+    std::map<std::uint32_t, BigInt> next;
+    for (const auto& [mask, count] : sets) {
+      if (full) next[mask] += count * full;
+      if (partial) next[mask | (1u << d)] += count * partial;
     }
-    const BigInt orders = dram_orders(mask);
-    out.offchip += orders;
-    if (required_bytes(*op_, *arch_, ob, span) <= static_cast<double>(outer.size_bytes))
-      out.offchip_fitting += orders;
-    DimId d = n - 1;
-    while (d >= 0 && ++idx[static_cast<size_t>(d)] == tiles[static_cast<size_t>(d)].size()) {
-      idx[static_cast<size_t>(d)] = 0;
-      --d;
-    }
-    if (d < 0) break;
+    sets = std::move(next);
   }
+  out.offchip = 0;
+  for (const auto& [mask, count] : sets) out.offchip += count * dram_orders(mask);
+
+  // Those that fit: depth-first over the tiles in ascending order, cut at
+  // the first overflow (footprints grow with every tile).
+  const Level& outer = arch_->levels()[static_cast<size_t>(ob)];
+  std::vector<std::int64_t> span(static_cast<size_t>(n), 1);
+  std::map<std::uint32_t, std::uint64_t> fitting;
+  std::function<void(int, std::uint32_t)> walk = [&](int d, std::uint32_t mask) {
+    if (d == n) {
+      ++fitting[mask];
+      return;
+    }
+    const auto du = static_cast<size_t>(d);
+    for (std::int64_t t : tiles[du]) {
+      span[du] = t;
+      if (required_bytes(*op_, *arch_, ob, span) > static_cast<double>(outer.size_bytes)) break;
+      walk(d + 1, t < op_->dims()[du].bound ? mask | (1u << d) : mask);
+    }
+    span[du] = 1;
+  };
+  walk(0, 0);
+  out.offchip_fitting = 0;
+  for (const auto& [mask, count] : fitting) out.offchip_fitting += dram_orders(mask) * count;
 
   // On-chip: the space with the outer tile fixed, without the DRAM order.
   MapspaceOptions fixed = options_;

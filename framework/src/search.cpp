@@ -3,9 +3,11 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <mapex/error.hpp>
 #include <mapex/search.hpp>
+#include <optional>
 
 #include "tsan_annotations.hpp"
 
@@ -150,62 +152,91 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   const std::size_t workers =
       static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
   const auto chunks = space.chunks(16 * workers);
-  // Chunks go in waves so that an evaluation budget stops the sweep soon
-  // after it is reached; each wave's results are merged in order.
-  const std::size_t wave = 4 * workers;
-  for (std::size_t first = 0; first < chunks.size(); first += wave) {
-    if (exhausted()) return sweep;
-    const std::size_t count = std::min(wave, chunks.size() - first);
-    // No chunk needs more than what is left of the evaluation budget.
-    const std::uint64_t cap = budget_.max_evaluations ? budget_.max_evaluations - evaluations_
-                                                      : std::numeric_limits<std::uint64_t>::max();
-    // Streams one chunk, evaluating at most `limit` mappings.
-    auto run_chunk = [&](std::size_t c, std::uint64_t limit) {
-      ChunkResult r;
-      Mapspace::Cursor cursor(space, chunks[c]);
-      Mapping m;
-      double best = std::numeric_limits<double>::infinity();
-      r.finished = true;
-      while (r.evaluated < limit) {
-        if (!cursor.next(m)) break;
-        if (budget_.max_seconds > 0 && (r.evaluated & 1023) == 1023 &&
-            elapsed_seconds() >= budget_.max_seconds) {
-          r.finished = false;
-          break;
-        }
-        Metrics metrics;
-        if (auto reason = model_->precheck(m))
-          metrics = Metrics::invalid(*reason);
-        else
-          metrics = model_->evaluate(m);
-        const double value = objective_value(metrics, objective_);
-        if (value < best) {
-          best = value;
-          r.improvements.push_back({r.evaluated, value, metrics, m});
-        }
-        if (pareto && metrics.valid)
-          add_to_front(r.front,
-                       ParetoPoint{r.evaluated + 1, metrics.latency_cycles, metrics.energy_pj, m});
-        ++r.evaluated;
+  constexpr auto kNoLimit = std::numeric_limits<std::uint64_t>::max();
+
+  // A chunk being streamed: its cursor and what it found so far.
+  struct Run {
+    std::size_t chunk = 0;
+    std::optional<Mapspace::Cursor> cursor;
+    ChunkResult r;
+    double best = std::numeric_limits<double>::infinity();
+    bool done = false;
+  };
+  // Streams `run` until it has evaluated `limit` mappings in all, its chunk
+  // ends, or the time budget runs out.
+  auto advance = [&](Run& run, std::uint64_t limit) {
+    ChunkResult& r = run.r;
+    Mapping m;
+    while (r.evaluated < limit) {
+      if (!run.cursor->next(m)) {
+        r.finished = true;
+        run.done = true;
+        return;
       }
-      if (r.evaluated == limit && r.finished) {
-        Mapping probe;
-        r.finished = !cursor.next(probe);
+      if (budget_.max_seconds > 0 && (r.evaluated & 1023) == 1023 &&
+          elapsed_seconds() >= budget_.max_seconds) {
+        run.done = true;  // not finished
+        return;
       }
-      return r;
-    };
-    std::vector<ChunkResult> results(count);
+      Metrics metrics;
+      if (auto reason = model_->precheck(m))
+        metrics = Metrics::invalid(*reason);
+      else
+        metrics = model_->evaluate(m);
+      const double value = objective_value(metrics, objective_);
+      if (value < run.best) {
+        run.best = value;
+        r.improvements.push_back({r.evaluated, value, metrics, m});
+      }
+      if (pareto && metrics.valid)
+        add_to_front(r.front,
+                     ParetoPoint{r.evaluated + 1, metrics.latency_cycles, metrics.energy_pj, m});
+      ++r.evaluated;
+    }
+  };
+  auto start = [&](std::size_t c) {
+    Run run;
+    run.chunk = c;
+    run.cursor.emplace(space, chunks[c]);
+    return run;
+  };
+
+  // A window of chunks is streamed in rounds; with an evaluation budget a
+  // round advances each chunk by a slice only, so that the sweep stops soon
+  // after the budget is reached in enumeration order. Finished chunks leave
+  // the window from the front and are merged in order.
+  const std::uint64_t slice = budget_.max_evaluations ? 1024 : kNoLimit;
+  const std::size_t width = budget_.max_evaluations ? workers : 2 * workers;
+  std::deque<Run> window;
+  std::size_t next = 0;
+  for (;;) {
+    while (window.size() < width && next < chunks.size()) window.push_back(start(next++));
+    if (window.empty()) break;
+    const std::uint64_t remaining =
+        budget_.max_evaluations ? budget_.max_evaluations - evaluations_ : kNoLimit;
     int spawn_edge = 0, join_edge = 0;
     MAPEX_TSAN_RELEASE(&spawn_edge);
-    tbb::parallel_for(std::size_t{0}, count, [&](std::size_t i) {
+    tbb::parallel_for(std::size_t{0}, window.size(), [&](std::size_t i) {
       MAPEX_TSAN_ACQUIRE(&spawn_edge);
-      results[i] = run_chunk(first + i, cap);
+      Run& run = window[i];
+      if (!run.done) {
+        const std::uint64_t limit =
+            std::min(remaining, slice == kNoLimit ? kNoLimit : run.r.evaluated + slice);
+        advance(run, limit);
+        // No chunk needs more than the budget left: capped, it is done.
+        if (!run.done && run.r.evaluated >= remaining) {
+          Mapping probe;
+          run.r.finished = !run.cursor->next(probe);
+          run.done = true;
+        }
+      }
       MAPEX_TSAN_RELEASE(&join_edge);
     });
     MAPEX_TSAN_ACQUIRE(&join_edge);
-    // Merge in enumeration order.
-    for (std::size_t i = 0; i < count; ++i) {
-      ChunkResult& r = results[i];
+
+    while (!window.empty() && window.front().done) {
+      Run& run = window.front();
+      ChunkResult& r = run.r;
       const std::uint64_t allowed =
           budget_.max_evaluations ? std::min(r.evaluated, budget_.max_evaluations - evaluations_)
                                   : r.evaluated;
@@ -221,7 +252,11 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
       }
       // A front cut short by the budget must not have lost points to
       // mappings beyond the cut: recompute it up to the cut.
-      if (pareto && allowed < r.evaluated) r.front = run_chunk(first + i, allowed).front;
+      if (pareto && allowed < r.evaluated) {
+        Run again = start(run.chunk);
+        advance(again, allowed);
+        r.front = std::move(again.r.front);
+      }
       for (auto& p : r.front)
         if (p.evaluation <= allowed) {
           p.evaluation += evaluations_;
@@ -229,21 +264,31 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
         }
       evaluations_ += allowed;
       sweep.evaluated += allowed;
-      if (allowed < r.evaluated || !r.finished) {
-        std::sort(pareto_.begin(), pareto_.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
-          return a.latency_cycles < b.latency_cycles;
-        });
+      const bool cut = allowed < r.evaluated || !r.finished;
+      window.pop_front();
+      if (cut) {
+        sort_front();
         if (progress_) progress_(evaluations_);
         return sweep;
       }
     }
     if (progress_) progress_(evaluations_);
+    if (budget_.max_seconds > 0 && elapsed_seconds() >= budget_.max_seconds && !window.empty()) {
+      // Out of time with chunks still open: merge nothing more.
+      sort_front();
+      return sweep;
+    }
   }
-  std::sort(pareto_.begin(), pareto_.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
-    return a.latency_cycles < b.latency_cycles;
-  });
+  sort_front();
   sweep.complete = true;
   return sweep;
+}
+
+void SearchContext::sort_front() {
+  std::sort(pareto_.begin(), pareto_.end(), [](const ParetoPoint& a, const ParetoPoint& b) {
+    return a.latency_cycles < b.latency_cycles ||
+           (a.latency_cycles == b.latency_cycles && a.evaluation < b.evaluation);
+  });
 }
 
 }  // namespace mapex

@@ -7,6 +7,7 @@
 #include <tbb/task_arena.h>
 
 #include <mapex/generators.hpp>
+#include <mapex/search.hpp>
 
 #include "host/plugin_registry.hpp"
 #include "host/runner.hpp"
@@ -84,6 +85,100 @@ void BM_ExhaustiveSearch(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(evaluations));
 }
 BENCHMARK(BM_ExhaustiveSearch)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Exact counting of a ResNet-50 layer's space (res3a_branch2b: C128 K128
+// 28x28 3x3 pad 1) on Marvel's P2 (1024 PEs), without enumeration: the
+// structural space (dynamic programme only) and the space after capacity
+// (the capacity-pruned walk over tilings).
+const Operator& resnet_layer() {
+  static const Operator op =
+      make_conv2d("res3a_branch2b", Conv2dShape{1, 128, 128, 28, 28, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+  return op;
+}
+const Architecture& p2() {
+  static const Architecture arch =
+      Architecture::make("p2", 200, 8, 1, 1,
+                         {test::buffer("L1", 512, 1.68, 1.68), test::spatial("PEs", {32, 32}),
+                          test::buffer("L2", 110592, 18.61, 18.61), test::dram(200)});
+  return arch;
+}
+
+void BM_CountResnetLayer(benchmark::State& state) {
+  for (auto _ : state) {
+    const Mapspace space(resnet_layer(), p2());
+    benchmark::DoNotOptimize(space.size());
+  }
+}
+BENCHMARK(BM_CountResnetLayer)->Unit(benchmark::kMillisecond);
+
+void BM_CountResnetLayerValid(benchmark::State& state) {
+  const Mapspace space(resnet_layer(), p2());
+  for (auto _ : state) benchmark::DoNotOptimize(space.count_valid());
+}
+BENCHMARK(BM_CountResnetLayerValid)->Unit(benchmark::kMillisecond);
+
+// A cost model that costs nearly nothing: what is left is the framework's
+// own work per mapping (enumeration, chunking, merging).
+class NullModel final : public BoundCostModel {
+ public:
+  Metrics evaluate(const Mapping& m) const override {
+    Metrics out;
+    out.valid = true;
+    out.latency_cycles = static_cast<double>(m.level(0).tile[1] + m.level(2).order[0]);
+    out.energy_pj = 1;
+    return out;
+  }
+};
+
+// A complete exhaustive sweep of a small layer's whole valid space (C4 K8
+// 6x6 3x3 on 2x2 PEs, 64 B L1, 2 KB L2: 18,562,744 mappings), at 1 and 2
+// threads, with the null model (enumeration throughput) and with roofline
+// (budget 400k).
+const Operator& small_conv() {
+  static const Operator op = make_conv2d("c", Conv2dShape{1, 4, 8, 6, 6, 3, 3});
+  return op;
+}
+const Architecture& small_chip() {
+  static const Architecture arch =
+      Architecture::make("c", 100, 8, 1, 1,
+                         {test::buffer("L1", 64), test::spatial("PEs", {2, 2}),
+                          test::buffer("L2", 2048), test::dram()});
+  return arch;
+}
+
+void BM_SweepNullModel(benchmark::State& state) {
+  const Mapspace space(small_conv(), small_chip());
+  NullModel model;
+  std::uint64_t evaluations = 0;
+  tbb::task_arena arena(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    arena.execute([&] {
+      SearchContext ctx(small_conv(), small_chip(), space, model, Objective::kLatency, 1, {});
+      ctx.evaluate_space(space);
+      evaluations += ctx.evaluations();
+    });
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(evaluations));
+}
+BENCHMARK(BM_SweepNullModel)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SweepRoofline(benchmark::State& state) {
+  const Mapspace space(small_conv(), small_chip());
+  const auto model = registry().make_costmodel("roofline", {});
+  const auto bound = model->bind(small_conv(), small_chip());
+  std::uint64_t evaluations = 0;
+  tbb::task_arena arena(static_cast<int>(state.range(0)));
+  for (auto _ : state) {
+    arena.execute([&] {
+      SearchContext ctx(small_conv(), small_chip(), space, *bound, Objective::kLatency, 1,
+                        Budget{400000, 0});
+      ctx.evaluate_space(space);
+      evaluations += ctx.evaluations();
+    });
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(evaluations));
+}
+BENCHMARK(BM_SweepRoofline)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace mapex

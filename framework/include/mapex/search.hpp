@@ -128,6 +128,7 @@ class BOOST_SYMBOL_VISIBLE SearchContext {
   std::vector<TracePoint> trace_;
   std::vector<ParetoPoint> pareto_;
   std::function<void(std::uint64_t)> progress_;
+  void sort_front();
 };
 
 class BOOST_SYMBOL_VISIBLE Searcher {
