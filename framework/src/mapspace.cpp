@@ -1010,7 +1010,11 @@ SubspaceCounts Mapspace::subspaces(const std::vector<std::int64_t>& outer_tile) 
   };
   walk(0, 0);
   out.offchip_fitting = 0;
-  for (const auto& [mask, count] : fitting) out.offchip_fitting += dram_orders(mask) * count;
+  out.offchip_fitting_tiles = 0;
+  for (const auto& [mask, count] : fitting) {
+    out.offchip_fitting += dram_orders(mask) * count;
+    out.offchip_fitting_tiles += count;
+  }
 
   // On-chip: the space with the outer tile fixed, without the DRAM order.
   MapspaceOptions fixed = options_;

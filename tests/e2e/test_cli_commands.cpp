@@ -102,6 +102,23 @@ TEST(CliMapspace, PrintsTheExactSize) {
   EXPECT_NE(r.out.find("18562744"), std::string::npos) << r.out;
 }
 
+TEST(CliSearch, ExhaustiveKeepsTheParetoFront) {
+  const auto r = run_cli(cmd("search", tiny({"--searcher", "exhaustive", "--param", "pareto=true",
+                                             "--style", "weight_stationary", "--format", "json"})));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["complete"].get<bool>());
+  const auto& front = j["pareto"];
+  ASSERT_FALSE(front.empty());
+  // By increasing latency, so by decreasing energy; the fastest is the best.
+  for (size_t i = 1; i < front.size(); ++i) {
+    EXPECT_GT(front[i]["latency_cycles"].get<double>(),
+              front[i - 1]["latency_cycles"].get<double>());
+    EXPECT_LT(front[i]["energy_pj"].get<double>(), front[i - 1]["energy_pj"].get<double>());
+  }
+  EXPECT_EQ(front[0]["latency_cycles"].get<double>(), j["metrics"]["latency_cycles"].get<double>());
+}
+
 TEST(CliMapspace, ExplainsConstraintsAndSubspaces) {
   const auto r = run_cli(cmd("mapspace", tiny({"--constraints", kData + "/tiny_constraints.yaml",
                                                "--explain", "--subspaces", "--format", "json"})));

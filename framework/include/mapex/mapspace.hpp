@@ -62,6 +62,7 @@ struct SubspaceCounts {
   /// (a dimension order per tensor), a separate factor.
   BigInt offchip;
   BigInt offchip_fitting;
+  BigInt offchip_fitting_tiles;  ///< the fitting tiles alone (orders derived, §5.1)
   BigInt layouts;
   /// On-chip, for one fixed outermost-buffer tile: lower tiles, splits and
   /// on-chip loop orders; and the same after capacity.

@@ -299,6 +299,15 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     j["complete"] = r.complete;
     j["stop_reason"] = r.stop_reason;
     j["roofline_peak_cycles"] = r.roofline_peak_cycles;
+    if (!r.pareto.empty()) {
+      auto front = nlohmann::ordered_json::array();
+      for (const auto& p : r.pareto)
+        front.push_back({{"evaluation", p.evaluation},
+                         {"latency_cycles", p.latency_cycles},
+                         {"energy_pj", p.energy_pj},
+                         {"mapping", p.mapping_summary}});
+      j["pareto"] = front;
+    }
     if (r.status == JobStatus::kOk) {
       j["metrics"] = metrics_json(r.best, arch);
       const Mapping best = Mapping::parse(r.mapping_yaml, "best mapping", op, arch);
@@ -316,6 +325,13 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     if (r.status == JobStatus::kOk) {
       out << "best: " << r.mapping_summary << "\n\n";
       print_metrics_table(r.best, out);
+      if (!r.pareto.empty()) {
+        out << "\nlatency-energy Pareto front (" << r.pareto.size() << " mappings):\n"
+            << "| latency_cycles | energy_pj | evaluation | mapping |\n|---|---|---|---|\n";
+        for (const auto& p : r.pareto)
+          out << "| " << p.latency_cycles << " | " << p.energy_pj << " | " << p.evaluation << " | "
+              << p.mapping_summary << " |\n";
+      }
       out << "\n" << r.mapping_yaml;
     } else {
       out << r.error << "\n";
@@ -358,7 +374,7 @@ std::vector<std::int64_t> largest_fitting_outer_tile(const Mapspace& space) {
 int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex mapspace");
   std::string workload, arch_path, layer, format, outer;
-  bool explain = false, subspaces = false;
+  bool explain = false, subspaces = false, no_valid_count = false;
   ConstraintFlags constraints;
   desc.add_options()("help,h", "show this help")("workload", po::value(&workload)->required(),
                                                  "workload YAML")("layer", po::value(&layer),
@@ -367,6 +383,8 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
       "explain", po::bool_switch(&explain), "also show how many mappings each rule rejects")(
       "subspaces", po::bool_switch(&subspaces),
       "also show Marvel's off-chip and on-chip sub-spaces")(
+      "no-valid-count", po::bool_switch(&no_valid_count),
+      "skip counting the mappings that fit the buffers (it walks every valid tiling)")(
       "outer-tile", po::value(&outer),
       "outermost-buffer tile for the on-chip sub-space, e.g. K=64,C=32 (default: the largest "
       "tile that fits)")("format", po::value(&format)->default_value("table"), "table or json");
@@ -384,7 +402,7 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
   const Mapspace space(op, arch, resolve(constraints.build(), op, arch));
-  const auto steps = space.count_steps(true);
+  const auto steps = space.count_steps(!no_valid_count);
   const BigInt valid = steps.back().size;
 
   std::optional<SubspaceCounts> sub;
@@ -405,11 +423,15 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
       steps_json.push_back({{"rule", st.rule}, {"mappings", st.size.str()}});
     j["steps"] = steps_json;
     j["size"] = space.size().str();
-    j["valid"] = valid.str();
+    if (no_valid_count || !space.options().check_capacity)
+      j["valid"] = no_valid_count ? nlohmann::ordered_json() : nlohmann::ordered_json(valid.str());
+    else
+      j["valid"] = valid.str();
     if (sub) {
       j["outer_tile"] = outer_tile;
       j["offchip"] = sub->offchip.str();
       j["offchip_fitting"] = sub->offchip_fitting.str();
+      j["offchip_fitting_tiles"] = sub->offchip_fitting_tiles.str();
       j["layouts"] = sub->layouts.str();
       j["onchip"] = sub->onchip.str();
       j["onchip_valid"] = sub->onchip_valid.str();

@@ -38,6 +38,14 @@ struct JobResult {
   double wall_seconds = 0;
   bool complete = false;  ///< the searcher covered its whole space
   std::string stop_reason;
+  /// Latency-energy Pareto front, when the searcher kept one.
+  struct FrontPoint {
+    std::uint64_t evaluation = 0;
+    double latency_cycles = 0;
+    double energy_pj = 0;
+    std::string mapping_summary;
+  };
+  std::vector<FrontPoint> pareto;
 };
 
 /// Everything one search needs, resolved.
