@@ -47,6 +47,15 @@ TEST(CliRun, WritesResultsAndPrintsTheTable) {
     // The stored mapping is a valid mapping of its layer.
     const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(j.layer))].op;
     EXPECT_NO_THROW(Mapping::parse(j.best_mapping, "stored mapping", op, arch)) << j.best_mapping;
+    // The convergence trace improves strictly and ends at the best found.
+    const auto trace = read_trace(out, j.job_id);
+    ASSERT_FALSE(trace.empty());
+    for (size_t k = 1; k < trace.size(); ++k) {
+      EXPECT_GT(trace[k].evaluation, trace[k - 1].evaluation);
+      EXPECT_LT(trace[k].value, trace[k - 1].value);
+    }
+    EXPECT_LE(trace.back().evaluation, j.evaluations);
+    EXPECT_EQ(trace.back().value, j.latency_cycles);
   }
   // `mapex report` reads the same file.
   const auto report = run_cli({"report", out, "--format", "csv"});
@@ -70,6 +79,12 @@ TEST(CliRun, SameResultsWithOneAndTwoThreads) {
     EXPECT_EQ(a.jobs[i].energy_pj, b.jobs[i].energy_pj);
     EXPECT_EQ(a.jobs[i].evaluations, b.jobs[i].evaluations);
     EXPECT_EQ(a.jobs[i].best_mapping, b.jobs[i].best_mapping);
+    const auto ta = read_trace(one, a.jobs[i].job_id), tb = read_trace(two, b.jobs[i].job_id);
+    ASSERT_EQ(ta.size(), tb.size());
+    for (size_t k = 0; k < ta.size(); ++k) {
+      EXPECT_EQ(ta[k].evaluation, tb[k].evaluation);
+      EXPECT_EQ(ta[k].value, tb[k].value);
+    }
   }
 }
 

@@ -99,6 +99,8 @@ ResultWriter::ResultWriter(const std::string& path,
   const hsize_t chunk[1] = {64};
   props.setChunk(1, chunk);
   jobs_ = std::make_unique<H5::DataSet>(file_->createDataSet("jobs", row_type(), space, props));
+  traces_ = std::make_unique<H5::Group>(file_->createGroup("traces"));
+  pareto_ = std::make_unique<H5::Group>(file_->createGroup("pareto"));
   file_->flush(H5F_SCOPE_GLOBAL);
 }
 
@@ -146,7 +148,66 @@ void ResultWriter::append(const JobResult& r) {
   H5::DataSpace memory_space(1, count);
   jobs_->write(&row, row_type(), memory_space, file_space);
   ++rows_;
+  write_trace(r);
+  write_pareto(r);
   file_->flush(H5F_SCOPE_GLOBAL);
+}
+
+void ResultWriter::write_trace(const JobResult& r) {
+  if (r.trace.empty() || traces_->nameExists(r.job.id)) return;
+  H5::CompType type(sizeof(TracePoint));
+  type.insertMember("evaluation", HOFFSET(TracePoint, evaluation), H5::PredType::NATIVE_UINT64);
+  type.insertMember("value", HOFFSET(TracePoint, value), H5::PredType::NATIVE_DOUBLE);
+  const hsize_t n[1] = {r.trace.size()};
+  H5::DataSpace space(1, n);
+  H5::DataSet set = traces_->createDataSet(r.job.id, type, space);
+  set.write(r.trace.data(), type);
+  write_string_attribute(set, "objective", r.objective);
+}
+
+namespace {
+struct RawFront {
+  std::uint64_t evaluation;
+  double latency_cycles;
+  double energy_pj;
+  const char* mapping;
+};
+}  // namespace
+
+void ResultWriter::write_pareto(const JobResult& r) {
+  if (r.pareto.empty() || pareto_->nameExists(r.job.id)) return;
+  H5::CompType type(sizeof(RawFront));
+  type.insertMember("evaluation", HOFFSET(RawFront, evaluation), H5::PredType::NATIVE_UINT64);
+  type.insertMember("latency_cycles", HOFFSET(RawFront, latency_cycles),
+                    H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("energy_pj", HOFFSET(RawFront, energy_pj), H5::PredType::NATIVE_DOUBLE);
+  type.insertMember("mapping", HOFFSET(RawFront, mapping), utf8_string());
+  std::vector<RawFront> rows;
+  for (const auto& p : r.pareto)
+    rows.push_back({p.evaluation, p.latency_cycles, p.energy_pj, p.mapping_summary.c_str()});
+  const hsize_t n[1] = {rows.size()};
+  H5::DataSpace space(1, n);
+  H5::DataSet set = pareto_->createDataSet(r.job.id, type, space);
+  set.write(rows.data(), type);
+}
+
+std::vector<TracePoint> read_trace(const std::string& path, const std::string& job_id) {
+  H5::Exception::dontPrint();
+  try {
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    if (!file.nameExists("traces") || !file.openGroup("traces").nameExists(job_id)) return {};
+    H5::DataSet set = file.openGroup("traces").openDataSet(job_id);
+    H5::CompType type(sizeof(TracePoint));
+    type.insertMember("evaluation", HOFFSET(TracePoint, evaluation), H5::PredType::NATIVE_UINT64);
+    type.insertMember("value", HOFFSET(TracePoint, value), H5::PredType::NATIVE_DOUBLE);
+    hsize_t n[1];
+    set.getSpace().getSimpleExtentDims(n);
+    std::vector<TracePoint> out(n[0]);
+    if (n[0]) set.read(out.data(), type);
+    return out;
+  } catch (const H5::Exception& e) {
+    throw InputError(SourceLocation{path, 0, 0}, "", "cannot read the trace of job " + job_id);
+  }
 }
 
 ResultFile read_results(const std::string& path) {

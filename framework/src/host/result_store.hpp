@@ -4,6 +4,10 @@
 //                mapex_version, plugin_abi, created
 //   /jobs        one compound row per finished job, appended and flushed as
 //                jobs finish (so a killed run keeps every finished job)
+//   /traces/<job id>  the job's convergence trace: (evaluation, value) at
+//                every improvement of the best-so-far
+//   /pareto/<job id>  the latency-energy Pareto front, when kept:
+//                (evaluation, latency_cycles, energy_pj, mapping)
 // A thin RAII layer over the HDF5 C++ API; used from one thread only.
 
 #include <H5Cpp.h>
@@ -59,9 +63,12 @@ class ResultWriter {
   std::uint64_t rows() const { return rows_; }
 
  private:
+  void write_trace(const JobResult& result);
+  void write_pareto(const JobResult& result);
   std::string path_;
   std::unique_ptr<H5::H5File> file_;
   std::unique_ptr<H5::DataSet> jobs_;
+  std::unique_ptr<H5::Group> traces_, pareto_;
   std::uint64_t rows_ = 0;
 };
 
@@ -72,5 +79,8 @@ struct ResultFile {
 
 /// Reads a result file. Throws InputError if it is missing or not one.
 ResultFile read_results(const std::string& path);
+
+/// Reads the convergence trace of one job (empty if it has none).
+std::vector<TracePoint> read_trace(const std::string& path, const std::string& job_id);
 
 }  // namespace mapex::host

@@ -42,6 +42,7 @@ JobResult run_search(const SearchRequest& r,
     result.evaluations = ctx.evaluations();
     result.complete = outcome.complete;
     result.stop_reason = outcome.stop_reason;
+    result.trace = ctx.trace();
     for (const auto& p : ctx.pareto())
       result.pareto.push_back(
           {p.evaluation, p.latency_cycles, p.energy_pj, p.mapping.summary(*r.op, *r.arch)});

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <mapex/metrics.hpp>
+#include <mapex/search.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ struct JobResult {
     std::string mapping_summary;
   };
   std::vector<FrontPoint> pareto;
+  /// Convergence: every improvement of the best-so-far (evaluation index,
+  /// objective value), as kept by the framework for every searcher.
+  std::vector<TracePoint> trace;
 };
 
 /// Everything one search needs, resolved.
