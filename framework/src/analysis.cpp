@@ -83,6 +83,7 @@ struct Context {
 TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t tensor,
                                NestAnalysis& a) {
   const Tensor& t = cx.op.tensors()[tensor];
+  const int ti = static_cast<int>(tensor);
   const size_t n = cx.n;
   std::vector<double> avg_extent(n, 1.0);
   for (size_t d = 0; d < n; ++d)
@@ -98,7 +99,7 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
       const auto d = static_cast<size_t>(*it);
       const double trip = cx.trips(m, d);
       if (trip <= 1 + kEps) continue;
-      if (t.relevant(*it)) {
+      if (cx.op.relevant(ti, *it)) {
         done = true;
         break;
       }
@@ -110,7 +111,7 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
   double distinct = 1;  // distinct (child instance, tile) pairs
   for (size_t d = 0; d < n; ++d) {
     loads *= cx.tiles(child, d) / reuse[d];
-    if (t.relevant(static_cast<DimId>(d))) {
+    if (cx.op.relevant(ti, static_cast<DimId>(d))) {
       distinct *= cx.tiles(child, d);
     } else {
       for (int s = child + 1; s < cx.arch.num_levels(); ++s)
@@ -128,7 +129,7 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
     const Noc& noc = cx.arch.levels()[static_cast<size_t>(s)].noc;
     if (is_output ? noc.reduction : noc.multicast)
       for (size_t d = 0; d < n; ++d)
-        if (!t.relevant(static_cast<DimId>(d))) shared *= cx.trips(s, d);
+        if (!cx.op.relevant(ti, static_cast<DimId>(d))) shared *= cx.trips(s, d);
     cumulative.emplace_back(s, shared);
   }
 

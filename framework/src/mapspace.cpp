@@ -785,15 +785,39 @@ std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const
 }
 
 std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
-  const int n = op_->num_dims();
+  // Subtrees of the chain choices, split until each holds at most a
+  // fraction of the space (by the count table, before capacity), so that
+  // the chunks are of comparable size however lopsided the space is.
+  const Impl& impl = *impl_;
+  Impl::Table& t = *impl.main;
   std::vector<Chunk> out;
-  for (int depth = 0; depth <= n; ++depth) {
-    out.clear();
-    Walker w(*impl_, *impl_->main, {}, depth);
-    while (w.next_leaf())
-      out.push_back(Chunk{std::vector<std::uint32_t>(w.pos().begin(), w.pos().begin() + depth)});
-    if (out.size() >= min_chunks) break;
-  }
+  if (t.total == 0) return out;
+  const BigInt target = std::max<BigInt>(1, t.total / (4 * std::max<std::size_t>(min_chunks, 1)));
+  const int n = impl.n;
+  std::vector<std::uint32_t> prefix;
+  std::vector<std::vector<std::int64_t>> spans(
+      static_cast<size_t>(impl.L), std::vector<std::int64_t>(static_cast<size_t>(n), 1));
+  std::function<void(int, std::uint64_t)> split = [&](int d, std::uint64_t state) {
+    const auto du = static_cast<size_t>(d);
+    for (std::size_t c = 0; c < impl.chains[du].count; ++c) {
+      if (!impl.chain_allowed(t, d, c)) continue;
+      const auto next = impl.step(t, state, d, c);
+      if (!next) continue;
+      const auto it = t.W[du + 1].find(*next);
+      if (it == t.W[du + 1].end() || it->second == 0) continue;
+      for (int i = 0; i < impl.L; ++i) spans[static_cast<size_t>(i)][du] = impl.span(d, c, i);
+      if (impl.overflow(spans) < 0) {
+        prefix.push_back(static_cast<std::uint32_t>(c));
+        if (it->second <= target || d + 1 == n)
+          out.push_back(Chunk{prefix});
+        else
+          split(d + 1, *next);
+        prefix.pop_back();
+      }
+    }
+    for (auto& s : spans) s[du] = 1;
+  };
+  split(0, impl.init_state(t));
   return out;
 }
 

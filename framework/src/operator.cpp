@@ -88,6 +88,12 @@ Operator Operator::make(std::string name, std::string kind, std::vector<Dim> dim
   op.tensors_ = std::move(tensors);
   op.attributes_ = std::move(attributes);
   op.output_ = output_index;
+  for (const auto& t : op.tensors_) {
+    std::uint64_t mask = 0;
+    for (DimId d = 0; d < op.num_dims() && d < 64; ++d)
+      if (t.relevant(d)) mask |= std::uint64_t{1} << d;
+    op.relevance_.push_back(mask);
+  }
   return op;
 }
 

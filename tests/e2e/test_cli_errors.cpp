@@ -36,7 +36,11 @@ const std::string kGood =
 
 class BadInput : public ::testing::Test {
  protected:
-  void SetUp() override { guard_ = write("guard.h5", "results that must survive"); }
+  // One guard per test: ctest runs the tests of this fixture in parallel.
+  void SetUp() override {
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    guard_ = write("guard_" + test + ".h5", "results that must survive");
+  }
 
   // Runs `mapex run` on experiment text with the guard file as output and
   // checks the common contract; returns the message.

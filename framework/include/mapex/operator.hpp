@@ -89,6 +89,11 @@ class Operator {
   /// Full size in elements of tensor `t` (its footprint at full bounds).
   double tensor_size(int t) const;
   std::vector<double> bounds_as_extents() const;
+  /// Tensor::relevant, precomputed: the hot loops of the analyses ask it
+  /// for every loop of every level.
+  bool relevant(int tensor, DimId dim) const {
+    return relevance_[static_cast<size_t>(tensor)] >> dim & 1u;
+  }
 
  private:
   std::string name_;
@@ -97,6 +102,7 @@ class Operator {
   std::vector<Tensor> tensors_;
   std::map<std::string, std::int64_t> attributes_;
   int output_ = 0;
+  std::vector<std::uint64_t> relevance_;  ///< per tensor, bit d: dimension d indexes it
 };
 
 /// Parses an affine subscript such as `P*2 + R`, `2*Y + 3`, `G*4 + C` against
