@@ -85,12 +85,19 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
   const Tensor& t = cx.op.tensors()[tensor];
   const int ti = static_cast<int>(tensor);
   const size_t n = cx.n;
-  std::vector<double> avg_extent(n, 1.0);
+  boost::container::small_vector<double, 16> avg_extent(n, 1.0);
   for (size_t d = 0; d < n; ++d)
     avg_extent[d] = static_cast<double>(cx.op.dims()[d].bound) / cx.tiles(child, d);
-  const double footprint = t.footprint(avg_extent);
+  double footprint = 1;
+  for (const auto& sub : t.subscripts) {
+    double extent = 1;
+    for (const auto& term : sub.terms)
+      extent += std::abs(static_cast<double>(term.coeff)) *
+                (avg_extent[static_cast<size_t>(term.dim)] - 1);
+    footprint *= extent;
+  }
 
-  std::vector<double> reuse(n, 1.0);
+  boost::container::small_vector<double, 16> reuse(n, 1.0);
   bool done = false;
   for (int m = parent; m < cx.arch.num_levels() && !done; ++m) {
     if (cx.spatial(m)) continue;
@@ -124,7 +131,7 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
   // shares traffic (multicast for inputs, reduction for outputs).
   const bool is_output = t.role == TensorRole::kOutput;
   double shared = 1;
-  std::vector<std::pair<int, double>> cumulative;
+  boost::container::small_vector<std::pair<int, double>, 4> cumulative;
   for (int s = child + 1; s < parent; ++s) {
     const Noc& noc = cx.arch.levels()[static_cast<size_t>(s)].noc;
     if (is_output ? noc.reduction : noc.multicast)

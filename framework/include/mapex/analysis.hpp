@@ -5,6 +5,8 @@
 /// given its tiles and loop orders (temporal reuse across innermost loops
 /// that do not index a tensor, spatial multicast and reduction).
 
+#include <boost/container/flat_map.hpp>
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <map>
 #include <mapex/architecture.hpp>
@@ -20,7 +22,11 @@ namespace mapex {
 /// How a dimension is cut at one level: extent -> number of tiles with that
 /// extent. The extents always add up to the bound. Edge tiles show up as a
 /// second, smaller extent (17 on tiles of 16: {16: 1, 1: 1}).
-using ExtentCounts = std::map<std::int64_t, double>;
+/// A sorted flat map kept inline (a partition has at most a few distinct
+/// extents), so the analysis of one mapping allocates little.
+using ExtentCounts =
+    boost::container::flat_map<std::int64_t, double, std::less<std::int64_t>,
+                               boost::container::small_vector<std::pair<std::int64_t, double>, 4>>;
 
 /// Words of one tensor moved across one boundary.
 struct TensorTraffic {
