@@ -637,8 +637,11 @@ Mapspace::Mapspace(const Operator& op, const Architecture& arch, MapspaceOptions
   if (op.num_dims() > 24)
     throw InputError(SourceLocation{}, "mapspace",
                      "operator '" + op.name() + "' has more than 24 dimensions");
-  for (int i = 0; i + 1 < arch.num_levels(); ++i)
-    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer) outer_buffer_ = i;
+  // Marvel's level 3: the buffer right below DRAM (on chips with a node
+  // array in between the split is off-chip too, and there is none).
+  const int below_dram = arch.num_levels() - 2;
+  if (below_dram >= 0 && arch.levels()[static_cast<size_t>(below_dram)].kind == LevelKind::kBuffer)
+    outer_buffer_ = below_dram;
   impl_ = std::make_unique<Impl>(op, arch, options_);
   impl_->main = impl_->make_table(Rules{});
 }

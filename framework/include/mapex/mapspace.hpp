@@ -97,7 +97,8 @@ class Mapspace {
 
   /// Number of span chains of dimension `d` (for tests and reports).
   std::size_t num_chains(DimId d) const;
-  /// Index of the outermost buffer (Marvel's level 3), or -1.
+  /// Index of the buffer right below DRAM (Marvel's level 3), or -1 when
+  /// the level below DRAM is spatial (a node array).
   int outer_buffer() const { return outer_buffer_; }
 
   /// The rule a mapping breaks, or nothing: "structure", "fixed",

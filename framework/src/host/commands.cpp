@@ -407,7 +407,11 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
 
   std::optional<SubspaceCounts> sub;
   std::vector<std::int64_t> outer_tile;
-  if (subspaces && space.outer_buffer() >= 0) {
+  if (subspaces && space.outer_buffer() < 0)
+    throw UsageError(
+        "--subspaces needs a chip whose level below DRAM is a buffer (Marvel's L2); '" +
+        arch.name() + "' has a spatial level there");
+  if (subspaces) {
     outer_tile = outer.empty() ? largest_fitting_outer_tile(space)
                                : parse_dim_values(outer, op, "--outer-tile");
     sub = space.subspaces(outer_tile);
