@@ -24,7 +24,8 @@
 namespace mapex::mdc::engine {
 namespace {
 
-constexpr const char* kDimNames[kNumDims] = {"N", "G", "K", "C", "R", "S", "Y", "X", "Y'", "X'", "M"};
+constexpr const char* kDimNames[kNumDims] = {"N", "G", "K",  "C",  "R", "S",
+                                             "Y", "X", "Y'", "X'", "M"};
 
 int dim_id(const std::string& name, LayerType type) {
   for (int d = 0; d < kNumDims; ++d)
@@ -66,7 +67,8 @@ StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
     out.s[out.n++] = State{kInit, dim <= map, init_edge, false, 1};
     const std::int64_t steady = (dim - map) / ofs;
     if (map < dim && steady > 0) out.s[out.n++] = State{kSteady, false, false, false, steady};
-    if (!init_edge && steady * ofs + map < dim) out.s[out.n++] = State{kEdge, false, false, false, 1};
+    if (!init_edge && steady * ofs + map < dim)
+      out.s[out.n++] = State{kEdge, false, false, false, 1};
     return out;
   }
   const std::int64_t n = L.num_sub;
@@ -301,8 +303,8 @@ struct Case {
   std::int64_t all_psums() const {
     const Spatial s = spatial_of(2, true);
     if (!s.edge) return L.num_sub * pe_egress(true, true, false);
-    std::int64_t v =
-        (L.num_edge_sub == 1 && s.edge_pe) ? pe_egress(true, true, true) : pe_egress(true, true, false);
+    std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? pe_egress(true, true, true)
+                                                        : pe_egress(true, true, false);
     if (L.num_edge_sub > 1) {
       const std::int64_t see = s.edge_pe ? 1 : 0;
       const std::int64_t full = std::max<std::int64_t>(L.num_edge_sub - see - 1, 0);
@@ -504,8 +506,8 @@ struct Analyser {
       const std::int64_t out_delay = noc_delay(egress);
       // Double buffering hides communication behind computation except in
       // the first step, which must fill the buffers (§IV-B).
-      std::int64_t outstanding = c.all_init() ? compute + in_delay
-                                              : std::max(out_delay, std::max(compute, in_delay));
+      std::int64_t outstanding =
+          c.all_init() ? compute + in_delay : std::max(out_delay, std::max(compute, in_delay));
       const std::int64_t compute_nz = std::max<std::int64_t>(compute, 1);
       if (top) {
         // Off-chip traffic refills the (double-buffered) L2 tiles.
@@ -546,7 +548,8 @@ struct Analyser {
 };
 
 void compute_mapping_sizes(Level& L, bool conv) {
-  for (int d = 0; d < kNumDims; ++d) L.mapped[d] = L.unique[d] = L.mapped_edge[d] = L.unique_edge[d] = 0;
+  for (int d = 0; d < kNumDims; ++d)
+    L.mapped[d] = L.unique[d] = L.mapped_edge[d] = L.unique_edge[d] = 0;
   for (int i = 0; i < L.num_dirs; ++i) {
     const Dir& d = L.dirs[i];
     const std::int64_t dim = L.dims[d.dim], map = d.size, ofs = d.offset;
@@ -672,7 +675,8 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
       uppermost *= d.size;
       ++groups;
     }
-  if (groups > kMaxLevels) fail(layer.line, "more than " + std::to_string(kMaxLevels) + " cluster levels");
+  if (groups > kMaxLevels)
+    fail(layer.line, "more than " + std::to_string(kMaxLevels) + " cluster levels");
   if (uppermost > hw.num_pes)
     fail(layer.line, "clusters of " + std::to_string(uppermost) + " PEs exceed the " +
                          std::to_string(hw.num_pes) + " PEs");
@@ -702,7 +706,8 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
       const int id = dim_id(d.dim, layer.type);
       if (id < 0) fail(d.line, "directive on unknown dimension '" + d.dim + "'");
       for (int i = 0; i < L.num_dirs; ++i)
-        if (L.dirs[i].dim == id) fail(d.line, "two directives on " + d.dim + " in one cluster level");
+        if (L.dirs[i].dim == id)
+          fail(d.line, "two directives on " + d.dim + " in one cluster level");
       push(Dir{d.kind == DirectiveKind::kSpatialMap, id, d.size, d.offset}, d.line);
     }
     // Output-row/column directives become input ones (tile + filter - 1).
@@ -714,7 +719,8 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
     for (auto [o, in, s] : {std::tuple{kYo, kY, kR}, std::tuple{kXo, kX, kS}}) {
       const int i = find(o);
       if (i < 0) continue;
-      if (find(in) >= 0) fail(line, std::string("directives on both ") + kDimNames[in] + " and " + kDimNames[o]);
+      if (find(in) >= 0)
+        fail(line, std::string("directives on both ") + kDimNames[in] + " and " + kDimNames[o]);
       const int is = find(s);
       const std::int64_t filter = is >= 0 ? L.dirs[is].size : level_dims[s];
       L.dirs[i].dim = in;
@@ -768,7 +774,8 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
       }
     }
     if (spatial < 0) fail(line, "cluster level " + std::to_string(g) + " has no SpatialMap");
-    if (num_spatial > 2) fail(line, "cluster level " + std::to_string(g) + " has a third SpatialMap");
+    if (num_spatial > 2)
+      fail(line, "cluster level " + std::to_string(g) + " has a third SpatialMap");
     std::memcpy(L.dims, level_dims, sizeof level_dims);
     L.num_sub = num_sub;
     // Sub-units busy in the last spatial step (MAESTRO's spatial edge).

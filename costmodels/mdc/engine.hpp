@@ -27,10 +27,10 @@ struct Dir {
 struct Level {
   Dir dirs[kMaxDirectives];
   int num_dirs = 0;
-  int dir_of_dim[kNumDims];        // index into dirs, -1 when absent
-  std::int64_t dims[kNumDims];     // the level's dimension sizes
-  std::int64_t num_sub = 1;        // sub-units (PEs or sub-clusters)
-  std::int64_t num_edge_sub = 1;   // sub-units busy in a spatial edge step
+  int dir_of_dim[kNumDims];       // index into dirs, -1 when absent
+  std::int64_t dims[kNumDims];    // the level's dimension sizes
+  std::int64_t num_sub = 1;       // sub-units (PEs or sub-clusters)
+  std::int64_t num_edge_sub = 1;  // sub-units busy in a spatial edge step
   // Tile sizes per dimension: mapped, unique (new per step), and the same
   // at the dimension's edge (MAESTRO §IV-A, temporal/spatial reuse).
   std::int64_t mapped[kNumDims], unique[kNumDims], mapped_edge[kNumDims], unique_edge[kNumDims];

@@ -24,7 +24,10 @@ struct Energy {
 class BoundMdc final : public mapex::BoundCostModel {
  public:
   BoundMdc(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity)
-      : op_(op), arch_(arch), hw_(mapex::mdc::hardware_from(arch)), check_capacity_(check_capacity) {
+      : op_(op),
+        arch_(arch),
+        hw_(mapex::mdc::hardware_from(arch)),
+        check_capacity_(check_capacity) {
     for (int i = 0; i < arch.num_levels(); ++i)
       if (arch.levels()[static_cast<std::size_t>(i)].kind == mapex::LevelKind::kBuffer) {
         if (l1_ < 0) l1_ = i;
@@ -47,15 +50,15 @@ class BoundMdc final : public mapex::BoundCostModel {
       const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
       const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
       if (r.l1_size_req * word > static_cast<double>(l1.size_bytes))
-        return mapex::Metrics::invalid(l1.name + ": tiles need " +
-                                       std::to_string(static_cast<long long>(r.l1_size_req * word)) +
-                                       " B (double-buffered), capacity " +
-                                       std::to_string(l1.size_bytes) + " B");
+        return mapex::Metrics::invalid(
+            l1.name + ": tiles need " +
+            std::to_string(static_cast<long long>(r.l1_size_req * word)) +
+            " B (double-buffered), capacity " + std::to_string(l1.size_bytes) + " B");
       if (l2_ != l1_ && r.l2_size_req * word > static_cast<double>(l2.size_bytes))
-        return mapex::Metrics::invalid(l2.name + ": tiles need " +
-                                       std::to_string(static_cast<long long>(r.l2_size_req * word)) +
-                                       " B (double-buffered), capacity " +
-                                       std::to_string(l2.size_bytes) + " B");
+        return mapex::Metrics::invalid(
+            l2.name + ": tiles need " +
+            std::to_string(static_cast<long long>(r.l2_size_req * word)) +
+            " B (double-buffered), capacity " + std::to_string(l2.size_bytes) + " B");
     }
     return to_metrics(r);
   }
@@ -88,7 +91,8 @@ class BoundMdc final : public mapex::BoundCostModel {
       const auto& l = levels[static_cast<std::size_t>(i)];
       mapex::LevelMetrics lm;
       lm.level = l.name;
-      lm.capacity_bytes = l.kind == mapex::LevelKind::kBuffer ? static_cast<double>(l.size_bytes) : 0;
+      lm.capacity_bytes =
+          l.kind == mapex::LevelKind::kBuffer ? static_cast<double>(l.size_bytes) : 0;
       const bool is_l1 = i == l1_, is_l2 = i == l2_ && l2_ != l1_;
       for (int t = 0; t < 3; ++t) {
         mapex::TensorAccess a;

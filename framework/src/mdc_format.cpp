@@ -45,8 +45,8 @@ std::int64_t Layer::true_macs() const {
   std::int64_t ox = dim("X'");
   if (oy == 0) oy = (dim("Y") - r) / stride_y + 1;
   if (ox == 0) ox = (dim("X") - s) / stride_x + 1;
-  std::int64_t macs = std::max<std::int64_t>(dim("N"), 1) * std::max<std::int64_t>(dim("C"), 1) *
-                      r * s * oy * ox;
+  std::int64_t macs =
+      std::max<std::int64_t>(dim("N"), 1) * std::max<std::int64_t>(dim("C"), 1) * r * s * oy * ox;
   if (type != LayerType::kDsconv) macs *= std::max<std::int64_t>(dim("K"), 1);
   if (type == LayerType::kNgconv) macs *= std::max<std::int64_t>(dim("G"), 1);
   return macs;
@@ -80,8 +80,8 @@ std::vector<Token> tokenize(const std::string& text) {
     if (c == '\n') {
       flush();
       ++line;
-    } else if (c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '-' || c == '>' ||
-               c == '(' || c == ')' || c == ':' || c == ';') {
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '-' || c == '>' || c == '(' ||
+               c == ')' || c == ':' || c == ';') {
       flush();
     } else if (c == '{' || c == '}') {
       flush();
@@ -126,8 +126,8 @@ class Parser {
         const Token name = expect_any("a constant name");
         const Token value = expect_any("the constant's value");
         if (!is_integer(value.text))
-          fail(value, "Constant", "expected an integer value for '" + name.text + "', got '" +
-                                      value.text + "'");
+          fail(value, "Constant",
+               "expected an integer value for '" + name.text + "', got '" + value.text + "'");
         constants_[name.text] = std::stoll(value.text);
       } else if (t.text == "Network") {
         if (seen_network) fail(t, "Network", "a second Network block; expected one per file");
@@ -231,8 +231,7 @@ class Parser {
            "expected a positive integer, a Constant or Sz(DIM) as " + key + ", got '" + t.text +
                "'");
     }
-    if (v <= 0)
-      fail(t, key, "expected a positive " + key + ", got " + std::to_string(v));
+    if (v <= 0) fail(t, key, "expected a positive " + key + ", got " + std::to_string(v));
     return v;
   }
 
@@ -305,8 +304,7 @@ class Parser {
         next();
         has_dataflow = true;
       } else {
-        fail(t, "Layer",
-             "expected Type, Stride, Dimensions or Dataflow, got '" + t.text + "'");
+        fail(t, "Layer", "expected Type, Stride, Dimensions or Dataflow, got '" + t.text + "'");
       }
     }
     next();

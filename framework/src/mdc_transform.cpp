@@ -52,7 +52,7 @@ DimMap classify(const Operator& op) {
                      "': grouped convolutions (other than depthwise) are not supported by the mdc "
                      "model");
   m.type = has("K") ? LayerType::kConv : LayerType::kDsconv;
-  m.to_maestro = {{"N", "N"}, {"K", "K"}, {"C", "C"}, {"R", "R"},
+  m.to_maestro = {{"N", "N"}, {"K", "K"},  {"C", "C"}, {"R", "R"},
                   {"S", "S"}, {"P", "Y'"}, {"Q", "X'"}};
   return m;
 }
@@ -102,7 +102,8 @@ Layer from_mapping(const Operator& op, const Architecture& arch, const Mapping& 
   if (spatial.empty())
     throw InputError("architecture '" + arch.name() + "' has no spatial level; MDC needs PEs");
   for (int s : spatial)
-    if (s + 1 >= arch.num_levels() || levels[static_cast<std::size_t>(s + 1)].kind == LevelKind::kSpatial)
+    if (s + 1 >= arch.num_levels() ||
+        levels[static_cast<std::size_t>(s + 1)].kind == LevelKind::kSpatial)
       throw InputError("architecture '" + arch.name() +
                        "': every spatial level needs a buffer or DRAM above it for the MDC form");
 
@@ -168,7 +169,8 @@ Layer from_mapping(const Operator& op, const Architecture& arch, const Mapping& 
         }
     }
     if (split_dims.size() > 2)
-      throw InputError("mapping of '" + op.name() + "' splits " + std::to_string(split_dims.size()) +
+      throw InputError("mapping of '" + op.name() + "' splits " +
+                       std::to_string(split_dims.size()) +
                        " dimensions over one spatial level; MDC allows at most two");
     for (DimId d : split_dims) {
       const std::int64_t t = child_span[static_cast<std::size_t>(d)];
@@ -302,7 +304,8 @@ std::vector<ConformabilityIssue> check_conformability(const Operator& op) {
       if (--remaining[b] == 0) ready.push_back(b);
   }
   auto describe = [&](const Node& node) {
-    return node.tensor + "[" + std::to_string(node.position) + "] = " + format_affine(node.expr, dims);
+    return node.tensor + "[" + std::to_string(node.position) +
+           "] = " + format_affine(node.expr, dims);
   };
   if (done < n) {
     std::string cycle;
@@ -310,15 +313,16 @@ std::vector<ConformabilityIssue> check_conformability(const Operator& op) {
       if (remaining[a] > 0) cycle += (cycle.empty() ? "" : ", ") + describe(nodes[a]);
     issues.push_back({3, "",
                       "the dimension dependence graph has a cycle (subscripts that change "
-                      "together): " + cycle});
+                      "together): " +
+                          cycle});
   }
   // Rule 4: the independent nodes (in-degree 0) must be single loop
   // iterators with unit coefficient and no constant.
   for (std::size_t a = 0; a < n; ++a) {
     if (indegree[a] != 0) continue;
     const Node& node = nodes[a];
-    const bool plain = node.expr.terms.size() == 1 && node.expr.terms[0].coeff == 1 &&
-                       node.expr.constant == 0;
+    const bool plain =
+        node.expr.terms.size() == 1 && node.expr.terms[0].coeff == 1 && node.expr.constant == 0;
     if (!plain)
       issues.push_back({4, node.tensor,
                         "independent subscript " + describe(node) +
@@ -328,8 +332,7 @@ std::vector<ConformabilityIssue> check_conformability(const Operator& op) {
   for (DimId d = 0; d < op.num_dims(); ++d) {
     bool used = false;
     for (const auto& t : op.tensors()) used = used || t.relevant(d);
-    if (!used)
-      issues.push_back({4, "", "dimension " + dim_name(d) + " indexes no tensor"});
+    if (!used) issues.push_back({4, "", "dimension " + dim_name(d) + " indexes no tensor"});
   }
   return issues;
 }

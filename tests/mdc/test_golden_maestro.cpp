@@ -141,7 +141,7 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
   const auto rows = read_index();
   ASSERT_GT(rows.size(), 1000u);
   std::map<std::string, Network> networks;
-  std::map<std::string, Tally> all, target;               // per column
+  std::map<std::string, Tally> all, target;                      // per column
   std::map<std::string, std::map<std::string, Tally>> by_group;  // group -> column
   std::map<std::string, int> excluded;
   std::map<std::string, std::pair<double, std::string>> worst;
@@ -157,7 +157,8 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
     const Layer* layer = nullptr;
     // The CSV row number identifies the layer (names repeat in some files).
     const int index = static_cast<int>(num(r, "csv_row")) - 1;
-    if (index >= 0 && index < static_cast<int>(net.layers.size())) layer = &net.layers[static_cast<std::size_t>(index)];
+    if (index >= 0 && index < static_cast<int>(net.layers.size()))
+      layer = &net.layers[static_cast<std::size_t>(index)];
     ASSERT_NE(layer, nullptr) << r.at("case_id") << " " << name;
     const Hardware hw = hardware_of(r, dir);
     // MAESTRO decides whether tensors carry N from the first layer of each type.
@@ -189,7 +190,8 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
       const double e = rel_error(res.*c.field, theirs);
       for (Tally* t : {&all[c.name], &by_group[r.at("group")][c.name]}) {
         ++t->checked;
-        t->exact += res.*c.field == theirs || (std::string(c.name) == "energy_total_macunits" && e < 5e-6);
+        t->exact +=
+            res.*c.field == theirs || (std::string(c.name) == "energy_total_macunits" && e < 5e-6);
         t->within1 += e <= 0.01;
         t->within10 += e <= 0.10;
       }
@@ -209,16 +211,19 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
   for (const auto& c : kColumns) {
     const Tally& t = all[c.name];
     std::cout << "| " << c.name << " | " << t.checked << " | " << t.exact << " | " << t.within1
-              << " | " << t.within10 << " | " << std::setprecision(3) << worst[c.name].first
-              << " " << worst[c.name].second << " |\n";
+              << " | " << t.within10 << " | " << std::setprecision(3) << worst[c.name].first << " "
+              << worst[c.name].second << " |\n";
   }
   std::cout << "per group (within 1%):\n";
   for (const auto& [g, cols] : by_group) {
     std::cout << "  " << g << ":";
-    for (const auto& c : kColumns) std::cout << " " << c.name << "=" << cols.at(c.name).within1 << "/" << cols.at(c.name).checked;
+    for (const auto& c : kColumns)
+      std::cout << " " << c.name << "=" << cols.at(c.name).within1 << "/"
+                << cols.at(c.name).checked;
     std::cout << "\n";
   }
-  for (const auto& [why, n] : excluded) std::cout << "excluded by rule " << why << ": " << n << "\n";
+  for (const auto& [why, n] : excluded)
+    std::cout << "excluded by rule " << why << ": " << n << "\n";
   for (const auto& c : kColumns) {
     if (!c.target) continue;
     const Tally& t = target[c.name];

@@ -102,8 +102,8 @@ std::string format_network(const Network& network);
 /// MAESTRO's outputs (refdata README, "Output CSV"). Counts are elements.
 struct Result {
   std::string layer_name;
-  double num_macs = 0;       ///< MACs the analysis counted
-  double true_macs = 0;      ///< MACs of the layer from its shape
+  double num_macs = 0;   ///< MACs the analysis counted
+  double true_macs = 0;  ///< MACs of the layer from its shape
   double runtime_cycles = 0;
   double energy_total_macunits = 0;  ///< L1 1.68, L2 18.61 per access, MAC 1
   double l1_size_req = 0;            ///< per PE, double-buffered

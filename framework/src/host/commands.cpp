@@ -136,8 +136,8 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("help,h", "show this help")("workload", po::value(&workload),
                                                  "workload (network or operator) YAML")(
       "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
-      "arch", po::value(&arch_path), "architecture YAML")(
-      "mapping", po::value(&mapping_path), "mapping YAML")(
+      "arch", po::value(&arch_path), "architecture YAML")("mapping", po::value(&mapping_path),
+                                                          "mapping YAML")(
       "maestro", po::value(&maestro), "MAESTRO mapping file (instead of --workload/--mapping)")(
       "hw", po::value(&hw), "MAESTRO hardware file (with --maestro)")(
       "costmodel", po::value(&costmodel)->default_value("roofline"), "cost model plugin")(

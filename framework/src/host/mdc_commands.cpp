@@ -60,7 +60,8 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
                      const std::string& costmodel, const std::string& format, std::ostream& out) {
   if (format != "table" && format != "csv" && format != "json")
     throw InputError("--format expects table, csv or json, got '" + format + "'");
-  for (const auto& [path, what] : {std::pair{mapping_path, "mapping"}, std::pair{hw_path, "hardware"}})
+  for (const auto& [path, what] :
+       {std::pair{mapping_path, "mapping"}, std::pair{hw_path, "hardware"}})
     if (!boost::filesystem::exists(path))
       throw InputError(SourceLocation{path, 0, 0}, "", std::string(what) + " file does not exist");
   const mdc::Network net = mdc::load_mapping(mapping_path);
@@ -105,9 +106,9 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
     out << "| layer | MACs | runtime (cycles) | energy (MAC units) | L1 req | L2 req | NoC BW "
            "(peak) | off-chip BW | avg PEs |\n|---|---|---|---|---|---|---|---|---|\n";
     for (const auto& r : results)
-      out << "| " << r.layer_name << " | " << number(r.num_macs) << " | " << number(r.runtime_cycles)
-          << " | " << std::setprecision(6) << r.energy_total_macunits << " | "
-          << number(r.l1_size_req) << " | " << number(r.l2_size_req) << " | "
+      out << "| " << r.layer_name << " | " << number(r.num_macs) << " | "
+          << number(r.runtime_cycles) << " | " << std::setprecision(6) << r.energy_total_macunits
+          << " | " << number(r.l1_size_req) << " | " << number(r.l2_size_req) << " | "
           << number(r.noc_bw_req_peak) << " | " << number(r.offchip_bw_req) << " | "
           << std::setprecision(6) << r.avg_utilized_pes << " |\n";
     for (const auto& r : results)
