@@ -145,7 +145,7 @@ class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator
 };
 
 const mapex::ParamSpec kParams[] = {
-    {"check_capacity", mapex::ParamType::kBool, "false",
+    {"check_capacity", mapex::ParamType::kBool, "true",
      "Mark canonical mappings whose double-buffered tiles overflow L1 or L2 invalid (MAESTRO "
      "itself only warns)."},
 };
