@@ -150,15 +150,14 @@ struct ConformabilityIssue {
   std::string tensor;
   std::string detail;
 };
-/// Checks Marvel's four rules with the dimension dependence graph:
-/// 1. every subscript is an affine sum of loop dimensions with coefficients
-///    of 1 or a stride (no products of dimensions, no modulo);
-/// 2. each loop dimension appears in at most one subscript of a tensor
-///    (otherwise the tensor is a diagonal, e.g. a depthwise weight indexed
-///    twice);
-/// 3. a subscript couples at most two dimensions (a sliding window);
-/// 4. the output's subscripts are single dimensions (outputs are not
-///    windows).
+/// Checks Marvel's four rules (§3): 1. a perfect nest without conditionals
+/// (always true of the operator IR); 2. no dependences but reductions (an
+/// output not indexed by some dimension must reduce over it); 3. the
+/// dimension dependence graph (one node per distinct tensor subscript,
+/// edges from a subscript to the multi-variable subscripts sharing an
+/// iterator, and among single-variable subscripts of one iterator from the
+/// lowest constant to the rest) has a topological order; 4. its independent
+/// nodes are plain loop iterators (coefficient 1, no constant).
 /// Returns nothing when the operator is conformable.
 std::vector<ConformabilityIssue> check_conformability(const Operator& op);
 
