@@ -15,6 +15,7 @@
 
 #include "host/experiment.hpp"
 #include "host/json_output.hpp"
+#include "host/mdc_commands.hpp"
 #include "host/plugin_registry.hpp"
 #include "host/progress.hpp"
 #include "host/report.hpp"
@@ -44,6 +45,8 @@ const char* const kUsage =
     "  run EXPERIMENT.yaml [-o results.h5] [-j N] [--quiet]\n"
     "  evaluate --workload W --arch A --mapping M [--layer L] [--costmodel roofline]\n"
     "           [--param k=v ...] [--format table|csv|json]\n"
+    "  evaluate --maestro MAPPING.m --hw HW.m [--costmodel mdc] [--format table|csv|json]\n"
+    "  check    --workload W [--layer L]\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
@@ -130,13 +133,15 @@ void print_metrics_table(const Metrics& m, std::ostream& out) {
 
 int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex evaluate");
-  std::string workload, arch_path, mapping_path, layer, costmodel, format;
+  std::string workload, arch_path, mapping_path, layer, costmodel, format, maestro, hw;
   std::vector<std::string> params;
-  desc.add_options()("help,h", "show this help")("workload", po::value(&workload)->required(),
+  desc.add_options()("help,h", "show this help")("workload", po::value(&workload),
                                                  "workload (network or operator) YAML")(
       "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
-      "arch", po::value(&arch_path)->required(), "architecture YAML")(
-      "mapping", po::value(&mapping_path)->required(), "mapping YAML")(
+      "arch", po::value(&arch_path), "architecture YAML")("mapping", po::value(&mapping_path),
+                                                          "mapping YAML")(
+      "maestro", po::value(&maestro), "MAESTRO mapping file (instead of --workload/--mapping)")(
+      "hw", po::value(&hw), "MAESTRO hardware file (with --maestro)")(
       "costmodel", po::value(&costmodel)->default_value("roofline"), "cost model plugin")(
       "param", po::value(&params)->composing(), "cost model parameter key=value (repeatable)")(
       "format", po::value(&format)->default_value("table"), "table, csv or json");
@@ -145,6 +150,14 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
     out << desc;
     return kExitOk;
   }
+  if (!maestro.empty() || !hw.empty()) {
+    if (maestro.empty() || hw.empty()) throw UsageError("--maestro and --hw go together");
+    return evaluate_maestro(maestro, hw, vm["costmodel"].defaulted() ? "mdc" : costmodel, format,
+                            out);
+  }
+  if (workload.empty() || arch_path.empty() || mapping_path.empty())
+    throw UsageError("evaluate needs --workload, --arch and --mapping (or --maestro and --hw)\n" +
+                     std::string(kUsage));
   if (format != "table" && format != "csv" && format != "json")
     throw UsageError("--format expects table, csv or json, got '" + format + "'");
   require_file(workload, "workload");
@@ -602,6 +615,7 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "evaluate") return cmd_evaluate(args, out);
     if (command == "search") return cmd_search(args, out);
     if (command == "mapspace") return cmd_mapspace(args, out);
+    if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
     if (command == "report") return cmd_report(args, out);
     if (command == "version" || command == "--version") {

@@ -1,0 +1,874 @@
+// The MDC analysis (MAESTRO, IEEE Micro 2020, §IV). For each cluster level
+// the iteration space of its directives is split into *iteration cases*:
+// per directive the first step (Init), the repeated middle steps (Steady)
+// and the last, partial step (Edge). Every combination of per-directive
+// states is one case with an occurrence count; the analysis evaluates each
+// case once and weights it (§IV-B: "we only need to analyze a few
+// representative cases"). Within a case the reuse analysis (§IV-A) gives the
+// data each sub-unit newly receives (temporal reuse: only the `unique` part
+// of a tile that slid by its offset; spatial reuse: multicast to the
+// sub-units sharing a tile, partial sums reduced across them), from which
+// come the NoC traffic, its delay (bandwidth and latency), the compute
+// delay (recursively the sub-level's runtime, or the MACs of one PE), and
+// the buffer accesses. The rules and the edge handling reproduce MAESTRO's
+// published behaviour (refdata/maestro/README.md); where MAESTRO's numbers
+// are wrong, the deviation is listed in README.md next to this file.
+
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mapex/error.hpp>
+
+namespace mapex::mdc::engine {
+namespace {
+
+constexpr const char* kDimNames[kNumDims] = {"N", "G", "K",  "C",  "R", "S",
+                                             "Y", "X", "Y'", "X'", "M"};
+
+int dim_id(const std::string& name, LayerType type) {
+  for (int d = 0; d < kNumDims; ++d)
+    if (name == kDimNames[d]) return d;
+  (void)type;
+  return -1;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+// The sliding dimension (filter) of a reference dimension (input rows or
+// columns), and the output dimension it produces.
+int sliding_of(int d) { return d == kY ? kR : (d == kX ? kS : -1); }
+int output_of(int d) { return d == kY ? kYo : (d == kX ? kXo : d); }
+
+// ---- iteration states (§IV-B) ------------------------------------------------
+
+enum Pos : std::uint8_t { kInit, kSteady, kEdge };
+
+struct State {
+  Pos pos = kInit;
+  bool unrolled = false;
+  bool init_edge = false;  // the first step already reaches past the dimension
+  bool edge_pe = false;    // at a spatial edge, the last busy sub-unit has a partial tile
+  std::int64_t occ = 1;
+  bool is_edge() const { return pos == kEdge || init_edge; }
+};
+
+struct StateList {
+  State s[3];
+  int n = 0;
+};
+
+StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
+  StateList out;
+  const std::int64_t map = d.size, ofs = d.offset;
+  if (!d.spatial) {
+    const bool init_edge = dim < map;
+    out.s[out.n++] = State{kInit, dim <= map, init_edge, false, 1};
+    const std::int64_t steady = (dim - map) / ofs;
+    if (map < dim && steady > 0) out.s[out.n++] = State{kSteady, false, false, false, steady};
+    if (!init_edge && steady * ofs + map < dim)
+      out.s[out.n++] = State{kEdge, false, false, false, 1};
+    return out;
+  }
+  const std::int64_t n = L.num_sub;
+  const std::int64_t coverage = map + ofs * (n - 1);
+  const bool unroll = dim <= coverage;
+  const bool init_edge = dim < coverage;
+  out.s[out.n++] = State{kInit, unroll, init_edge, init_edge, 1};
+  // Steady steps move the whole array of sub-units by n * offset.
+  const std::int64_t steady = ((dim - map) / ofs + 1) / n - 1;
+  if (coverage < dim && steady > 0) out.s[out.n++] = State{kSteady, false, false, false, steady};
+  const bool has_edge = !unroll && ((steady + 1) * (ofs * n) + coverage > dim) &&
+                        (steady * (ofs * n) + coverage != dim);
+  const std::int64_t remaining = dim - (steady + 1) * ofs * n;
+  std::int64_t active = remaining < map ? 1 : (remaining - map) / ofs + 1;
+  bool edge_pe = false;
+  if ((active - 1) * ofs + map < remaining) edge_pe = true;
+  if (!init_edge && has_edge) out.s[out.n++] = State{kEdge, false, false, edge_pe, 1};
+  return out;
+}
+
+// ---- one iteration case of one level ------------------------------------------
+
+struct Case {
+  const Plan& P;
+  const Level& L;
+  const State* st[kMaxDirectives];
+
+  bool coupled(int t, int d) const {
+    for (int i = 0; i < P.num_coupled[t]; ++i)
+      if (P.coupled[t][i] == d) return true;
+    return false;
+  }
+  bool edge(int i) const { return st[i]->is_edge(); }
+
+  // Tile of one sub-unit for an input tensor (no reuse).
+  std::int64_t pe_mapped(int t, bool first, bool edge_pe) const {
+    std::int64_t v = 1;
+    for (int i = 0; i < L.num_dirs; ++i) {
+      const Dir& d = L.dirs[i];
+      if (!coupled(t, d.dim)) continue;
+      if (!d.spatial) {
+        v *= edge(i) ? L.mapped_edge[d.dim] : L.mapped[d.dim];
+      } else if (edge(i)) {
+        if (L.num_edge_sub == 1) {
+          if (first || edge_pe) v *= L.mapped_edge[d.dim];
+        } else {
+          v *= edge_pe ? L.mapped_edge[d.dim] : L.mapped[d.dim];
+        }
+      } else {
+        v *= L.mapped[d.dim];
+      }
+    }
+    return v;
+  }
+
+  // New data of an input tensor one sub-unit receives in this case (§IV-A):
+  // only the innermost directive that moved changes the tensor; along it,
+  // a temporal map brings the unique part of the slid tile; a sub-unit
+  // other than the first gets only what its neighbour does not share.
+  std::int64_t pe_ingress(int t, bool first, bool edge_pe) const {
+    int changing = -1;
+    for (int i = 0; i < L.num_dirs; ++i)
+      if (st[i]->pos != kInit) changing = i;
+    if (changing < 0) return pe_mapped(t, first, edge_pe);
+    bool inited = false;
+    for (int i = changing + 1; i < L.num_dirs; ++i)
+      if (st[i]->pos == kInit && coupled(t, L.dirs[i].dim) && !st[i]->unrolled) {
+        inited = true;
+        break;
+      }
+    std::int64_t v = 1;
+    bool changes = false;
+    for (int i = 0; i < L.num_dirs; ++i) {
+      const Dir& d = L.dirs[i];
+      if (!coupled(t, d.dim)) continue;
+      const int x = d.dim;
+      if (i == changing) changes = true;
+      const std::int64_t m = edge_pe ? L.mapped_edge[x] : L.mapped[x];
+      const std::int64_t u = edge_pe ? L.unique_edge[x] : L.unique[x];
+      if (!d.spatial) {
+        if (st[i]->pos == kInit)
+          v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
+        else
+          v *= (i == changing && !inited) ? std::max<std::int64_t>(L.unique[x], 1) : L.mapped[x];
+      } else if (st[i]->pos == kInit) {
+        v *= (first || i <= changing) ? m : u;
+      } else {
+        v *= (!first && !inited && i == changing) ? u : m;
+      }
+    }
+    return changes ? v : 0;
+  }
+
+  // Output (or partial-sum) volume of one sub-unit. With `psums`, the
+  // reduction dimensions' tiles multiply in (the MACs of the sub-unit).
+  std::int64_t pe_egress(bool psums, bool first, bool edge_pe, bool reuse_at_edge = true) const {
+    const int t = 2;
+    std::int64_t v = 1;
+    auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
+    if (psums) {
+      for (int i = 0; i < L.num_dirs; ++i) {
+        const Dir& d = L.dirs[i];
+        if (coupled(t, d.dim)) continue;
+        const int x = d.dim;
+        if (!d.spatial) {
+          v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
+          continue;
+        }
+        switch (st[i]->pos) {
+          case kInit:
+            if (edge(i) && edge_pe)
+              v *= L.mapped_edge[x];
+            else
+              v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
+            break;
+          case kSteady:
+            v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
+            break;
+          case kEdge:
+            if (L.num_edge_sub == 1) {
+              if (first || edge_pe) v *= L.mapped_edge[x];
+            } else {
+              v *= edge_pe ? L.unique_edge[x] : (first ? L.mapped[x] : unique_or_one(L.unique[x]));
+            }
+            break;
+        }
+      }
+    }
+    for (int k = 0; k < P.num_coupled[t]; ++k) {
+      const int x = P.coupled[t][k];
+      const int i = L.dir_of_dim[x];
+      if (i < 0) continue;
+      const int a = P.conv ? output_of(x) : x;
+      if (!L.dirs[i].spatial) {
+        switch (st[i]->pos) {
+          case kInit:
+            v *= edge(i) ? L.mapped_edge[a] : L.mapped[a];
+            break;
+          case kSteady:
+            v *= L.mapped[a];
+            break;
+          case kEdge:
+            v *= L.mapped_edge[a];
+            break;
+        }
+        continue;
+      }
+      switch (st[i]->pos) {
+        case kInit:
+          if (edge(i) && edge_pe) {
+            if (L.num_edge_sub == 1)
+              v *= L.mapped_edge[a];
+            else
+              v *= reuse_at_edge ? L.unique_edge[a] : L.mapped_edge[a];
+          } else {
+            v *= first ? L.mapped[a] : unique_or_one(L.unique[a]);
+          }
+          break;
+        case kSteady:
+          v *= first ? L.mapped[a] : unique_or_one(L.unique[a]);
+          break;
+        case kEdge:
+          if (L.num_edge_sub == 1) {
+            // MAESTRO takes the input-space edge tile here (not the output
+            // one); kept because its outputs depend on it.
+            if (first || edge_pe) v *= L.mapped_edge[x];
+          } else {
+            v *= edge_pe ? L.unique_edge[a] : (first ? L.mapped[a] : unique_or_one(L.unique[a]));
+          }
+          break;
+      }
+    }
+    return v;
+  }
+
+  // Spatial mapping of a tensor among its coupled dimensions: whether one
+  // of them is spatially mapped, at its edge, and whether the last busy
+  // sub-unit holds a partial tile.
+  struct Spatial {
+    bool mapped = false;
+    bool edge = false;
+    bool edge_pe = false;
+  };
+  Spatial spatial_of(int t, bool any_dim) const {
+    Spatial s;
+    auto take = [&](int i) {
+      s.mapped = true;
+      s.edge_pe = st[i]->edge_pe;
+      if (edge(i)) s.edge = true;
+    };
+    for (int k = 0; k < P.num_coupled[t]; ++k) {
+      const int i = L.dir_of_dim[P.coupled[t][k]];
+      if (i >= 0 && L.dirs[i].spatial) take(i);
+    }
+    if (any_dim)
+      for (int i = 0; i < L.num_dirs; ++i)
+        if (L.dirs[i].spatial) take(i);
+    return s;
+  }
+
+  // Total over the sub-units of a per-sub-unit volume `f(first, edge_pe)`:
+  // the first sub-unit, the others that receive only their unique part, and
+  // at a spatial edge only the busy ones (§IV-A, spatial reuse).
+  template <class F>
+  std::int64_t over_units(const Spatial& s, F f, std::int64_t others_factor_full) const {
+    if (!s.mapped) return f(true, false) + 0 * others_factor_full;
+    if (!s.edge) return f(true, false) + (L.num_sub - 1) * f(false, false);
+    std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? f(true, true) : f(true, false);
+    if (L.num_edge_sub > 1) {
+      const std::int64_t see = s.edge_pe ? 1 : 0;
+      const std::int64_t full = std::max<std::int64_t>(L.num_edge_sub - see - 1, 0);
+      v += full * f(false, false) + see * f(false, true);
+    }
+    return v;
+  }
+
+  std::int64_t ingress(int t) const {
+    return over_units(
+        spatial_of(t, false), [&](bool first, bool ep) { return pe_ingress(t, first, ep); }, 0);
+  }
+  std::int64_t egress() const {
+    return over_units(
+        spatial_of(2, false), [&](bool first, bool ep) { return pe_egress(false, first, ep); }, 0);
+  }
+  // Partial sums on the critical path: those of the first (fullest) unit.
+  std::int64_t critical_psums() const {
+    const Spatial s = spatial_of(2, false);
+    if (s.edge && L.num_edge_sub == 1 && s.edge_pe) return pe_egress(true, true, true);
+    return pe_egress(true, true, false);
+  }
+  // MACs over all sub-units in this case.
+  std::int64_t all_psums() const {
+    const Spatial s = spatial_of(2, true);
+    if (!s.edge) return L.num_sub * pe_egress(true, true, false);
+    std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? pe_egress(true, true, true)
+                                                        : pe_egress(true, true, false);
+    if (L.num_edge_sub > 1) {
+      const std::int64_t see = s.edge_pe ? 1 : 0;
+      const std::int64_t full = std::max<std::int64_t>(L.num_edge_sub - see - 1, 0);
+      v += full * pe_egress(true, true, false) + see * pe_egress(true, false, true, false);
+    }
+    return v;
+  }
+  bool all_init() const {
+    for (int i = 0; i < L.num_dirs; ++i)
+      if (st[i]->pos != kInit) return false;
+    return true;
+  }
+};
+
+// ---- recursion over cluster levels, with a cache of sub-level results ------
+
+struct SubResult {
+  std::int64_t runtime = 0;
+  long double avg_active = 0;
+};
+
+struct CacheEntry {
+  int level = -1;
+  std::int64_t dims[kNumDims];
+  SubResult r;
+};
+
+constexpr int kCacheSize = 64;
+
+struct Top {
+  std::int64_t l2_rd[3] = {0, 0, 0}, l2_wr[3] = {0, 0, 0};
+  std::int64_t l1_rd[3] = {0, 0, 0}, l1_wr[3] = {0, 0, 0};
+  std::int64_t l2_size[3] = {0, 0, 0};
+  std::int64_t macs = 0;
+  std::int64_t peak_bw = 0;
+  long double avg_bw = 0;
+  std::int64_t offchip = 0;
+  long double ingress_avg = 0, egress_avg = 0, compute_avg = 0;
+  std::int64_t skipped = 0;
+};
+
+struct Analyser {
+  const Plan& P;
+  CacheEntry cache[kCacheSize];
+  int cache_used = 0;
+
+  std::int64_t noc_delay(std::int64_t words) const {
+    const std::int64_t sends = ceil_div(words, P.hw.noc_bw);
+    return P.hw.noc_latency + sends - 1;
+  }
+
+  SubResult sub_level(int li, const std::int64_t* dims) {
+    for (int c = 0; c < cache_used; ++c)
+      if (cache[c].level == li &&
+          std::memcmp(cache[c].dims, dims, sizeof(std::int64_t) * kNumDims) == 0)
+        return cache[c].r;
+    const SubResult r = level(li, dims, nullptr);
+    if (cache_used < kCacheSize) {
+      cache[cache_used].level = li;
+      std::memcpy(cache[cache_used].dims, dims, sizeof(std::int64_t) * kNumDims);
+      cache[cache_used].r = r;
+      ++cache_used;
+    }
+    return r;
+  }
+
+  // Dimensions a sub-unit sees in this case: each directive's tile, the
+  // edge tile where this case is at an edge (MAESTRO §IV-B).
+  void sub_dims(const Case& c, bool edge_pe, std::int64_t* out) const {
+    const Level& L = c.L;
+    for (int d = 0; d < kNumDims; ++d) out[d] = 0;
+    for (int i = 0; i < L.num_dirs; ++i) {
+      const Dir& d = L.dirs[i];
+      const State& s = *c.st[i];
+      std::int64_t v = L.mapped[d.dim];
+      if (!d.spatial) {
+        if (s.is_edge()) v = L.mapped_edge[d.dim];
+      } else if ((s.pos == kInit && s.is_edge()) || s.pos == kEdge) {
+        if (L.num_edge_sub == 1 || edge_pe) v = L.mapped_edge[d.dim];
+      }
+      out[d.dim] = v;
+    }
+    if (P.conv) {
+      if (out[kY] > 0) out[kYo] = out[kY] - out[kR] + 1;
+      if (out[kX] > 0) out[kXo] = out[kX] - out[kS] + 1;
+    }
+  }
+
+  SubResult level(int li, const std::int64_t* dims, Top* top) {
+    const Level& L = P.levels[li];
+    const bool innermost = li == P.num_levels - 1;
+    StateList lists[kMaxDirectives];
+    std::int64_t total_cases = 1;
+    for (int i = 0; i < L.num_dirs; ++i) {
+      lists[i] = directive_states(L, L.dirs[i], dims[L.dirs[i].dim]);
+      total_cases *= lists[i].n;
+    }
+    int first_spatial = -1;
+    for (int i = 0; i < L.num_dirs && first_spatial < 0; ++i)
+      if (L.dirs[i].spatial) first_spatial = i;
+
+    Case c{P, L, {}};
+    std::int64_t runtime = 0, occurrences = 0;
+    long double active_sum = 0;
+    int digit[kMaxDirectives];
+    int case_id = 0;
+    for (std::int64_t n = 0; n < total_cases; ++n) {
+      // MAESTRO's enumeration order: case 0 is all-Init; after it, the
+      // mixed-radix digits of n-1 shifted by one (last directive fastest).
+      if (n == 0) {
+        for (int i = 0; i < L.num_dirs; ++i) digit[i] = 0;
+      } else {
+        std::int64_t t = n - 1;
+        for (int i = L.num_dirs - 1; i >= 0; --i) {
+          digit[i] = static_cast<int>((t % lists[i].n + 1) % lists[i].n);
+          t /= lists[i].n;
+        }
+      }
+      std::int64_t occ = 1;
+      for (int i = 0; i < L.num_dirs; ++i) {
+        c.st[i] = &lists[i].s[digit[i]];
+        occ *= c.st[i]->occ;
+      }
+
+      const std::int64_t psums_all = c.all_psums();
+      const std::int64_t egress = c.egress();
+      const std::int64_t psums_critical = c.critical_psums();
+      if (top && case_id == 0) {
+        for (int t = 0; t < 2; ++t) {
+          std::int64_t size = 1;
+          for (int k = 0; k < P.num_coupled[t]; ++k) size *= dims[P.coupled[t][k]];
+          top->l2_size[t] += 2 * c.ingress(t);
+          top->l2_wr[t] = size;
+        }
+        std::int64_t out_size = 1;
+        for (int k = 0; k < P.num_coupled[2]; ++k) {
+          const int x = P.coupled[2][k];
+          out_size *= (P.conv && sliding_of(x) >= 0) ? dims[x] - dims[sliding_of(x)] + 1 : dims[x];
+        }
+        top->l2_size[2] = 2 * egress;
+        top->l2_rd[2] = out_size;
+      }
+      if (top) {
+        top->l2_wr[2] += occ * egress;
+        top->l1_wr[2] += occ * psums_all;
+        top->l1_rd[2] += occ * psums_all;
+      }
+      if (psums_critical <= 0) {
+        // No work in this case: a tile larger than its dimension.
+        if (top) ++top->skipped;
+        continue;
+      }
+      std::int64_t ingress = 0;
+      for (int t = 0; t < 2; ++t) {
+        const std::int64_t in = c.ingress(t);
+        ingress += in;
+        if (top) {
+          top->l2_rd[t] += occ * in;
+          top->l1_wr[t] = top->l2_rd[t];  // every word read from L2 lands in an L1
+          top->l1_rd[t] += occ * psums_all;
+        }
+      }
+
+      const State& sp = *c.st[first_spatial];
+      const std::int64_t active = sp.is_edge() ? L.num_edge_sub : L.num_sub;
+      std::int64_t compute = 0;
+      long double sub_active = 0;
+      if (!innermost) {
+        std::int64_t sd[kNumDims];
+        if (sp.is_edge()) {
+          if (sp.edge_pe) {
+            sub_dims(c, true, sd);
+            const SubResult a = sub_level(li + 1, sd);
+            compute = std::max(compute, a.runtime);
+            sub_active += a.avg_active;
+            if (L.num_edge_sub - 1 > 0) {
+              sub_dims(c, false, sd);
+              const SubResult b = sub_level(li + 1, sd);
+              compute = std::max(compute, b.runtime);
+              sub_active += b.avg_active * static_cast<long double>(L.num_edge_sub - 1);
+            }
+          } else {
+            sub_dims(c, false, sd);
+            const SubResult a = sub_level(li + 1, sd);
+            compute = a.runtime;
+            sub_active += a.avg_active * static_cast<long double>(L.num_edge_sub);
+          }
+        } else {
+          sub_dims(c, false, sd);
+          const SubResult a = sub_level(li + 1, sd);
+          compute = a.runtime;
+          sub_active += a.avg_active * static_cast<long double>(L.num_sub);
+        }
+      } else {
+        compute = ceil_div(psums_critical, P.hw.simd_lanes);
+      }
+
+      const std::int64_t in_delay = noc_delay(ingress);
+      const std::int64_t out_delay = noc_delay(egress);
+      // Double buffering hides communication behind computation except in
+      // the first step, which must fill the buffers (§IV-B).
+      std::int64_t outstanding =
+          c.all_init() ? compute + in_delay : std::max(out_delay, std::max(compute, in_delay));
+      const std::int64_t compute_nz = std::max<std::int64_t>(compute, 1);
+      if (top) {
+        // Off-chip traffic refills the (double-buffered) L2 tiles.
+        const std::int64_t in_off = (top->l2_size[0] + top->l2_size[1]) / P.hw.offchip_bw / 2;
+        const std::int64_t out_off = top->l2_size[2] / P.hw.offchip_bw / 2;
+        outstanding = std::max(in_off, std::max(outstanding, out_off));
+        std::int64_t req = std::max(top->offchip, top->l2_size[2] / compute_nz);
+        req = std::max(req, (top->l2_size[0] + top->l2_size[1]) / compute_nz);
+        top->offchip = req / 2;
+      }
+      runtime += occ * outstanding;
+      if (top) top->macs += occ * psums_all;
+      const long double units = sub_active == 0 ? static_cast<long double>(active) : sub_active;
+      active_sum += units * static_cast<long double>(occ);
+      if (top) {
+        const std::int64_t traffic = std::max(ingress, egress);
+        top->peak_bw = std::max(top->peak_bw, traffic / compute_nz);
+        top->avg_bw += static_cast<long double>(occ * traffic / compute_nz);
+        top->ingress_avg += static_cast<long double>(occ * in_delay);
+        top->egress_avg += static_cast<long double>(occ * out_delay);
+        top->compute_avg += static_cast<long double>(occ * compute_nz);
+      }
+      occurrences += occ;
+      ++case_id;
+    }
+    SubResult r;
+    r.runtime = runtime;
+    r.avg_active = occurrences > 0 ? active_sum / static_cast<long double>(occurrences) : 0;
+    if (top && occurrences > 0) {
+      const long double n = static_cast<long double>(occurrences);
+      top->avg_bw /= n;
+      top->ingress_avg /= n;
+      top->egress_avg /= n;
+      top->compute_avg /= n;
+    }
+    return r;
+  }
+};
+
+void compute_mapping_sizes(Level& L, bool conv) {
+  for (int d = 0; d < kNumDims; ++d)
+    L.mapped[d] = L.unique[d] = L.mapped_edge[d] = L.unique_edge[d] = 0;
+  for (int i = 0; i < L.num_dirs; ++i) {
+    const Dir& d = L.dirs[i];
+    const std::int64_t dim = L.dims[d.dim], map = d.size, ofs = d.offset;
+    const std::int64_t steady = std::max<std::int64_t>((dim - map) / ofs, 0);
+    const bool has_edge = (steady * ofs + map < dim) || (map > dim);
+    L.mapped[d.dim] = map;
+    L.unique[d.dim] = std::min(map, ofs);
+    if (!d.spatial && dim <= map) L.unique[d.dim] = 0;  // fully unrolled: nothing new
+    std::int64_t edge_map = dim - (steady + 1) * ofs;
+    if (edge_map < 0) edge_map = dim;
+    L.mapped_edge[d.dim] = has_edge ? edge_map : map;
+    L.unique_edge[d.dim] = std::max<std::int64_t>(ofs - (map - edge_map), 0);
+  }
+  if (!conv) return;
+  // Output rows/columns of a sliding window: input tile - filter tile + 1.
+  for (int i = 0; i < L.num_dirs; ++i) {
+    const Dir& d = L.dirs[i];
+    const int s = sliding_of(d.dim);
+    if (s < 0) continue;
+    const int o = output_of(d.dim);
+    L.mapped[o] = L.mapped[d.dim] - L.mapped[s] + 1;
+    L.unique[o] = std::min(d.offset, d.size);
+    L.mapped_edge[o] = L.mapped_edge[d.dim] - L.mapped_edge[s] + 1;
+    L.unique_edge[o] = std::min(d.offset, L.mapped_edge[o]);
+  }
+}
+
+}  // namespace
+
+Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
+  Plan p;
+  p.type = layer.type;
+  p.conv = layer.type != LayerType::kGemm;
+  p.hw = hw;
+  p.true_macs = layer.true_macs();
+  auto fail = [&](int line, const std::string& problem) {
+    throw InputError(SourceLocation{"", line, 0}, "Dataflow",
+                     "layer '" + layer.name + "': " + problem);
+  };
+  if (hw.num_pes <= 0 || hw.noc_bw <= 0 || hw.offchip_bw <= 0 || hw.simd_lanes <= 0)
+    throw InputError("hardware: PEs, bandwidths and SIMD lanes must be positive");
+
+  for (int d = 0; d < kNumDims; ++d) p.full_dims[d] = 0;
+  for (const auto& [name, v] : layer.dims) {
+    const int d = dim_id(name, layer.type);
+    if (d < 0) fail(layer.line, "unknown dimension '" + name + "'");
+    p.full_dims[d] = v;
+  }
+  std::int64_t stride[kNumDims];
+  for (int d = 0; d < kNumDims; ++d) stride[d] = 1;
+  if (p.conv) {
+    std::int64_t* f = p.full_dims;
+    // MAESTRO's dimension table: the output size is input - filter + 1; the
+    // stride enters through the directives (see ApplyStride below).
+    if (f[kY] > 0 && f[kYo] == 0) f[kYo] = f[kY] - f[kR] + 1;
+    if (f[kYo] > 0 && f[kY] == 0) f[kY] = f[kYo] + f[kR] - 1;
+    if (f[kX] > 0 && f[kXo] == 0) f[kXo] = f[kX] - f[kS] + 1;
+    if (f[kXo] > 0 && f[kX] == 0) f[kX] = f[kXo] + f[kS] - 1;
+    stride[kY] = layer.stride_y;
+    stride[kX] = layer.stride_x;
+  }
+
+  // Tensors and their coupled dimensions (MAESTRO §III, Table 1).
+  auto set = [&](int t, std::initializer_list<int> dims) {
+    p.num_coupled[t] = 0;
+    for (int d : dims) p.coupled[t][p.num_coupled[t]++] = d;
+  };
+  switch (layer.type) {
+    case LayerType::kGemm:
+      set(0, {kM, kK});
+      set(1, {kK, kN});
+      set(2, {kM, kN});
+      break;
+    case LayerType::kDsconv:
+      if (batch) {
+        set(0, {kN, kC, kY, kX});
+        set(2, {kN, kC, kY, kX});
+      } else {
+        set(0, {kC, kY, kX});
+        set(2, {kC, kY, kX});
+      }
+      set(1, {kC, kR, kS});
+      break;
+    case LayerType::kNgconv:
+      if (batch) {
+        set(0, {kN, kG, kC, kY, kX});
+        set(2, {kN, kG, kK, kC, kY, kX});
+      } else {
+        set(0, {kG, kC, kY, kX});
+        set(2, {kG, kK, kC, kY, kX});
+      }
+      set(1, {kG, kK, kC, kR, kS});
+      break;
+    default:
+      if (batch) {
+        set(0, {kN, kC, kY, kX});
+        set(2, {kN, kK, kY, kX});
+      } else {
+        set(0, {kC, kY, kX});
+        set(2, {kK, kY, kX});
+      }
+      set(1, {kK, kC, kR, kS});
+      break;
+  }
+  // Dimensions of the input tensors, in name order (MAESTRO fills missing
+  // directives in this order).
+  int input_vars[kNumDims];
+  int num_input_vars = 0;
+  {
+    bool used[kNumDims] = {};
+    for (int t = 0; t < 2; ++t)
+      for (int k = 0; k < p.num_coupled[t]; ++k) used[p.coupled[t][k]] = true;
+    const int by_name[] = {kC, kG, kK, kM, kN, kR, kS, kX, kY};
+    for (int d : by_name)
+      if (used[d]) input_vars[num_input_vars++] = d;
+  }
+
+  // Split the dataflow into cluster levels (outermost first).
+  std::int64_t uppermost = 1;
+  int groups = 1;
+  for (const auto& d : layer.dataflow)
+    if (d.kind == DirectiveKind::kCluster) {
+      uppermost *= d.size;
+      ++groups;
+    }
+  if (groups > kMaxLevels)
+    fail(layer.line, "more than " + std::to_string(kMaxLevels) + " cluster levels");
+  if (uppermost > hw.num_pes)
+    fail(layer.line, "clusters of " + std::to_string(uppermost) + " PEs exceed the " +
+                         std::to_string(hw.num_pes) + " PEs");
+  p.num_levels = groups;
+
+  std::int64_t level_dims[kNumDims];
+  std::memcpy(level_dims, p.full_dims, sizeof level_dims);
+  std::size_t next = 0;
+  std::int64_t num_sub = hw.num_pes / uppermost;
+  for (int g = 0; g < groups; ++g) {
+    Level& L = p.levels[g];
+    L.num_dirs = 0;
+    int line = layer.line;
+    std::int64_t cluster_size = 1;
+    auto push = [&](const Dir& d, int at_line) {
+      if (L.num_dirs >= kMaxDirectives) fail(at_line, "too many directives in one cluster level");
+      L.dirs[L.num_dirs++] = d;
+    };
+    for (; next < layer.dataflow.size(); ++next) {
+      const Directive& d = layer.dataflow[next];
+      line = d.line;
+      if (d.kind == DirectiveKind::kCluster) {
+        cluster_size = d.size;
+        ++next;
+        break;
+      }
+      const int id = dim_id(d.dim, layer.type);
+      if (id < 0) fail(d.line, "directive on unknown dimension '" + d.dim + "'");
+      for (int i = 0; i < L.num_dirs; ++i)
+        if (L.dirs[i].dim == id)
+          fail(d.line, "two directives on " + d.dim + " in one cluster level");
+      push(Dir{d.kind == DirectiveKind::kSpatialMap, id, d.size, d.offset}, d.line);
+    }
+    // Output-row/column directives become input ones (tile + filter - 1).
+    auto find = [&](int dim) {
+      for (int i = 0; i < L.num_dirs; ++i)
+        if (L.dirs[i].dim == dim) return i;
+      return -1;
+    };
+    for (auto [o, in, s] : {std::tuple{kYo, kY, kR}, std::tuple{kXo, kX, kS}}) {
+      const int i = find(o);
+      if (i < 0) continue;
+      if (find(in) >= 0)
+        fail(line, std::string("directives on both ") + kDimNames[in] + " and " + kDimNames[o]);
+      const int is = find(s);
+      const std::int64_t filter = is >= 0 ? L.dirs[is].size : level_dims[s];
+      L.dirs[i].dim = in;
+      L.dirs[i].size = L.dirs[i].size + filter - 1;
+    }
+    // Filling in (README "Filling in"): a dimension missing here inherits
+    // the level above as a TemporalMap (each inserted at the front); one
+    // missing everywhere is mapped whole (appended).
+    if (g > 0) {
+      const Level& up = p.levels[g - 1];
+      for (int i = 0; i < up.num_dirs; ++i) {
+        if (find(up.dirs[i].dim) >= 0) continue;
+        if (L.num_dirs >= kMaxDirectives) fail(line, "too many directives in one cluster level");
+        for (int k = L.num_dirs; k > 0; --k) L.dirs[k] = L.dirs[k - 1];
+        L.dirs[0] = Dir{false, up.dirs[i].dim, up.dirs[i].size, up.dirs[i].offset};
+        ++L.num_dirs;
+      }
+    }
+    for (int k = 0; k < num_input_vars; ++k) {
+      const int v = input_vars[k];
+      if (find(v) < 0 && level_dims[v] > 0) push(Dir{false, v, level_dims[v], level_dims[v]}, line);
+    }
+    // Stride (MAESTRO's outer stride): an input-row map covering at least a
+    // filter becomes o output rows: size o*min(s,R) + max(R-s,0), offset o*s.
+    for (int i = 0; i < L.num_dirs && p.conv; ++i) {
+      Dir& d = L.dirs[i];
+      const int s_dim = sliding_of(d.dim);
+      if (s_dim < 0 || stride[d.dim] == 1) continue;
+      const std::int64_t s = stride[d.dim], r = p.full_dims[s_dim];
+      if (d.size < r) continue;
+      const std::int64_t o = (d.size + s - r) / s;
+      d.size = o * std::min(s, r) + std::max<std::int64_t>(r - s, 0);
+      d.offset = (g > 0 && r < s) ? o * r : o * s;
+      if (d.size <= 0 || d.offset <= 0) fail(line, "a stride larger than a tile leaves no output");
+    }
+    // Below the top level only the tensors' dimensions exist: a depthwise
+    // layer's K (no tensor uses it) cannot be mapped there (MAESTRO stops
+    // with "Dimension K not found").
+    for (int i = 0; i < L.num_dirs; ++i)
+      if (level_dims[L.dirs[i].dim] <= 0)
+        fail(line, std::string("dimension ") + kDimNames[L.dirs[i].dim] +
+                       " does not exist in cluster level " + std::to_string(g) +
+                       " (no tensor of a " + to_string(layer.type) + " layer uses it)");
+    for (int d = 0; d < kNumDims; ++d) L.dir_of_dim[d] = -1;
+    int spatial = -1, num_spatial = 0;
+    for (int i = 0; i < L.num_dirs; ++i) {
+      L.dir_of_dim[L.dirs[i].dim] = i;
+      if (L.dirs[i].spatial) {
+        if (spatial < 0) spatial = i;
+        ++num_spatial;
+      }
+    }
+    if (spatial < 0) fail(line, "cluster level " + std::to_string(g) + " has no SpatialMap");
+    if (num_spatial > 2)
+      fail(line, "cluster level " + std::to_string(g) + " has a third SpatialMap");
+    std::memcpy(L.dims, level_dims, sizeof level_dims);
+    L.num_sub = num_sub;
+    // Sub-units busy in the last spatial step (MAESTRO's spatial edge).
+    {
+      const Dir& d = L.dirs[spatial];
+      const std::int64_t dim = L.dims[d.dim], map = d.size, ofs = d.offset;
+      const std::int64_t full = ofs * (num_sub - 1) + map;
+      std::int64_t edge = 1;
+      if (dim > full) {
+        const std::int64_t steady = ((dim - map) / ofs + 1) / num_sub - 1;
+        const std::int64_t remaining = dim - (steady + 1) * ofs * num_sub;
+        edge = remaining < map ? 1 : (remaining - map) / ofs + 1;
+      } else if (dim > map) {
+        edge = (dim - map) / ofs + 1;
+        if (ofs * (edge - 1) + map < dim) ++edge;
+      }
+      if (dim <= map) edge = 1;
+      L.num_edge_sub = edge;
+    }
+    compute_mapping_sizes(L, p.conv);
+    // The level below works on this level's tiles.
+    std::int64_t lower[kNumDims];
+    for (int d = 0; d < kNumDims; ++d) lower[d] = 0;
+    for (int k = 0; k < num_input_vars; ++k) {
+      const int v = input_vars[k];
+      const int i = find(v);
+      if (i >= 0) lower[v] = std::min(L.dirs[i].size, level_dims[v]);
+    }
+    std::memcpy(level_dims, lower, sizeof lower);
+    num_sub = cluster_size;
+  }
+  return p;
+}
+
+Result analyse(const Plan& p) {
+  Analyser a{p, {}, 0};
+  Top top;
+  const SubResult r = a.level(0, p.full_dims, &top);
+  if (top.macs <= 0 || r.runtime <= 0)
+    throw InputError(
+        "the directives leave no work in some iteration (a tile larger than its dimension, "
+        "or a spatial map past the dimension's end); MAESTRO prints NaN here");
+  Result out;
+  out.num_macs = static_cast<double>(top.macs);
+  out.true_macs = static_cast<double>(p.true_macs);
+  out.runtime_cycles = static_cast<double>(r.runtime);
+  // L1 requirement: the innermost level's tiles, double-buffered; the output
+  // tile is taken over input rows/columns as MAESTRO does.
+  const Level& inner = p.levels[p.num_levels - 1];
+  double l1[3];
+  for (int t = 0; t < 3; ++t) {
+    std::int64_t v = 1;
+    for (int k = 0; k < p.num_coupled[t]; ++k) {
+      const int d = p.coupled[t][k];
+      if (inner.dir_of_dim[d] >= 0) v *= inner.mapped[d];
+    }
+    l1[t] = 2.0 * static_cast<double>(v);
+  }
+  out.input_l1_size_req = l1[0];
+  out.filter_l1_size_req = l1[1];
+  out.output_l1_size_req = l1[2];
+  out.l1_size_req = l1[0] + l1[1] + l1[2];
+  out.input_l2_size_req = static_cast<double>(top.l2_size[0]);
+  out.filter_l2_size_req = static_cast<double>(top.l2_size[1]);
+  out.output_l2_size_req = static_cast<double>(top.l2_size[2]);
+  out.l2_size_req = out.input_l2_size_req + out.filter_l2_size_req + out.output_l2_size_req;
+  auto d = [](std::int64_t v) { return static_cast<double>(v); };
+  out.input_l2_rd = d(top.l2_rd[0]);
+  out.input_l2_wr = d(top.l2_wr[0]);
+  out.filter_l2_rd = d(top.l2_rd[1]);
+  out.filter_l2_wr = d(top.l2_wr[1]);
+  out.output_l2_rd = d(top.l2_rd[2]);
+  out.output_l2_wr = d(top.l2_wr[2]);
+  out.input_l1_rd = d(top.l1_rd[0]);
+  out.input_l1_wr = d(top.l1_wr[0]);
+  out.filter_l1_rd = d(top.l1_rd[1]);
+  out.filter_l1_wr = d(top.l1_wr[1]);
+  out.output_l1_rd = d(top.l1_rd[2]);
+  out.output_l1_wr = d(top.l1_wr[2]);
+  double l2 = 0, l1_total = 0;
+  for (int t = 0; t < 3; ++t) {
+    l2 += d(top.l2_rd[t]) + d(top.l2_wr[t]);
+    l1_total += d(top.l1_rd[t]) + d(top.l1_wr[t]);
+  }
+  out.energy_total_macunits = 18.61 * l2 + 1.68 * l1_total + out.num_macs;
+  out.noc_bw_req_peak = d(top.peak_bw);
+  out.noc_bw_req_avg = static_cast<double>(top.avg_bw);
+  out.offchip_bw_req = d(top.offchip);
+  out.avg_utilized_pes = static_cast<double>(r.avg_active);
+  out.ingress_delay_avg = static_cast<double>(top.ingress_avg);
+  out.egress_delay_avg = static_cast<double>(top.egress_avg);
+  out.compute_delay_avg = static_cast<double>(top.compute_avg);
+  return out;
+}
+
+}  // namespace mapex::mdc::engine

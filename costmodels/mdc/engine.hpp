@@ -1,0 +1,61 @@
+#pragma once
+// The MDC analysis engine (MAESTRO, IEEE Micro 2020, §IV "Quantitative
+// dataflow analysis"). A layer and its directives are compiled once into a
+// Plan (fixed-size arrays, no strings); `analyse` then runs without touching
+// the heap, so one evaluation costs microseconds.
+
+#include <cstdint>
+#include <mapex/mdc.hpp>
+
+namespace mapex::mdc::engine {
+
+/// Dimension ids. GEMM reuses N and K for its N and K.
+enum DimId : int { kN, kG, kK, kC, kR, kS, kY, kX, kYo, kXo, kM, kNumDims };
+constexpr int kMaxDirectives = 16;
+constexpr int kMaxLevels = 6;
+constexpr int kNumTensors = 3;  // input, filter, output
+
+struct Dir {
+  bool spatial = false;
+  int dim = 0;
+  std::int64_t size = 1;
+  std::int64_t offset = 1;
+};
+
+/// One cluster level after MAESTRO's filling-in rules (refdata README,
+/// "Filling in"), with the per-dimension tile sizes of §IV's reuse analysis.
+struct Level {
+  Dir dirs[kMaxDirectives];
+  int num_dirs = 0;
+  int dir_of_dim[kNumDims];       // index into dirs, -1 when absent
+  std::int64_t dims[kNumDims];    // the level's dimension sizes
+  std::int64_t num_sub = 1;       // sub-units (PEs or sub-clusters)
+  std::int64_t num_edge_sub = 1;  // sub-units busy in a spatial edge step
+  // Tile sizes per dimension: mapped, unique (new per step), and the same
+  // at the dimension's edge (MAESTRO §IV-A, temporal/spatial reuse).
+  std::int64_t mapped[kNumDims], unique[kNumDims], mapped_edge[kNumDims], unique_edge[kNumDims];
+};
+
+struct Plan {
+  LayerType type = LayerType::kConv;
+  bool conv = true;  // Y/R and X/S form sliding windows
+  // Coupled dimensions of each tensor in MAESTRO's order.
+  int coupled[kNumTensors][6];
+  int num_coupled[kNumTensors];
+  Level levels[kMaxLevels];
+  int num_levels = 0;
+  std::int64_t full_dims[kNumDims];  // level-0 dims incl. Y', X'
+  Hardware hw;
+  std::int64_t true_macs = 0;
+};
+
+/// Builds the plan. `batch` says whether the tensors carry N (MAESTRO decides
+/// this per layer type from the first layer of that type in a network).
+/// Throws InputError on directives the analysis cannot represent.
+Plan compile(const Layer& layer, const Hardware& hw, bool batch);
+
+/// Runs the analysis. Throws InputError when an iteration case has no work
+/// (a tile larger than its dimension), where MAESTRO prints NaN.
+Result analyse(const Plan& plan);
+
+}  // namespace mapex::mdc::engine

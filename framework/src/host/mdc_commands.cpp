@@ -1,0 +1,165 @@
+#include "host/mdc_commands.hpp"
+
+#include <boost/filesystem.hpp>
+#include <boost/program_options.hpp>
+#include <iomanip>
+#include <mapex/error.hpp>
+#include <mapex/mdc.hpp>
+#include <mapex/network.hpp>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "host/plugin_registry.hpp"
+
+namespace mapex::host {
+namespace {
+
+// The columns of `evaluate --maestro`, named as in refdata/maestro/index.csv.
+struct Column {
+  const char* name;
+  double mdc::Result::*field;
+};
+
+const Column kColumns[] = {
+    {"num_macs", &mdc::Result::num_macs},
+    {"runtime_cycles", &mdc::Result::runtime_cycles},
+    {"energy_total_macunits", &mdc::Result::energy_total_macunits},
+    {"l1_size_req", &mdc::Result::l1_size_req},
+    {"l2_size_req", &mdc::Result::l2_size_req},
+    {"input_l2_rd", &mdc::Result::input_l2_rd},
+    {"input_l2_wr", &mdc::Result::input_l2_wr},
+    {"filter_l2_rd", &mdc::Result::filter_l2_rd},
+    {"filter_l2_wr", &mdc::Result::filter_l2_wr},
+    {"output_l2_rd", &mdc::Result::output_l2_rd},
+    {"output_l2_wr", &mdc::Result::output_l2_wr},
+    {"input_l1_rd", &mdc::Result::input_l1_rd},
+    {"input_l1_wr", &mdc::Result::input_l1_wr},
+    {"filter_l1_rd", &mdc::Result::filter_l1_rd},
+    {"filter_l1_wr", &mdc::Result::filter_l1_wr},
+    {"output_l1_rd", &mdc::Result::output_l1_rd},
+    {"output_l1_wr", &mdc::Result::output_l1_wr},
+    {"noc_bw_req_peak", &mdc::Result::noc_bw_req_peak},
+    {"offchip_bw_req", &mdc::Result::offchip_bw_req},
+    {"avg_utilized_pes", &mdc::Result::avg_utilized_pes},
+    {"true_macs", &mdc::Result::true_macs},
+    {"noc_bw_req_avg", &mdc::Result::noc_bw_req_avg},
+    {"ingress_delay_avg", &mdc::Result::ingress_delay_avg},
+    {"egress_delay_avg", &mdc::Result::egress_delay_avg},
+    {"compute_delay_avg", &mdc::Result::compute_delay_avg},
+};
+
+std::string number(double v) {
+  std::ostringstream s;
+  s << std::setprecision(15) << v;
+  return s.str();
+}
+
+}  // namespace
+
+int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path,
+                     const std::string& costmodel, const std::string& format, std::ostream& out) {
+  if (format != "table" && format != "csv" && format != "json")
+    throw InputError("--format expects table, csv or json, got '" + format + "'");
+  for (const auto& [path, what] :
+       {std::pair{mapping_path, "mapping"}, std::pair{hw_path, "hardware"}})
+    if (!boost::filesystem::exists(path))
+      throw InputError(SourceLocation{path, 0, 0}, "", std::string(what) + " file does not exist");
+  const mdc::Network net = mdc::load_mapping(mapping_path);
+  const mdc::Hardware hw = mdc::load_hardware(hw_path);
+  const PluginRegistry registry = load_plugins();
+  const auto model = registry.make_costmodel(costmodel, {});
+  const auto* evaluator = dynamic_cast<const mdc::DirectiveEvaluator*>(model.get());
+  if (evaluator == nullptr)
+    throw InputError("cost model '" + costmodel +
+                     "' cannot evaluate MAESTRO directives; use --costmodel mdc");
+  std::vector<mdc::Result> results;
+  for (const auto& layer : net.layers) {
+    mdc::validate(layer, hw, mapping_path);
+    try {
+      results.push_back(evaluator->evaluate_directives(layer, hw));
+    } catch (const InputError& e) {
+      throw InputError(SourceLocation{mapping_path, layer.line, 0}, "Layer",
+                       "layer '" + layer.name + "': " + e.problem());
+    }
+  }
+  if (format == "json") {
+    nlohmann::ordered_json j = nlohmann::ordered_json::array();
+    for (const auto& r : results) {
+      nlohmann::ordered_json row;
+      row["layer_name"] = r.layer_name;
+      for (const auto& c : kColumns) row[c.name] = r.*c.field;
+      j.push_back(row);
+    }
+    out << j.dump(2) << "\n";
+  } else if (format == "csv") {
+    out << "layer_name";
+    for (const auto& c : kColumns) out << "," << c.name;
+    out << "\n";
+    for (const auto& r : results) {
+      out << r.layer_name;
+      for (const auto& c : kColumns) out << "," << number(r.*c.field);
+      out << "\n";
+    }
+  } else {
+    out << "network " << net.name << " on " << hw.num_pes << " PEs (NoC " << hw.noc_bw
+        << " elements/cycle, off-chip " << hw.offchip_bw << ") by " << costmodel << "\n\n";
+    out << "| layer | MACs | runtime (cycles) | energy (MAC units) | L1 req | L2 req | NoC BW "
+           "(peak) | off-chip BW | avg PEs |\n|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& r : results)
+      out << "| " << r.layer_name << " | " << number(r.num_macs) << " | "
+          << number(r.runtime_cycles) << " | " << std::setprecision(6) << r.energy_total_macunits
+          << " | " << number(r.l1_size_req) << " | " << number(r.l2_size_req) << " | "
+          << number(r.noc_bw_req_peak) << " | " << number(r.offchip_bw_req) << " | "
+          << std::setprecision(6) << r.avg_utilized_pes << " |\n";
+    for (const auto& r : results)
+      if (r.num_macs != r.true_macs)
+        out << "\nnote: layer " << r.layer_name << ": the directives cover " << number(r.num_macs)
+            << " MACs, the layer has " << number(r.true_macs)
+            << " (strided map offsets that do not match the stride)\n";
+  }
+  return 0;
+}
+
+int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
+  namespace po = boost::program_options;
+  po::options_description desc("mapex check");
+  std::string workload, layer;
+  desc.add_options()("help,h", "show this help")("workload", po::value(&workload),
+                                                 "workload (network or operator) YAML")(
+      "layer", po::value(&layer), "check only this layer");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(std::string(e.what()));
+  }
+  if (vm.count("help")) {
+    out << desc;
+    return 0;
+  }
+  if (workload.empty()) throw InputError("mapex check: --workload is required");
+  if (!boost::filesystem::exists(workload))
+    throw InputError(SourceLocation{workload, 0, 0}, "", "workload file does not exist");
+  const Network net = Network::load(workload);
+  if (!layer.empty() && net.find_layer(layer) < 0)
+    throw InputError(SourceLocation{workload, 0, 0}, "layer",
+                     "no layer '" + layer + "' in network '" + net.name() + "'");
+  int broken = 0;
+  for (const auto& l : net.layers()) {
+    if (!layer.empty() && l.op.name() != layer) continue;
+    const auto issues = mdc::check_conformability(l.op);
+    if (issues.empty()) {
+      out << l.op.name() << ": conformable (Marvel §3, rules 1-4)\n";
+      continue;
+    }
+    ++broken;
+    out << l.op.name() << ": not conformable\n";
+    for (const auto& i : issues)
+      out << "  rule " << i.rule << (i.tensor.empty() ? "" : " (tensor " + i.tensor + ")") << ": "
+          << i.detail << "\n";
+  }
+  return broken > 0 ? 1 : 0;
+}
+
+}  // namespace mapex::host

@@ -1,0 +1,340 @@
+// From canonical mappings to MDC directives (Marvel, TACO 2021, §4,
+// Algorithm 1) and Marvel's conformability rules (§3).
+
+#include <algorithm>
+#include <map>
+#include <mapex/error.hpp>
+#include <mapex/mdc.hpp>
+#include <set>
+
+namespace mapex::mdc {
+namespace {
+
+// How the operator's loop dimensions become MAESTRO dimensions. Output rows
+// and columns (P, Q of a CONV2D) are independent dimensions of the DDG
+// (Marvel §3, rule 4), so they map to MAESTRO's Y' and X'.
+struct DimMap {
+  LayerType type = LayerType::kConv;
+  std::map<std::string, std::string> to_maestro;  // operator dim -> MAESTRO dim
+};
+
+DimMap classify(const Operator& op) {
+  DimMap m;
+  const auto& attrs = op.attributes();
+  auto has = [&](const char* d) { return op.find_dim(d) >= 0; };
+  if (op.kind() == "gemm" || (has("M") && has("N") && has("K") && op.num_dims() == 3)) {
+    m.type = LayerType::kGemm;
+    m.to_maestro = {{"M", "M"}, {"N", "N"}, {"K", "K"}};
+    return m;
+  }
+  if (op.kind() == "fc") {
+    // Output[N][K] += Input[N][C] * Weight[K][C]: a 1x1 convolution.
+    m.type = LayerType::kConv;
+    m.to_maestro = {{"N", "N"}, {"K", "K"}, {"C", "C"}};
+    return m;
+  }
+  if (op.kind() != "conv2d")
+    throw InputError("operator '" + op.name() + "' (" + op.kind() +
+                     ") has no MAESTRO layer type; the mdc model takes conv2d, fc and gemm");
+  auto attr = [&](const char* k) {
+    const auto it = attrs.find(k);
+    return it == attrs.end() ? std::int64_t{1} : it->second;
+  };
+  if (attr("dilation_h") != 1 || attr("dilation_w") != 1)
+    throw InputError("operator '" + op.name() +
+                     "': MAESTRO's directives cannot express dilation; the mdc model takes "
+                     "undilated convolutions");
+  if (attr("padding_h") != 0 || attr("padding_w") != 0)
+    throw InputError("operator '" + op.name() +
+                     "': MAESTRO has no padding; give the padded input size with padding 0");
+  if (has("G"))
+    throw InputError("operator '" + op.name() +
+                     "': grouped convolutions (other than depthwise) are not supported by the mdc "
+                     "model");
+  m.type = has("K") ? LayerType::kConv : LayerType::kDsconv;
+  m.to_maestro = {{"N", "N"}, {"K", "K"},  {"C", "C"}, {"R", "R"},
+                  {"S", "S"}, {"P", "Y'"}, {"Q", "X'"}};
+  return m;
+}
+
+}  // namespace
+
+Layer from_mapping(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+  const DimMap dm = classify(op);
+  Layer layer;
+  layer.name = op.name();
+  layer.type = dm.type;
+  const auto& attrs = op.attributes();
+  auto attr = [&](const char* k) {
+    const auto it = attrs.find(k);
+    return it == attrs.end() ? std::int64_t{1} : it->second;
+  };
+  auto bound = [&](const char* d) {
+    const DimId id = op.find_dim(d);
+    return id < 0 ? std::int64_t{1} : op.dims()[static_cast<std::size_t>(id)].bound;
+  };
+  if (dm.type == LayerType::kGemm) {
+    layer.dims = {{"M", bound("M")}, {"N", bound("N")}, {"K", bound("K")}};
+  } else if (op.kind() == "fc") {
+    layer.dims = {{"N", bound("N")}, {"K", bound("K")}, {"C", bound("C")}, {"R", 1},
+                  {"S", 1},          {"Y", 1},          {"X", 1}};
+  } else {
+    layer.stride_y = attr("stride_h");
+    layer.stride_x = attr("stride_w");
+    const std::int64_t R = bound("R"), S = bound("S"), P = bound("P"), Q = bound("Q");
+    layer.dims.emplace_back("N", bound("N"));
+    if (dm.type == LayerType::kConv) layer.dims.emplace_back("K", bound("K"));
+    if (dm.type == LayerType::kDsconv) layer.dims.emplace_back("K", 1);
+    layer.dims.emplace_back("C", bound("C"));
+    layer.dims.emplace_back("R", R);
+    layer.dims.emplace_back("S", S);
+    layer.dims.emplace_back("Y", (P - 1) * layer.stride_y + R);
+    layer.dims.emplace_back("X", (Q - 1) * layer.stride_x + S);
+  }
+
+  // The chip must alternate buffer / spatial levels from the PEs outwards:
+  // each spatial level is one MDC cluster level (Marvel §4: the parallel
+  // loops of a tiling level become the SpatialMaps of its region).
+  const auto& levels = arch.levels();
+  std::vector<int> spatial;
+  for (int i = 0; i < arch.num_levels(); ++i)
+    if (levels[static_cast<std::size_t>(i)].kind == LevelKind::kSpatial) spatial.push_back(i);
+  if (spatial.empty())
+    throw InputError("architecture '" + arch.name() + "' has no spatial level; MDC needs PEs");
+  for (int s : spatial)
+    if (s + 1 >= arch.num_levels() ||
+        levels[static_cast<std::size_t>(s + 1)].kind == LevelKind::kSpatial)
+      throw InputError("architecture '" + arch.name() +
+                       "': every spatial level needs a buffer or DRAM above it for the MDC form");
+
+  const auto& op_dims = op.dims();
+  // Directive size of an operator dimension from a canonical tile of it.
+  // Output rows map to input rows: (tile-1)*stride + filter (Marvel §4,
+  // dependent dimensions are inferred by the cost model from the
+  // independent ones; MAESTRO's directives are in input coordinates).
+  auto emit = [&](std::vector<Directive>& out, bool spatial_map, DimId d, std::int64_t size,
+                  std::int64_t offset) {
+    const std::string& name = op_dims[static_cast<std::size_t>(d)].name;
+    const auto it = dm.to_maestro.find(name);
+    if (it == dm.to_maestro.end()) return;  // not a MAESTRO dimension (e.g. fc's missing ones)
+    Directive dir;
+    dir.kind = spatial_map ? DirectiveKind::kSpatialMap : DirectiveKind::kTemporalMap;
+    dir.dim = it->second;
+    if (dir.dim == "Y'" || dir.dim == "X'") {
+      const bool rows = dir.dim == "Y'";
+      const std::int64_t stride = rows ? layer.stride_y : layer.stride_x;
+      const std::int64_t filter = bound(rows ? "R" : "S");
+      dir.dim = rows ? "Y" : "X";
+      dir.size = (size - 1) * stride + filter;
+      dir.offset = offset * stride;
+    } else {
+      dir.size = size;
+      dir.offset = offset;
+    }
+    out.push_back(dir);
+  };
+
+  // Regions from the outermost cluster level inwards. Level k of the
+  // directives is the spatial level spatial[k'] (outermost first); its
+  // region holds (Algorithm 1, lines 4-12): one SpatialMap per split
+  // dimension with the child span as size and offset, then TemporalMaps in
+  // the loop order of the buffer above the spatial level, sized by the
+  // child span (the tile each sub-unit works on per step).
+  std::vector<Directive> dataflow;
+  for (auto it = spatial.rbegin(); it != spatial.rend(); ++it) {
+    const int s = *it;
+    const int parent = s + 1;
+    const int child = s - 1;
+    const auto child_span =
+        child >= 0 ? mapping.span(op, arch, child) : std::vector<std::int64_t>(op_dims.size(), 1);
+    const auto& split = mapping.level(s).split;
+    const auto& order = mapping.level(parent).order;
+    if (it != spatial.rbegin()) {
+      Directive c;
+      c.kind = DirectiveKind::kCluster;
+      c.size = levels[static_cast<std::size_t>(s)].fanout();
+      dataflow.push_back(c);
+    }
+    std::vector<DimId> split_dims;
+    for (DimId d = 0; d < op.num_dims(); ++d)
+      if (!split.empty() && split[static_cast<std::size_t>(d)] > 1) split_dims.push_back(d);
+    if (split_dims.empty()) {
+      // A level with no split still needs a SpatialMap: put the outermost
+      // loop of the parent on it with its child tile (one busy sub-unit per
+      // step); MAESTRO requires one per level.
+      for (DimId d : order)
+        if (dm.to_maestro.count(op_dims[static_cast<std::size_t>(d)].name)) {
+          split_dims.push_back(d);
+          break;
+        }
+    }
+    if (split_dims.size() > 2)
+      throw InputError("mapping of '" + op.name() + "' splits " +
+                       std::to_string(split_dims.size()) +
+                       " dimensions over one spatial level; MDC allows at most two");
+    for (DimId d : split_dims) {
+      const std::int64_t t = child_span[static_cast<std::size_t>(d)];
+      emit(dataflow, true, d, t, t);
+    }
+    for (DimId d : order) {
+      if (std::find(split_dims.begin(), split_dims.end(), d) != split_dims.end()) continue;
+      const std::int64_t t = child_span[static_cast<std::size_t>(d)];
+      emit(dataflow, false, d, t, t);
+    }
+  }
+  // The point loops of the L1 tile (Algorithm 1, lines 2-3) need no region
+  // of their own here: MAESTRO's innermost level already hands each PE its
+  // whole tile per step, and the order of point loops carries no reuse.
+  // Filter dims mapped temporally must be mapped whole (MAESTRO's R/S rule):
+  // a partial filter tile becomes a full one at that level, which is the
+  // same data per PE when the filter stays in L1.
+  for (auto& d : dataflow)
+    if (d.kind == DirectiveKind::kTemporalMap && (d.dim == "R" || d.dim == "S") &&
+        layer.type != LayerType::kGemm) {
+      const std::int64_t full = layer.dim(d.dim);
+      if (d.size != full) {
+        d.size = full;
+        d.offset = full;
+      }
+    }
+  layer.dataflow = std::move(dataflow);
+  return layer;
+}
+
+Hardware hardware_from(const Architecture& arch) {
+  Hardware hw;
+  hw.num_pes = arch.num_pes();
+  hw.simd_lanes = arch.macs_per_pe();
+  const double word = arch.word_bytes();
+  const auto& levels = arch.levels();
+  auto per_cycle = [&](double gbps) {
+    return std::max<std::int64_t>(1, static_cast<std::int64_t>(arch.bytes_per_cycle(gbps) / word));
+  };
+  bool first_buffer = true, first_noc = true;
+  for (const auto& l : levels) {
+    if (l.kind == LevelKind::kBuffer) {
+      const auto words = static_cast<std::int64_t>(static_cast<double>(l.size_bytes) / word);
+      if (first_buffer) hw.l1_size = words;
+      hw.l2_size = words;  // the outermost on-chip buffer wins
+      first_buffer = false;
+    } else if (l.kind == LevelKind::kSpatial && first_noc) {
+      if (l.noc.bandwidth_gbps > 0) hw.noc_bw = per_cycle(l.noc.bandwidth_gbps);
+      hw.noc_latency = std::max<std::int64_t>(0, static_cast<std::int64_t>(l.noc.latency_cycles));
+      first_noc = false;
+    } else if (l.kind == LevelKind::kDram && l.bandwidth_gbps) {
+      hw.offchip_bw = per_cycle(*l.bandwidth_gbps);
+    }
+  }
+  return hw;
+}
+
+std::vector<ConformabilityIssue> check_conformability(const Operator& op) {
+  std::vector<ConformabilityIssue> issues;
+  const auto& dims = op.dims();
+  auto dim_name = [&](DimId d) { return dims[static_cast<std::size_t>(d)].name; };
+  // Rule 1 (perfect nesting, no conditionals) holds by construction: the
+  // operator IR can only express a perfect affine nest with one MAC.
+  // Rule 2: only reduction dependences. An output that a dimension does not
+  // index is written repeatedly; without a reduction that is an output
+  // dependence the loops cannot be reordered around.
+  const Tensor& out = op.output();
+  for (DimId d = 0; d < op.num_dims(); ++d)
+    if (!out.relevant(d) && out.reduction == Reduction::kNone)
+      issues.push_back({2, out.name,
+                        "dimension " + dim_name(d) + " does not index the output '" + out.name +
+                            "', which has no reduction: repeated writes are an output dependence"});
+  for (const auto& t : op.tensors())
+    if (t.role == TensorRole::kInput && t.name == out.name)
+      issues.push_back({2, t.name, "the tensor is both read and written (a flow dependence)"});
+
+  // The dimension dependence graph (§3): one node per distinct (tensor
+  // dimension, subscript); edges from a node to every multi-variable
+  // (MIV) node sharing a loop iterator, and within a group of single-
+  // variable (SIV) subscripts of one iterator from the lowest constant to
+  // the others.
+  struct Node {
+    std::string tensor;
+    std::size_t position = 0;
+    AffineExpr expr;
+    std::set<DimId> vars;
+  };
+  std::vector<Node> nodes;
+  for (const auto& t : op.tensors())
+    for (std::size_t i = 0; i < t.subscripts.size(); ++i) {
+      Node n{t.name, i, t.subscripts[i], {}};
+      for (const auto& term : t.subscripts[i].terms)
+        if (term.coeff != 0) n.vars.insert(term.dim);
+      nodes.push_back(n);
+    }
+  const std::size_t n = nodes.size();
+  std::vector<std::vector<std::size_t>> edges(n);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = 0; b < n; ++b) {
+      if (a == b || nodes[b].vars.size() < 2) continue;
+      for (DimId v : nodes[a].vars)
+        if (nodes[b].vars.count(v)) {
+          edges[a].push_back(b);
+          break;
+        }
+    }
+  std::map<DimId, std::vector<std::size_t>> siv;
+  for (std::size_t a = 0; a < n; ++a)
+    if (nodes[a].vars.size() == 1) siv[*nodes[a].vars.begin()].push_back(a);
+  for (auto& [v, group] : siv) {
+    std::size_t lowest = group.front();
+    for (std::size_t a : group)
+      if (nodes[a].expr.constant < nodes[lowest].expr.constant) lowest = a;
+    for (std::size_t a : group)
+      if (a != lowest) edges[lowest].push_back(a);
+  }
+  // Rule 3: a topological order exists (Kahn's algorithm).
+  std::vector<int> indegree(n, 0);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b : edges[a]) ++indegree[b];
+  std::vector<int> remaining = indegree;
+  std::vector<std::size_t> ready;
+  for (std::size_t a = 0; a < n; ++a)
+    if (remaining[a] == 0) ready.push_back(a);
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const std::size_t a = ready.back();
+    ready.pop_back();
+    ++done;
+    for (std::size_t b : edges[a])
+      if (--remaining[b] == 0) ready.push_back(b);
+  }
+  auto describe = [&](const Node& node) {
+    return node.tensor + "[" + std::to_string(node.position) +
+           "] = " + format_affine(node.expr, dims);
+  };
+  if (done < n) {
+    std::string cycle;
+    for (std::size_t a = 0; a < n; ++a)
+      if (remaining[a] > 0) cycle += (cycle.empty() ? "" : ", ") + describe(nodes[a]);
+    issues.push_back({3, "",
+                      "the dimension dependence graph has a cycle (subscripts that change "
+                      "together): " +
+                          cycle});
+  }
+  // Rule 4: the independent nodes (in-degree 0) must be single loop
+  // iterators with unit coefficient and no constant.
+  for (std::size_t a = 0; a < n; ++a) {
+    if (indegree[a] != 0) continue;
+    const Node& node = nodes[a];
+    const bool plain =
+        node.expr.terms.size() == 1 && node.expr.terms[0].coeff == 1 && node.expr.constant == 0;
+    if (!plain)
+      issues.push_back({4, node.tensor,
+                        "independent subscript " + describe(node) +
+                            " is not a plain loop iterator (unit coefficient, no constant)"});
+  }
+  // A loop dimension that indexes no tensor cannot be mapped by directives.
+  for (DimId d = 0; d < op.num_dims(); ++d) {
+    bool used = false;
+    for (const auto& t : op.tensors()) used = used || t.relevant(d);
+    if (!used) issues.push_back({4, "", "dimension " + dim_name(d) + " indexes no tensor"});
+  }
+  return issues;
+}
+
+}  // namespace mapex::mdc

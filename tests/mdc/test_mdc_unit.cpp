@@ -1,0 +1,324 @@
+// Unit tests of the MDC pieces: the file parsers (round trip and every error
+// path), the engine's algebra on examples small enough to count by hand
+// (MAESTRO §IV: iteration cases, reuse, folding, edge tiles), Marvel's
+// Algorithm 1 and its conformability rules.
+
+#include <gtest/gtest.h>
+
+#include <mapex/architecture.hpp>
+#include <mapex/error.hpp>
+#include <mapex/mapping.hpp>
+#include <mapex/mdc.hpp>
+#include <mapex/network.hpp>
+
+#include "engine.hpp"
+
+namespace mapex::mdc {
+namespace {
+
+const std::string kData = MAPEX_TEST_DATA_DIR;
+
+std::string layer_text(const std::string& dims, const std::string& dataflow,
+                       const std::string& type = "CONV") {
+  return "Network n {\n"
+         "  Layer l {\n"
+         "    Type: " +
+         type +
+         "\n"
+         "    Dimensions { " +
+         dims +
+         " }\n"
+         "    Dataflow {\n" +
+         dataflow +
+         "    }\n"
+         "  }\n"
+         "}\n";
+}
+
+Result run(const std::string& text, std::int64_t pes, std::int64_t noc_bw = 1000) {
+  const Network net = parse_mapping(text, "t.m");
+  Hardware hw;
+  hw.num_pes = pes;
+  hw.noc_bw = noc_bw;
+  hw.offchip_bw = 1000;
+  validate(net.layers.at(0), hw, "t.m");
+  return engine::analyse(engine::compile(net.layers.at(0), hw, false));
+}
+
+// ---- parser -------------------------------------------------------------------
+
+TEST(MdcParser, ReadsConstantsSzStrideAndClusters) {
+  const std::string text =
+      "Constant T 4;\n"
+      "Network net {\n"
+      "Layer Conv2d-7 {\n"
+      "Type: CONV\n"
+      "Stride { X: 2, Y: 2 }\n"
+      "Dimensions { K: 8, C: 4, R: 3, S: 3, Y: 9, X: 9 }\n"
+      "Dataflow {\n"
+      "  SpatialMap(1,1) K; // comment\n"
+      "  TemporalMap(T,T) C;\n"
+      "  TemporalMap(Sz(R),Sz(R)) R;\n"
+      "  Cluster(2, L);\n"
+      "  SpatialMap(Sz(S),1) X;\n"
+      "}\n}\n"
+      "Layer second { Type: CONV Dimensions { K: 2, C: 2, R: 3, S: 3, Y: 5, X: 5 } }\n"
+      "}\n";
+  const Network net = parse_mapping(text, "x.m");
+  ASSERT_EQ(net.layers.size(), 2u);
+  const Layer& l = net.layers[0];
+  EXPECT_EQ(l.name, "7");  // MAESTRO splits names on '-'
+  EXPECT_EQ(l.stride_x, 2);
+  EXPECT_EQ(l.dim("Y"), 9);
+  ASSERT_EQ(l.dataflow.size(), 5u);
+  EXPECT_EQ(l.dataflow[1].size, 4);
+  EXPECT_EQ(l.dataflow[2].size, 3);
+  EXPECT_EQ(l.dataflow[3].kind, DirectiveKind::kCluster);
+  EXPECT_EQ(l.dataflow[3].cluster_type, 'L');
+  EXPECT_EQ(l.dataflow[4].line, 12);
+  // A layer without a Dataflow copies the previous one's.
+  EXPECT_EQ(format_dataflow(net.layers[1].dataflow), format_dataflow(l.dataflow));
+  // ... and a copied dataflow must name dimensions the layer has.
+  EXPECT_THROW(parse_mapping("Network n { Layer a { Type: CONV Dimensions { K: 2, C: 2, R: 1, "
+                             "S: 1, Y: 2, X: 2 } Dataflow { SpatialMap(1,1) C; } }\n"
+                             "Layer b { Type: GEMM Dimensions { M: 2, N: 2, K: 2 } } }\n",
+                             "c.m"),
+               InputError);
+  EXPECT_EQ(l.true_macs(), 8 * 4 * 3 * 3 * 4 * 4);
+}
+
+TEST(MdcParser, PrintsWhatItReadsBack) {
+  const std::string text = layer_text("K: 16, C: 8, R: 3, S: 3, Y: 10, X: 10",
+                                      "SpatialMap(1,1) K; TemporalMap(2,2) C; "
+                                      "TemporalMap(3,1) Y; Cluster(4, P); SpatialMap(3,1) X;");
+  const Network a = parse_mapping(text, "a.m");
+  const std::string printed = format_network(a);
+  const Network b = parse_mapping(printed, "b.m");
+  ASSERT_EQ(b.layers.size(), 1u);
+  EXPECT_EQ(a.layers[0].dims, b.layers[0].dims);
+  EXPECT_EQ(format_dataflow(a.layers[0].dataflow), format_dataflow(b.layers[0].dataflow));
+  EXPECT_EQ(format_dataflow(a.layers[0].dataflow),
+            "SpatialMap(1,1) K;\nTemporalMap(2,2) C;\nTemporalMap(3,1) Y;\nCluster(4,P);\n"
+            "SpatialMap(3,1) X;\n");
+}
+
+void expect_error(const std::string& text, const std::string& where, const std::string& what) {
+  try {
+    parse_mapping(text, "bad.m");
+    FAIL() << "no error for: " << text;
+  } catch (const InputError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(where), std::string::npos) << msg;
+    EXPECT_NE(msg.find(what), std::string::npos) << msg;
+  }
+}
+
+TEST(MdcParser, EveryErrorNamesFileLineAndExpectation) {
+  const std::string dims = "K: 4, C: 4, R: 3, S: 3, Y: 8, X: 8";
+  expect_error(layer_text(dims, "SpatialMap(1,1) K;", "CONVOLUTION"),
+               "bad.m:3:", "expected CONV, DSCONV, NGCONV, TRCONV or GEMM");
+  expect_error("Network n {\n Layer l {\n Type: CONV\n }\n}\n", "bad.m:2:", "has no Dimensions");
+  expect_error(layer_text(dims, "SpatialMap(1,1) Q;\n"), "bad.m:6:", "unknown dimension 'Q'");
+  expect_error(layer_text(dims, "SpatialMap(0,1) K;\n"), "bad.m:6:", "expected a positive size");
+  expect_error(layer_text(dims, "SpatialMap(1,0) K;\n"), "bad.m:6:", "expected a positive offset");
+  expect_error(layer_text(dims, "SpatialMap(1,1) K;\nFoldMap(1,1) C;\n"),
+               "bad.m:7:", "unknown directive 'FoldMap'");
+  expect_error(layer_text(dims, "TemporalMap(Sz(Z),1) C;\n"),
+               "bad.m:6:", "Sz(Z) names no dimension");
+  expect_error(layer_text(dims, "TemporalMap(x,1) C;\n"),
+               "bad.m:6:", "expected a positive integer, a Constant or Sz(DIM)");
+  expect_error(layer_text(dims, "Cluster(4);\nSpatialMap(1,1) K;\n"),
+               "bad.m:7:", "expected the cluster type P or L");
+  expect_error(layer_text("K: 4, C: 4, R: 3, S: 3, Y: 8, Q: 8", ""),
+               "bad.m:4:", "unknown dimension 'Q' for CONV");
+  expect_error(layer_text("K: 4, C: 4, R: 3, S: 3, Y: 8", ""), "bad.m:2:", "needs X or X'");
+  expect_error("Network n {\n Layer l {\n Type: CONV\n", "bad.m:2:", "missing '}'");
+  expect_error("Constant A b;\n", "bad.m:1:", "expected an integer value");
+  expect_error("Graph g {}\n", "bad.m:1:", "expected 'Constant' or 'Network'");
+  expect_error(
+      "Network n {\n Layer l {\n Type: CONV\n Dimensions { K: 1, C: 1, R: 1, S: 1, "
+      "Y: 1, X: 1 }\n }\n}\n",
+      "bad.m:2:", "no Dataflow and no previous layer");
+}
+
+TEST(MdcParser, ValidationErrorsNameTheDirectiveLine) {
+  const std::string dims = "K: 4, C: 4, R: 3, S: 3, Y: 8, X: 8";
+  Hardware hw;
+  hw.num_pes = 16;
+  auto check = [&](const std::string& dataflow, const std::string& what) {
+    const Network net = parse_mapping(layer_text(dims, dataflow), "v.m");
+    try {
+      validate(net.layers[0], hw, "v.m");
+      FAIL() << "no error for " << dataflow;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("v.m:"), std::string::npos) << e.what();
+    }
+  };
+  check("SpatialMap(1,1) K;\nSpatialMap(1,1) C;\nSpatialMap(3,1) Y;\n", "a third SpatialMap");
+  check("SpatialMap(1,1) K;\nCluster(32, P);\nSpatialMap(1,1) C;\n", "exceed the 16 PEs");
+  check("TemporalMap(1,1) K;\n", "has no SpatialMap");
+  check("SpatialMap(1,1) K;\nTemporalMap(1,1) R;\n",
+        "TemporalMap on R must have size and offset 3");
+}
+
+TEST(MdcHardware, DefaultsKeysAndErrors) {
+  const Hardware hw = parse_hardware("num_pes: 64\nnoc_bw_cstr: 32\nNoC_NumHops: 2\n", "h.m");
+  EXPECT_EQ(hw.num_pes, 64);
+  EXPECT_EQ(hw.noc_bw, 32);
+  EXPECT_EQ(hw.noc_latency, 2);
+  EXPECT_EQ(hw.offchip_bw, 2147483647);  // MAESTRO's default
+  EXPECT_THROW(parse_hardware("num_pe: 4\n", "h.m"), InputError);
+  try {
+    parse_hardware("num_pes: 4\nl1_size_cstr: big\n", "h.m");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("h.m:2:"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_hardware(kData + "/no_such_hw.m"), InputError);
+}
+
+// ---- engine algebra, counted by hand ------------------------------------------
+
+// Four output channels on two PEs, one MAC each per step. Cases (§IV-B):
+// Init (PEs get K 0,1) and Steady x1 (K 2,3). Init: inputs 1 (shared by
+// multicast) + filters 2, NoC delay 1 + compute 1 = 2 (nothing to overlap
+// with); Steady: only the filters change (2 words), overlapped: max(1,1,1)
+// = 1. Runtime 3, MACs 4, L2 filter reads 4, input reads 1.
+TEST(MdcEngine, SpatialSteadyStateAndMulticast) {
+  const Result r = run(layer_text("K: 4, C: 1, R: 1, S: 1, Y: 1, X: 1", "SpatialMap(1,1) K;\n"), 2);
+  EXPECT_EQ(r.num_macs, 4);
+  EXPECT_EQ(r.runtime_cycles, 3);
+  EXPECT_EQ(r.filter_l2_rd, 4);
+  EXPECT_EQ(r.input_l2_rd, 1);
+  EXPECT_EQ(r.output_l2_wr, 4);
+  EXPECT_EQ(r.avg_utilized_pes, 2);
+  EXPECT_EQ(r.output_l1_wr, 4);
+}
+
+// Five channels on two PEs: two full folds and an edge fold with one busy
+// PE (Marvel §1's "17 channels on 16 PEs"). Runtime 2 + 1 + 1; average busy
+// PEs (2 + 2 + 1) / 3.
+TEST(MdcEngine, SpatialFoldsAndEdgeTile) {
+  const Result r = run(layer_text("K: 5, C: 1, R: 1, S: 1, Y: 1, X: 1", "SpatialMap(1,1) K;\n"), 2);
+  EXPECT_EQ(r.num_macs, 5);
+  EXPECT_EQ(r.runtime_cycles, 4);
+  EXPECT_NEAR(r.avg_utilized_pes, 5.0 / 3.0, 1e-9);
+  EXPECT_EQ(r.filter_l2_rd, 5);
+}
+
+// Temporal reuse of a sliding window: a 3-row filter sliding over 6 input
+// rows by 1 (§IV-A). One PE: 4 output rows; the first step loads 3 input
+// rows, each later step 1 new row (the unique part); the filter stays.
+TEST(MdcEngine, SlidingWindowLoadsOnlyTheNewRow) {
+  const Result r = run(
+      layer_text("K: 1, C: 1, R: 3, S: 1, Y: 6, X: 1", "SpatialMap(1,1) K;\nTemporalMap(3,1) Y;\n"),
+      1);
+  EXPECT_EQ(r.num_macs, 12);
+  EXPECT_EQ(r.input_l2_rd, 3 + 3 * 1);
+  EXPECT_EQ(r.filter_l2_rd, 3);
+  EXPECT_EQ(r.output_l2_wr, 4);
+  EXPECT_EQ(r.output_l2_rd, 4);  // output size: Y - R + 1
+}
+
+// NoC bandwidth: 9 words at 2 words/cycle take 5 sends, i.e. latency
+// 1 + 4 = 5 cycles, paid in full in the Init case (nothing to overlap).
+TEST(MdcEngine, NocBandwidthDelaysIngress) {
+  const Result r =
+      run(layer_text("K: 8, C: 1, R: 1, S: 1, Y: 1, X: 1", "SpatialMap(1,1) K;\n"), 8, 2);
+  // 8 filter words and 1 input word: 5 sends, delay 1 + 4; compute 1.
+  EXPECT_EQ(r.runtime_cycles, 5 + 1);
+  EXPECT_EQ(r.ingress_delay_avg, 5);
+}
+
+// Double buffering: L1 holds two copies of each tile of the innermost level.
+TEST(MdcEngine, L1RequirementIsDoubleBufferedTile) {
+  const Result r = run(layer_text("K: 4, C: 2, R: 3, S: 3, Y: 5, X: 5",
+                                  "SpatialMap(1,1) K;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\n"),
+                       4);
+  // input C2 x Y3 x X3, filter K1 C2 R3 S3, output K1 x Y3 x X3 (MAESTRO
+  // sizes the output tile on input rows).
+  EXPECT_EQ(r.input_l1_size_req, 2 * 18);
+  EXPECT_EQ(r.filter_l1_size_req, 2 * 18);
+  EXPECT_EQ(r.output_l1_size_req, 2 * 9);
+  EXPECT_EQ(r.num_macs, 4 * 2 * 9 * 9);
+}
+
+TEST(MdcEngine, RejectsTileLargerThanDimensionInsteadOfNaN) {
+  // The reference case where MAESTRO reports 0 MACs and NaN throughput: an
+  // output tile of 10 columns on 9 input columns (refdata quirks).
+  const std::string dir = std::string(MAPEX_MAESTRO_REFDATA) + "/cases/A__late_3x3__yxp_os__hw256";
+  const Network net = load_mapping(dir + "/mapping.m");
+  const Hardware hw = load_hardware(dir + "/hw.m");
+  EXPECT_THROW(engine::analyse(engine::compile(net.layers.at(0), hw, false)), InputError);
+}
+
+TEST(MdcEngine, DepthwiseAndGemmAreNative) {
+  const Result dw =
+      run(layer_text("K: 1, C: 4, R: 3, S: 3, Y: 5, X: 5",
+                     "SpatialMap(1,1) C;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\n", "DSCONV"),
+          4);
+  EXPECT_EQ(dw.num_macs, 4 * 9 * 9);
+  EXPECT_EQ(dw.filter_l2_rd, 4 * 9);
+  const Result g =
+      run(layer_text("M: 4, N: 3, K: 2", "SpatialMap(1,1) M;\nTemporalMap(1,1) N;\n", "GEMM"), 4);
+  EXPECT_EQ(g.num_macs, 24);
+  EXPECT_EQ(g.output_l2_rd, 12);
+}
+
+// ---- Marvel Algorithm 1 and conformability ---------------------------------------
+
+TEST(MdcTransform, Algorithm1OnTheTinyConvMapping) {
+  const mapex::Network net = mapex::Network::load(kData + "/tiny_net.yaml");
+  const Architecture arch = Architecture::load(kData + "/tiny_arch.yaml");
+  const Operator& op = net.layers()[0].op;
+  const Mapping m = Mapping::load(kData + "/tiny_conv_mapping.yaml", op, arch);
+  const Layer l = from_mapping(op, arch, m);
+  // PEs split K by 4 with an L1 tile of K1: SpatialMap(1,1) K. L2's loops
+  // (outer to inner N R S C P Q) over L1 tiles: one TemporalMap each, sized
+  // by the L1 tile; P, Q tiles of 1 output row are 3 input rows sliding by 1.
+  EXPECT_EQ(format_dataflow(l.dataflow),
+            "SpatialMap(1,1) K;\nTemporalMap(1,1) N;\nTemporalMap(3,3) R;\nTemporalMap(3,3) S;\n"
+            "TemporalMap(1,1) C;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\n");
+  EXPECT_EQ(l.dim("Y"), 6);
+  const Hardware hw = hardware_from(arch);
+  EXPECT_EQ(hw.num_pes, 4);
+  EXPECT_EQ(hw.l1_size, 64);
+  EXPECT_EQ(hw.noc_bw, 8);  // 0.8 GB/s at 100 MHz, 1-byte words
+  const Result r = engine::analyse(engine::compile(l, hw, true));
+  EXPECT_EQ(r.num_macs, static_cast<double>(op.macs()));
+}
+
+Operator loopnest(const std::vector<std::string>& input_subscripts,
+                  const std::vector<std::string>& output_subscripts, Reduction red) {
+  std::vector<Dim> dims{{"I", 8}, {"J", 8}};
+  Tensor in{"A", TensorRole::kInput, Reduction::kNone, {}};
+  for (const auto& s : input_subscripts) in.subscripts.push_back(parse_affine(s, dims));
+  Tensor out{"B", TensorRole::kOutput, red, {}};
+  for (const auto& s : output_subscripts) out.subscripts.push_back(parse_affine(s, dims));
+  return Operator::make("op", "loopnest", dims, {in, out});
+}
+
+TEST(MdcConformability, ConvAndGemmConform) {
+  const mapex::Network net = mapex::Network::load(kData + "/tiny_net.yaml");
+  for (const auto& l : net.layers()) EXPECT_TRUE(check_conformability(l.op).empty()) << l.op.name();
+  EXPECT_TRUE(check_conformability(loopnest({"I", "J"}, {"I"}, Reduction::kSum)).empty());
+}
+
+TEST(MdcConformability, EachRuleIsReported) {
+  auto rules = [](const Operator& op) {
+    std::vector<int> out;
+    for (const auto& i : check_conformability(op)) out.push_back(i.rule);
+    return out;
+  };
+  // Rule 2: J does not index the output and nothing reduces over it.
+  EXPECT_EQ(rules(loopnest({"I", "J"}, {"I"}, Reduction::kNone)), std::vector<int>{2});
+  // Rule 3: two windows over the same iterators depend on each other.
+  EXPECT_EQ(rules(loopnest({"I + J", "I + J*2"}, {"I", "J"}, Reduction::kSum)),
+            std::vector<int>{3});
+  // Rule 4: an independent subscript with a stride of 2.
+  EXPECT_EQ(rules(loopnest({"I*2", "J"}, {"I*2", "J"}, Reduction::kSum)), std::vector<int>{4});
+}
+
+}  // namespace
+}  // namespace mapex::mdc
