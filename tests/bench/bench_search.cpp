@@ -52,6 +52,42 @@ void BM_RooflineEvaluate(benchmark::State& state) {
 }
 BENCHMARK(BM_RooflineEvaluate);
 
+// The cost of one mdc evaluation of a canonical mapping (Algorithm 1 then
+// the analysis), on the mappings a sweep visits first; compare with
+// BM_SweepMdc for the framework's overhead per mapping.
+void BM_MdcEvaluate(benchmark::State& state) {
+  const auto model = registry().make_costmodel("mdc", {});
+  const auto bound = model->bind(vgg_conv3_1(), p1());
+  const Mapspace space(vgg_conv3_1(), p1());
+  Mapspace::Cursor cursor(space);
+  std::vector<Mapping> mappings(4096);
+  for (auto& m : mappings) cursor.next(m);
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(bound->evaluate(mappings[i++ % mappings.size()]));
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_MdcEvaluate);
+
+void BM_SweepMdc(benchmark::State& state) {
+  const auto model = registry().make_costmodel("mdc", {});
+  const auto bound = model->bind(vgg_conv3_1(), p1());
+  const Mapspace space(vgg_conv3_1(), p1());
+  std::uint64_t evaluations = 0;
+  tbb::task_arena arena(1);
+  for (auto _ : state) {
+    arena.execute([&] {
+      SearchContext ctx(vgg_conv3_1(), p1(), space, *bound, Objective::kLatency, 1,
+                        Budget{4096, 0});
+      ctx.evaluate_space(space);
+      evaluations += ctx.evaluations();
+    });
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(evaluations));
+}
+BENCHMARK(BM_SweepMdc)->Unit(benchmark::kMillisecond);
+
 void BM_MapspaceStream(benchmark::State& state) {
   const Mapspace space(vgg_conv3_1(), p1());
   Mapspace::Cursor cursor(space);
