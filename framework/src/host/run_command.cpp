@@ -314,8 +314,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   if (threads < 0) throw InputError("-j expects 0 (all cores) or a positive number");
   const Shard shard = shard_text.empty() ? Shard{} : parse_shard(shard_text);
 #ifdef MAPEX_HAVE_MPI
-  if (mpi_launched())
-    return run_mpi(MpiRunArgs{experiment_path, output, threads, quiet, resume, shard}, out, err);
+  MpiSession session;
+  if (session.size() > 1)
+    return run_mpi(session, MpiRunArgs{experiment_path, output, threads, quiet, resume, shard}, out,
+                   err);
 #endif
   // Everything that can be wrong with the input is checked before the
   // result file is touched.
@@ -346,7 +348,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     rows.reserve(batch.size());
     for (const auto& r : batch) rows.push_back(to_row(r));
     opened.writer->append(rows);
-    for (const auto& r : batch) progress.job_finished(r);
+    for (const auto& r : rows) progress.job_finished(r);
   };
   options.on_evaluations = [&](std::uint64_t n) { progress.evaluations(n); };
   RunSummary summary;
@@ -358,11 +360,16 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   const ResultFile file = finish_output(*opened.writer, output, e);
   opened.writer.reset();
 
-  if (stop_signal() != 0) {
-    err << "mapex: interrupted by " << (stop_signal() == SIGINT ? "SIGINT" : "SIGTERM") << ": "
-        << file.jobs.size() << " of " << run.jobs.size() << " jobs are saved in " << output
+  return conclude_run(file, run.jobs.size(), output, stop_signal(), out, err);
+}
+
+int conclude_run(const ResultFile& file, std::size_t total_jobs, const std::string& output,
+                 int signal, std::ostream& out, std::ostream& err) {
+  if (signal != 0) {
+    err << "mapex: interrupted by " << (signal == SIGINT ? "SIGINT" : "SIGTERM") << ": "
+        << file.jobs.size() << " of " << total_jobs << " jobs are saved in " << output
         << "; run again with --resume to finish the rest\n";
-    return 128 + stop_signal();
+    return 128 + signal;
   }
   std::size_t failed = 0;
   for (const auto& j : file.jobs) failed += j.status == "failed";
@@ -372,6 +379,10 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
       << file.jobs.size() << " jobs, " << failed << " failed; results in " << output << "\n";
   if (failed) err << "mapex: " << failed << " of " << file.jobs.size() << " jobs failed\n";
   return failed ? kExitFailed : kExitOk;
+}
+
+std::string default_output(const Experiment& e, const Shard& shard) {
+  return "results/" + e.name + (shard.active() ? "." + std::to_string(shard.index) : "") + ".h5";
 }
 
 int merge_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {

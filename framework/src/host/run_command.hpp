@@ -57,6 +57,12 @@ OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool
 ResultFile finish_output(ResultWriter& writer, const std::string& output,
                          const Experiment& experiment);
 
+/// Prints the report of a finished (or interrupted) run and returns its
+/// exit status: 128 + signal, 1 when a job failed, else 0.
+int conclude_run(const ResultFile& file, std::size_t total_jobs, const std::string& output,
+                 int signal, std::ostream& out, std::ostream& err);
+std::string default_output(const Experiment& experiment, const Shard& shard);
+
 /// Set by SIGINT/SIGTERM while a run is going (async-signal-safe).
 std::atomic<bool>& stop_flag();
 /// The signal that set the stop flag (0 if none).
