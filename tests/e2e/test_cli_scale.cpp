@@ -1,0 +1,313 @@
+// Experiments at scale, end to end: sweeps and their names, DSE columns and
+// the Pareto set; SIGTERM and SIGKILL in the middle of a run, then
+// --resume, against an uninterrupted run; --shard + merge and MPI ranks
+// against a single process.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "cli_runner.hpp"
+#include "host/result_store.hpp"
+
+namespace mapex::host {
+namespace {
+
+using test::run_cli;
+using test::slurp;
+const std::string kData = MAPEX_TEST_DATA_DIR;
+const std::string kWork = MAPEX_TEST_WORK_DIR;
+const std::string kSweep = kData + "/sweep_experiment.yaml";
+constexpr std::size_t kSweepJobs = 24;
+
+// Starts `mapex` without waiting; output goes to files.
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<std::string> all{MAPEX_BINARY};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    if (!freopen(log.c_str(), "w", stderr) || !freopen("/dev/null", "w", stdout)) _exit(127);
+    execv(MAPEX_BINARY, argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_status(pid_t pid, int* signal = nullptr) {
+  int raw = 0;
+  waitpid(pid, &raw, 0);
+  if (signal) *signal = WIFSIGNALED(raw) ? WTERMSIG(raw) : 0;
+  return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+}
+
+// Everything but the wall time must match, job for job (rows sorted by
+// job_index), traces included.
+void expect_same_jobs(const ResultFile& a, const ResultFile& b) {
+  ASSERT_EQ(a.jobs.size(), b.jobs.size());
+  for (size_t i = 0; i < a.jobs.size(); ++i) {
+    const JobRow &x = a.jobs[i], &y = b.jobs[i];
+    SCOPED_TRACE(x.job_id);
+    EXPECT_EQ(x.job_index, y.job_index);
+    EXPECT_EQ(x.job_id, y.job_id);
+    EXPECT_EQ(x.architecture, y.architecture);
+    EXPECT_EQ(x.searcher, y.searcher);
+    EXPECT_EQ(x.status, y.status);
+    EXPECT_EQ(x.latency_cycles, y.latency_cycles);
+    EXPECT_EQ(x.energy_pj, y.energy_pj);
+    EXPECT_EQ(x.evaluations, y.evaluations);
+    EXPECT_EQ(x.seed, y.seed);
+    EXPECT_EQ(x.best_mapping, y.best_mapping);
+    EXPECT_EQ(x.area_mm2, y.area_mm2);
+    EXPECT_EQ(x.power_mw, y.power_mw);
+    EXPECT_EQ(x.throughput_gmacs, y.throughput_gmacs);
+    EXPECT_EQ(x.pareto, y.pareto);
+    ASSERT_EQ(x.trace.size(), y.trace.size());
+    for (size_t t = 0; t < x.trace.size(); ++t) {
+      EXPECT_EQ(x.trace[t].evaluation, y.trace[t].evaluation);
+      EXPECT_EQ(x.trace[t].value, y.trace[t].value);
+    }
+  }
+}
+
+const ResultFile& reference() {
+  static const ResultFile ref = [] {
+    const std::string out = kWork + "/sweep_reference.h5";
+    const auto r = run_cli({"run", kSweep, "-o", out, "-j", "2", "--quiet"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    return read_results(out);
+  }();
+  return ref;
+}
+
+TEST(Sweep, NamesDesignPointsAndVariants) {
+  const ResultFile& f = reference();
+  ASSERT_EQ(f.jobs.size(), kSweepJobs);
+  std::set<std::string> archs, searchers;
+  for (const auto& j : f.jobs) {
+    archs.insert(j.architecture);
+    searchers.insert(j.searcher);
+    EXPECT_EQ(j.status, "ok") << j.error;
+  }
+  EXPECT_EQ(archs.size(), 6u);
+  EXPECT_TRUE(archs.count("tiny[PEs.shape=4x4,PEs.noc.bandwidth_gbps=3.2,DRAM.bandwidth_gbps=1.6]"))
+      << *archs.begin();
+  EXPECT_TRUE(archs.count("tiny[PEs.shape=8,PEs.noc.bandwidth_gbps=0.8,DRAM.bandwidth_gbps=0.4]"));
+  EXPECT_EQ(searchers, (std::set<std::string>{"random[victory_condition=1000]",
+                                              "random[victory_condition=0]"}));
+}
+
+TEST(Sweep, JobIdsAreStableAcrossRuns) {
+  const std::string out = kWork + "/sweep_again.h5";
+  ASSERT_EQ(run_cli({"run", kSweep, "-o", out, "-j", "1", "--quiet"}).status, 0);
+  // Also proves -j 1 gives what -j 2 gave.
+  expect_same_jobs(reference(), read_results(out));
+}
+
+TEST(Sweep, DesignPointColumnsAndParetoSet) {
+  const ResultFile& f = reference();
+  std::map<std::string, std::vector<const JobRow*>> groups;
+  for (const auto& j : f.jobs) {
+    EXPECT_GT(j.area_mm2, 0);
+    EXPECT_GT(j.power_mw, 0);
+    EXPECT_GT(j.num_pes, 0);
+    // tiny_arch runs at 100 MHz.
+    EXPECT_DOUBLE_EQ(j.latency_seconds, j.latency_cycles / 100e6);
+    EXPECT_DOUBLE_EQ(j.throughput_gmacs, j.macs / j.latency_seconds / 1e9);
+    groups[j.layer + "/" + j.searcher].push_back(&j);
+  }
+  // More PEs cost more area.
+  std::map<std::int64_t, double> area_by_pes;
+  for (const auto& j : f.jobs)
+    if (j.architecture.find("bandwidth_gbps=0.8") != std::string::npos) {
+      area_by_pes[j.num_pes] = j.area_mm2;
+    }
+  ASSERT_EQ(area_by_pes.size(), 3u);
+  EXPECT_LT(area_by_pes[4], area_by_pes[8]);
+  EXPECT_LT(area_by_pes[8], area_by_pes[16]);
+  // In every group: each marked point is beaten by no other point, and
+  // each unmarked point is beaten by a marked one.
+  for (const auto& [key, rows] : groups) {
+    SCOPED_TRACE(key);
+    auto beats = [](const JobRow* a, const JobRow* b) {
+      return a->latency_seconds <= b->latency_seconds && a->energy_pj <= b->energy_pj &&
+             (a->latency_seconds < b->latency_seconds || a->energy_pj < b->energy_pj);
+    };
+    int marked = 0;
+    for (const auto* r : rows) {
+      bool beaten = false, beaten_by_marked = false;
+      for (const auto* o : rows)
+        if (o != r && beats(o, r)) {
+          beaten = true;
+          beaten_by_marked = beaten_by_marked || o->pareto;
+        }
+      EXPECT_EQ(r->pareto, beaten ? 0 : 1);
+      if (beaten) {
+        EXPECT_TRUE(beaten_by_marked);
+      }
+      marked += r->pareto;
+    }
+    EXPECT_GE(marked, 1);
+  }
+}
+
+TEST(Sweep, TracesAreStoredAndMonotone) {
+  for (const auto& j : reference().jobs) {
+    ASSERT_FALSE(j.trace.empty()) << j.job_id;
+    for (size_t t = 1; t < j.trace.size(); ++t) {
+      EXPECT_GT(j.trace[t].evaluation, j.trace[t - 1].evaluation);
+      EXPECT_LT(j.trace[t].value, j.trace[t - 1].value);
+    }
+    EXPECT_LE(j.trace.back().evaluation, j.evaluations);
+    EXPECT_EQ(j.trace.back().value, j.latency_cycles);  // objective: latency
+  }
+}
+
+TEST(Sweep, CapsDropDesignPoints) {
+  const std::string exp = kWork + "/capped.yaml";
+  std::string text = slurp(kSweep);
+  // The 16-PE points are the largest; a cap between sizes removes them.
+  const double cap = [] {
+    double small = 1e9, large = 0;
+    for (const auto& j : reference().jobs) {
+      if (j.num_pes == 16) small = std::min(small, j.area_mm2);
+      if (j.num_pes == 8) large = std::max(large, j.area_mm2);
+    }
+    return (small + large) / 2;
+  }();
+  text.replace(text.find("area_mm2: 16"), 12, "area_mm2: " + std::to_string(cap));
+  std::ofstream(exp) << text;
+  // Relative file names resolve against the experiment's folder.
+  std::ofstream(kWork + "/tiny_net.yaml") << slurp(kData + "/tiny_net.yaml");
+  std::ofstream(kWork + "/tiny_arch.yaml") << slurp(kData + "/tiny_arch.yaml");
+  const std::string out = kWork + "/capped.h5";
+  const auto r = run_cli({"run", exp, "-o", out, "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultFile f = read_results(out);
+  EXPECT_EQ(f.jobs.size(), kSweepJobs - 8);
+  for (const auto& j : f.jobs) EXPECT_NE(j.num_pes, 16);
+  EXPECT_EQ(f.attributes.at("design_points"), "6");
+  EXPECT_EQ(f.attributes.at("design_points_over_caps"), "2");
+}
+
+TEST(Interrupt, SigtermSavesFinishedJobsAndResumeCompletesThem) {
+  const std::string out = kWork + "/sigterm.h5";
+  std::remove(out.c_str());
+  const pid_t pid = spawn_cli({"run", kSweep, "-o", out, "-j", "2"}, kWork + "/sigterm.log");
+  // Wait until some jobs are in the file, then interrupt.
+  for (int i = 0; i < 400; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (slurp(kWork + "/sigterm.log").find("[3/") != std::string::npos) break;
+  }
+  kill(pid, SIGTERM);
+  const int status = wait_status(pid);
+  const std::string log = slurp(kWork + "/sigterm.log");
+  const ResultFile partial = read_results(out);
+  if (partial.jobs.size() == kSweepJobs) GTEST_SKIP() << "the run finished before the signal";
+  EXPECT_EQ(status, 143) << log;
+  EXPECT_NE(log.find("interrupted by SIGTERM"), std::string::npos) << log;
+  EXPECT_NE(log.find("--resume"), std::string::npos) << log;
+  EXPECT_GE(partial.jobs.size(), 3u);
+
+  const auto resumed = run_cli({"run", kSweep, "-o", out, "--resume", "-j", "2"});
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("resuming: " + std::to_string(partial.jobs.size()) + " jobs kept"),
+            std::string::npos)
+      << resumed.err;
+  expect_same_jobs(reference(), read_results(out));
+}
+
+TEST(Interrupt, SigkillAtRandomMomentsKeepsFlushedJobs) {
+  const std::string out = kWork + "/sigkill.h5";
+  std::remove(out.c_str());
+  std::mt19937 rng(12345);
+  std::size_t before = 0;
+  for (int kill_round = 0; kill_round < 3; ++kill_round) {
+    const pid_t pid =
+        spawn_cli({"run", kSweep, "-o", out, "-j", "2", "--resume"}, kWork + "/sigkill.log");
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 + rng() % 500));
+    kill(pid, SIGKILL);
+    int signal = 0;
+    wait_status(pid, &signal);
+    ResultFile f;
+    ASSERT_NO_THROW(f = read_results(out)) << "round " << kill_round;
+    // Rows kept from earlier rounds survive; rows are whole.
+    EXPECT_GE(f.jobs.size(), before);
+    for (const auto& j : f.jobs) {
+      EXPECT_EQ(j.job_id.size(), 16u);
+      EXPECT_EQ(j.status, "ok");
+      EXPECT_FALSE(j.best_mapping.empty());
+    }
+    before = f.jobs.size();
+  }
+  const auto resumed = run_cli({"run", kSweep, "-o", out, "--resume", "-q"});
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  expect_same_jobs(reference(), read_results(out));
+  // A finished file resumes to itself.
+  const auto again = run_cli({"run", kSweep, "-o", out, "--resume", "-q"});
+  ASSERT_EQ(again.status, 0) << again.err;
+  expect_same_jobs(reference(), read_results(out));
+}
+
+TEST(Shards, MergedShardsEqualOneRun) {
+  std::vector<std::string> parts;
+  for (int i = 0; i < 3; ++i) {
+    parts.push_back(kWork + "/shard" + std::to_string(i) + ".h5");
+    const auto r =
+        run_cli({"run", kSweep, "--shard", std::to_string(i) + "/3", "-o", parts.back(), "-q"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(read_results(parts.back()).jobs.size(), kSweepJobs / 3);
+  }
+  const std::string all = kWork + "/merged.h5";
+  const auto m = run_cli({"merge", parts[0], parts[1], parts[2], "-o", all});
+  ASSERT_EQ(m.status, 0) << m.err;
+  EXPECT_NE(m.out.find("merged 24 jobs from 3 files"), std::string::npos) << m.out;
+  expect_same_jobs(reference(), read_results(all));
+}
+
+#ifdef MAPEX_MPIEXEC
+TEST(Mpi, FourRanksGiveTheSingleProcessResults) {
+  const std::string out = kWork + "/mpi4.h5";
+  std::remove(out.c_str());
+  const auto r = run_cli(
+      {"-n", "4", "--oversubscribe", MAPEX_BINARY, "run", kSweep, "-o", out, "-j", "1", "-q"},
+      {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+       "OMPI_MCA_rmaps_base_oversubscribe=1"},
+      MAPEX_MPIEXEC);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  expect_same_jobs(reference(), read_results(out));
+}
+
+TEST(Mpi, BadInputOnEveryRankIsExitTwoAndOneMessage) {
+  const std::string guard = kWork + "/mpi_guard.h5";
+  std::ofstream(guard) << "results that must survive";
+  const auto r = run_cli(
+      {"-n", "2", "--oversubscribe", MAPEX_BINARY, "run", kSweep, "-o", guard, "--resume", "-q"},
+      {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}, MAPEX_MPIEXEC);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("mapex: error: " + guard + ": cannot read as a mapex result file"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(guard), "results that must survive");
+  const auto unwritable =
+      run_cli({"-n", "2", "--oversubscribe", MAPEX_BINARY, "run", kSweep, "-o",
+               "/proc/no/such/dir/out.h5", "-q"},
+              {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}, MAPEX_MPIEXEC);
+  EXPECT_NE(unwritable.status, 0);
+  EXPECT_NE(unwritable.err.find("cannot create the result file"), std::string::npos)
+      << unwritable.err;
+}
+#endif
+
+}  // namespace
+}  // namespace mapex::host
