@@ -13,6 +13,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cli_runner.hpp"
@@ -170,6 +171,51 @@ TEST(Sweep, TracesAreStoredAndMonotone) {
     }
     EXPECT_LE(j.trace.back().evaluation, j.evaluations);
     EXPECT_EQ(j.trace.back().value, j.latency_cycles);  // objective: latency
+  }
+}
+
+TEST(Report, GeometricMeansBaselineRatiosAndDesignPoints) {
+  reference();
+  const std::string file = kWork + "/sweep_reference.h5";
+  const auto md = run_cli({"report", file, "--baseline", "searcher=random[victory_condition=0]"});
+  ASSERT_EQ(md.status, 0) << md.err;
+  EXPECT_NE(md.out.find("Geometric means over layers"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("latency_vs_random[victory_condition=0]"), std::string::npos);
+  EXPECT_NE(md.out.find("Design points, fastest first"), std::string::npos);
+
+  // The baseline's own groups have ratio 1; the summary is one row per
+  // architecture x searcher x cost model.
+  const auto csv = run_cli({"report", file, "--format", "csv", "--table", "summary", "--baseline",
+                            "searcher=random[victory_condition=0]"});
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  std::istringstream lines(csv.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line,
+            "architecture,searcher,costmodel,ok,geomean_latency,geomean_vs_peak,geomean_energy,"
+            "latency_vs_random[victory_condition=0],energy_vs_random[victory_condition=0]");
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    if (line.find(",random[victory_condition=0],") != std::string::npos) {
+      EXPECT_EQ(line.substr(line.size() - 4), ",1,1") << line;
+    }
+  }
+  EXPECT_EQ(rows, 12);
+
+  const auto dse = run_cli({"report", file, "--format", "csv", "--table", "dse"});
+  ASSERT_EQ(dse.status, 0) << dse.err;
+  EXPECT_EQ(dse.out.rfind("layer,searcher,costmodel,architecture,num_pes,area_mm2,power_mw,", 0),
+            0u);
+  EXPECT_EQ(std::count(dse.out.begin(), dse.out.end(), '\n'), 25);
+
+  for (const auto& bad :
+       std::vector<std::vector<std::string>>{{"report", file, "--baseline", "searcher=annealing"},
+                                             {"report", file, "--baseline", "layer=conv"},
+                                             {"report", file, "--table", "everything"}}) {
+    const auto r = run_cli(bad);
+    EXPECT_EQ(r.status, 2) << r.out;
+    EXPECT_EQ(r.err.rfind("mapex: error: key '--", 0), 0u) << r.err;
   }
 }
 

@@ -50,7 +50,8 @@ const char* const kUsage =
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
     "  mapspace --workload W --arch A [--layer L]\n"
     "  plugins\n"
-    "  report   RESULTS.h5 [--format markdown|csv]\n"
+    "  report   RESULTS.h5 [--format markdown|csv] [--table all|jobs|summary|dse]\n"
+    "           [--baseline searcher=NAME|costmodel=NAME|architecture=NAME]\n"
     "  version\n"
     "\n"
     "Run `mapex <command> --help` for the options of a command.\n";
@@ -348,9 +349,14 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
 int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex report");
   std::string path, format;
+  ReportOptions options;
   desc.add_options()("help,h", "show this help")("results", po::value(&path)->required(),
                                                  "result file (HDF5)")(
-      "format", po::value(&format)->default_value("markdown"), "markdown or csv");
+      "format", po::value(&format)->default_value("markdown"), "markdown or csv")(
+      "table", po::value(&options.table)->default_value("all"),
+      "all (markdown), jobs, summary (geometric means per group) or dse (design points)")(
+      "baseline", po::value(&options.baseline),
+      "ratios to this baseline: searcher=NAME, costmodel=NAME or architecture=NAME");
   po::positional_options_description positional;
   positional.add("results", 1);
   const auto vm = parse(desc, positional, args);
@@ -360,7 +366,7 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   }
   const TableFormat table = parse_table_format(format);
   require_file(path, "result");
-  print_report(read_results(path), table, out);
+  print_report(read_results(path), table, out, options);
   return kExitOk;
 }
 
