@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "cli_runner.hpp"
+#include "host/experiment.hpp"
+#include "host/hardware_cost.hpp"
 #include "host/result_store.hpp"
 
 namespace mapex::host {
@@ -172,6 +174,74 @@ TEST(Sweep, TracesAreStoredAndMonotone) {
     EXPECT_LE(j.trace.back().evaluation, j.evaluations);
     EXPECT_EQ(j.trace.back().value, j.latency_cycles);  // objective: latency
   }
+}
+
+TEST(HardwareCost, BuildingBlocksScaleAsTheModelSays) {
+  auto chip = [](std::int64_t pes, std::int64_t l2_bytes, double noc_gbps) {
+    std::vector<Level> levels(4);
+    levels[0] = Level{};
+    levels[0].name = "L1";
+    levels[0].size_bytes = 512;
+    levels[0].read_energy_pj = 0.5;
+    levels[1].name = "PEs";
+    levels[1].kind = LevelKind::kSpatial;
+    levels[1].shape = {pes};
+    levels[1].noc.bandwidth_gbps = noc_gbps;
+    levels[2].name = "L2";
+    levels[2].size_bytes = l2_bytes;
+    levels[2].read_energy_pj = 6;
+    levels[3].name = "DRAM";
+    levels[3].kind = LevelKind::kDram;
+    levels[3].bandwidth_gbps = 16;
+    return Architecture::make("c", 1000, 8, 0.15, 1, levels);
+  };
+  const Technology t;
+  auto part = [](const HardwareCost& c, const std::string& name) {
+    for (const auto& p : c.parts)
+      if (p.part == name) return p;
+    ADD_FAILURE() << "no part " << name;
+    return CostPart{};
+  };
+  const HardwareCost small = estimate_cost(chip(64, 65536, 16), t);
+  const HardwareCost big = estimate_cost(chip(128, 65536, 16), t);
+  const HardwareCost wide = estimate_cost(chip(64, 65536, 32), t);
+  // MACs and L1s linear in PEs, the arbiter quadratic (MAESTRO case study II).
+  EXPECT_DOUBLE_EQ(part(big, "MACs").area_mm2, 2 * part(small, "MACs").area_mm2);
+  EXPECT_DOUBLE_EQ(part(big, "L1").area_mm2, 2 * part(small, "L1").area_mm2);
+  EXPECT_DOUBLE_EQ(part(big, "PEs arbiter").area_mm2, 4 * part(small, "PEs arbiter").area_mm2);
+  // The bus linear in PEs and in width; the arbiter does not see the width.
+  EXPECT_DOUBLE_EQ(part(big, "PEs bus").area_mm2, 2 * part(small, "PEs bus").area_mm2);
+  EXPECT_DOUBLE_EQ(part(wide, "PEs bus").area_mm2, 2 * part(small, "PEs bus").area_mm2);
+  EXPECT_DOUBLE_EQ(part(wide, "PEs arbiter").area_mm2, part(small, "PEs arbiter").area_mm2);
+  // 64 KiB of SRAM at 2 um^2/byte; a 512 B L1 is a register file (8 um^2/byte).
+  EXPECT_DOUBLE_EQ(part(small, "L2").area_mm2, 65536 * 2.0 * 1e-6);
+  EXPECT_DOUBLE_EQ(part(small, "L1").area_mm2, 64 * 512 * 8.0 * 1e-6);
+  // Peak MAC power: 64 MACs x 0.15 pJ at 1 GHz.
+  EXPECT_DOUBLE_EQ(part(small, "MACs").power_mw, 64 * 0.15);
+  double area = 0, power = 0;
+  for (const auto& p : small.parts) {
+    area += p.area_mm2;
+    power += p.power_mw;
+  }
+  EXPECT_DOUBLE_EQ(small.area_mm2, area);
+  EXPECT_DOUBLE_EQ(small.power_mw, power);
+}
+
+TEST(MaestroCaseStudy, ExperimentExpandsIntoTheCappedDesignSpace) {
+  const Experiment e =
+      load_experiment(std::string(MAPEX_EXPERIMENTS_DIR) + "/maestro/case_study_2.yaml");
+  // 5 x 3 x 3 x 4 = 180 points; the L2 >= PEs x L1 filter keeps 132, and
+  // the 16 mm^2 / 450 mW caps drop the 1024-PE points and some 512-PE ones.
+  EXPECT_EQ(e.design_points, 132u);
+  EXPECT_EQ(e.design_points_over_caps + e.architectures.size(), 132u);
+  EXPECT_GT(e.design_points_over_caps, 0u);
+  for (const auto& a : e.architectures) {
+    EXPECT_LE(a.cost.area_mm2, 16.0) << a.arch.name();
+    EXPECT_LE(a.cost.power_mw, 450.0) << a.arch.name();
+    EXPECT_LT(a.arch.num_pes(), 1024) << a.arch.name();
+    EXPECT_EQ(a.arch.name().rfind("maestro_dse[PE_array.shape=", 0), 0u);
+  }
+  EXPECT_EQ(expand_jobs(e).size(), 2 * e.architectures.size());
 }
 
 TEST(Report, GeometricMeansBaselineRatiosAndDesignPoints) {
