@@ -169,10 +169,18 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
       batch.push_back(std::move(*item));
     else
       end = true;
-    // Drain what else is ready, so a busy run writes and flushes in batches.
+    // Collect what else finishes within the batch window, so a run of many
+    // small jobs writes and flushes once per window rather than per job
+    // (an HDF5 flush costs several writes), while a slow job is still
+    // flushed within the window of finishing.
+    const auto deadline = std::chrono::steady_clock::now() + options.batch_window;
     while (!end && batch.size() < 4096) {
       std::optional<JobResult> more;
-      if (!finished.try_pop(more)) break;
+      if (!finished.try_pop(more)) {
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
       MAPEX_TSAN_ACQUIRE(&finished);
       if (!more) {
         end = true;

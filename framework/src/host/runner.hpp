@@ -5,6 +5,7 @@
 // never touch HDF5.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mapex/metrics.hpp>
@@ -87,6 +88,9 @@ struct RunOptions {
   /// results are not delivered, so a resume runs them again.
   const std::atomic<bool>* stop = nullptr;
   bool keep_traces = false;
+  /// How long the writer keeps collecting finished jobs before it hands
+  /// them over (one append and one flush per batch).
+  std::chrono::milliseconds batch_window{20};
 };
 
 struct RunSummary {
