@@ -398,7 +398,7 @@ TEST(Mpi, FourRanksGiveTheSingleProcessResults) {
   const auto r = run_cli(
       {"-n", "4", "--oversubscribe", MAPEX_BINARY, "run", kSweep, "-o", out, "-j", "1", "-q"},
       {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
-       "OMPI_MCA_rmaps_base_oversubscribe=1"},
+       "ASAN_OPTIONS=detect_leaks=0", "OMPI_MCA_rmaps_base_oversubscribe=1"},
       MAPEX_MPIEXEC);
   ASSERT_EQ(r.status, 0) << r.out << r.err;
   expect_same_jobs(reference(), read_results(out));
@@ -409,16 +409,19 @@ TEST(Mpi, BadInputOnEveryRankIsExitTwoAndOneMessage) {
   std::ofstream(guard) << "results that must survive";
   const auto r = run_cli(
       {"-n", "2", "--oversubscribe", MAPEX_BINARY, "run", kSweep, "-o", guard, "--resume", "-q"},
-      {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}, MAPEX_MPIEXEC);
+      {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+       "ASAN_OPTIONS=detect_leaks=0"},
+      MAPEX_MPIEXEC);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("mapex: error: " + guard + ": cannot read as a mapex result file"),
             std::string::npos)
       << r.err;
   EXPECT_EQ(slurp(guard), "results that must survive");
-  const auto unwritable =
-      run_cli({"-n", "2", "--oversubscribe", MAPEX_BINARY, "run", kSweep, "-o",
-               "/proc/no/such/dir/out.h5", "-q"},
-              {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"}, MAPEX_MPIEXEC);
+  const auto unwritable = run_cli({"-n", "2", "--oversubscribe", MAPEX_BINARY, "run", kSweep, "-o",
+                                   "/proc/no/such/dir/out.h5", "-q"},
+                                  {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                                   "ASAN_OPTIONS=detect_leaks=0"},
+                                  MAPEX_MPIEXEC);
   EXPECT_NE(unwritable.status, 0);
   EXPECT_NE(unwritable.err.find("cannot create the result file"), std::string::npos)
       << unwritable.err;

@@ -28,14 +28,14 @@ constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 
 std::atomic<bool> g_stop{false};
-volatile std::sig_atomic_t g_signal = 0;
-static_assert(std::atomic<bool>::is_always_lock_free,
-              "the stop flag is set from a signal handler: it must be lock-free");
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
+              "set from a signal handler: lock-free atomics only");
 
 extern "C" void mapex_on_signal(int sig) {
   // Only async-signal-safe work: two stores. SA_RESETHAND restores the
   // default action, so a second Ctrl-C ends the process at once.
-  g_signal = sig;
+  g_signal.store(sig, std::memory_order_relaxed);
   g_stop.store(true, std::memory_order_relaxed);
 }
 
@@ -100,11 +100,11 @@ std::string describe_row(const JobRow& j) {
 }  // namespace
 
 std::atomic<bool>& stop_flag() { return g_stop; }
-int stop_signal() { return g_signal; }
+int stop_signal() { return g_signal.load(); }
 
 SignalGuard::SignalGuard() {
   g_stop.store(false);
-  g_signal = 0;
+  g_signal.store(0);
   struct sigaction action {};
   action.sa_handler = mapex_on_signal;
   sigemptyset(&action.sa_mask);
