@@ -321,7 +321,7 @@ TEST(Interrupt, SigtermSavesFinishedJobsAndResumeCompletesThem) {
   std::remove(out.c_str());
   const pid_t pid = spawn_cli({"run", kSweep, "-o", out, "-j", "2"}, kWork + "/sigterm.log");
   // Wait until some jobs are in the file, then interrupt.
-  for (int i = 0; i < 400; ++i) {
+  for (int i = 0; i < 3000; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (slurp(kWork + "/sigterm.log").find("[3/") != std::string::npos) break;
   }
@@ -355,6 +355,8 @@ TEST(Interrupt, SigkillAtRandomMomentsKeepsFlushedJobs) {
     kill(pid, SIGKILL);
     int signal = 0;
     wait_status(pid, &signal);
+    // Killed before the file was made (a loaded machine): nothing to check.
+    if (!std::ifstream(out)) continue;
     ResultFile f;
     ASSERT_NO_THROW(f = read_results(out)) << "round " << kill_round;
     // Rows kept from earlier rounds survive; rows are whole.

@@ -92,6 +92,17 @@ std::map<std::string, std::string> attributes_of(const Experiment& e, const Shar
           {"design_points_over_caps", std::to_string(e.design_points_over_caps)}};
 }
 
+// A writer on a temporary file next to `output`; errors name `output`.
+std::unique_ptr<ResultWriter> temporary_writer(const std::string& temporary,
+                                               const std::string& output,
+                                               const std::map<std::string, std::string>& attrs) {
+  try {
+    return std::make_unique<ResultWriter>(temporary, attrs);
+  } catch (const InputError& e) {
+    throw InputError(SourceLocation{output, 0, 0}, "", e.problem());
+  }
+}
+
 std::string describe_row(const JobRow& j) {
   return "job " + j.job_id + ": " + j.workload + "/" + j.layer + " on " + j.architecture + " by " +
          j.searcher + " under " + j.costmodel;
@@ -173,7 +184,18 @@ OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool
   auto attributes = attributes_of(e, shard);
   if (!resume || !fs::exists(output)) {
     if (resume) err << "mapex: " << output << " does not exist yet: starting the run afresh\n";
-    opened.writer = std::make_unique<ResultWriter>(output, attributes);
+    // Created and flushed under another name, then renamed: a run killed
+    // while creating its file never leaves a half-made one at the path.
+    const std::string temporary = output + ".new-tmp";
+    opened.writer = temporary_writer(temporary, output, attributes);
+    boost::system::error_code ec;
+    fs::rename(temporary, output, ec);
+    if (ec) {
+      opened.writer.reset();
+      fs::remove(temporary, ec);
+      throw InputError(SourceLocation{output, 0, 0}, "",
+                       "cannot create the result file: " + ec.message());
+    }
     opened.todo = run.jobs;
     return opened;
   }
@@ -221,7 +243,7 @@ OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool
   // rename: at every moment the path holds a complete, readable file.
   const std::string temporary = output + ".resume-tmp";
   {
-    auto writer = std::make_unique<ResultWriter>(temporary, attributes);
+    auto writer = temporary_writer(temporary, output, attributes);
     writer->append(old.jobs);
     opened.writer = std::move(writer);
   }
@@ -431,7 +453,8 @@ int merge_command(const std::vector<std::string>& args, std::ostream& out, std::
   attributes["merged_from"] = join(inputs, ",");
   const std::string temporary = output + ".merge-tmp";
   {
-    ResultWriter writer(temporary, attributes);
+    auto merged = temporary_writer(temporary, output, attributes);
+    ResultWriter& writer = *merged;
     writer.append(rows);
     for (size_t i = 0; i < rows.size(); ++i) rows[i].file_row = i;
     const auto metrics = split(
