@@ -110,6 +110,42 @@ TEST(Sweep, NamesDesignPointsAndVariants) {
                                               "random[victory_condition=0]"}));
 }
 
+TEST(Sweep, BatchSizesBudgetsFlagsAndFilters) {
+  const std::string exp = kWork + "/kinds.yaml";
+  std::ofstream(exp) << "name: kinds\nseed: 3\nworkloads:\n  - file: " << kData
+                     << "/tiny_net.yaml\n    layers: [fc]\n    sweep: {product: {batch: [1, 2]}}\n"
+                     << "architectures:\n  - file: " << kData << "/tiny_arch.yaml\n"
+                     << "    sweep:\n      zip: {PEs.noc.multicast: [true, false], "
+                        "PEs.noc.reduction: [true, false]}\n"
+                     << "      product: {L2.size_bytes: [1024, 2048, 4096]}\n"
+                     << "      filter: \"(L2.size_bytes > 1024 or PEs.noc.multicast) and not "
+                        "L2.size_bytes == 4096\"\n"
+                     << "searchers:\n  - plugin: random\n    sweep:\n"
+                     << "      product: {budget.evaluations: [10, 40]}\ncostmodels: [roofline]\n";
+  const std::string out = kWork + "/kinds.h5";
+  const auto r = run_cli({"run", exp, "-o", out, "-q"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultFile f = read_results(out);
+  // 2 batches x 3 kept points (of 2 x 3: the filter drops the 4096 ones
+  // and the 1024 one without multicast) x 2 budgets.
+  ASSERT_EQ(f.jobs.size(), 12u);
+  std::map<std::string, double> macs;
+  std::set<std::string> archs;
+  for (const auto& j : f.jobs) {
+    archs.insert(j.architecture);
+    macs[j.workload] = j.macs;
+    EXPECT_LE(j.evaluations, j.searcher == "random[budget.evaluations=10]" ? 10u : 40u)
+        << j.searcher;
+  }
+  EXPECT_EQ(archs,
+            (std::set<std::string>{
+                "tiny[PEs.noc.multicast=true,PEs.noc.reduction=true,L2.size_bytes=1024]",
+                "tiny[PEs.noc.multicast=true,PEs.noc.reduction=true,L2.size_bytes=2048]",
+                "tiny[PEs.noc.multicast=false,PEs.noc.reduction=false,L2.size_bytes=2048]"}));
+  ASSERT_EQ(macs.size(), 2u);
+  EXPECT_DOUBLE_EQ(macs.at("tiny[batch=2]"), 2 * macs.at("tiny[batch=1]"));
+}
+
 TEST(Sweep, JobIdsAreStableAcrossRuns) {
   const std::string out = kWork + "/sweep_again.h5";
   ASSERT_EQ(run_cli({"run", kSweep, "-o", out, "-j", "1", "--quiet"}).status, 0);
