@@ -137,11 +137,12 @@ TEST(Sweep, BatchSizesBudgetsFlagsAndFilters) {
     EXPECT_LE(j.evaluations, j.searcher == "random[budget.evaluations=10]" ? 10u : 40u)
         << j.searcher;
   }
+  // Product keys first, then zipped ones, whatever the YAML order.
   EXPECT_EQ(archs,
             (std::set<std::string>{
-                "tiny[PEs.noc.multicast=true,PEs.noc.reduction=true,L2.size_bytes=1024]",
-                "tiny[PEs.noc.multicast=true,PEs.noc.reduction=true,L2.size_bytes=2048]",
-                "tiny[PEs.noc.multicast=false,PEs.noc.reduction=false,L2.size_bytes=2048]"}));
+                "tiny[L2.size_bytes=1024,PEs.noc.multicast=true,PEs.noc.reduction=true]",
+                "tiny[L2.size_bytes=2048,PEs.noc.multicast=true,PEs.noc.reduction=true]",
+                "tiny[L2.size_bytes=2048,PEs.noc.multicast=false,PEs.noc.reduction=false]"}));
   ASSERT_EQ(macs.size(), 2u);
   EXPECT_DOUBLE_EQ(macs.at("tiny[batch=2]"), 2 * macs.at("tiny[batch=1]"));
 }
