@@ -9,7 +9,8 @@ MAPEX_PACKAGES=(
   libboost-program-options-dev libboost-filesystem-dev libtbb-dev
   libhdf5-dev hdf5-tools libyaml-cpp-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang-format python3 python3-h5py python3-numpy
+  clang-format python3 python3-h5py python3-numpy python3-pandas python3-matplotlib
+  libopenmpi-dev openmpi-bin
 )
 
 mapex_install_dependencies() {

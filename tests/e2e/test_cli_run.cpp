@@ -48,7 +48,7 @@ TEST(CliRun, WritesResultsAndPrintsTheTable) {
     const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(j.layer))].op;
     EXPECT_NO_THROW(Mapping::parse(j.best_mapping, "stored mapping", op, arch)) << j.best_mapping;
     // The convergence trace improves strictly and ends at the best found.
-    const auto trace = read_trace(out, j.job_id);
+    const auto& trace = j.trace;  // the experiment sets traces: true
     ASSERT_FALSE(trace.empty());
     for (size_t k = 1; k < trace.size(); ++k) {
       EXPECT_GT(trace[k].evaluation, trace[k - 1].evaluation);
@@ -79,7 +79,7 @@ TEST(CliRun, SameResultsWithOneAndTwoThreads) {
     EXPECT_EQ(a.jobs[i].energy_pj, b.jobs[i].energy_pj);
     EXPECT_EQ(a.jobs[i].evaluations, b.jobs[i].evaluations);
     EXPECT_EQ(a.jobs[i].best_mapping, b.jobs[i].best_mapping);
-    const auto ta = read_trace(one, a.jobs[i].job_id), tb = read_trace(two, b.jobs[i].job_id);
+    const auto &ta = a.jobs[i].trace, &tb = b.jobs[i].trace;
     ASSERT_EQ(ta.size(), tb.size());
     for (size_t k = 0; k < ta.size(); ++k) {
       EXPECT_EQ(ta[k].evaluation, tb[k].evaluation);

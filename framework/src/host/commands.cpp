@@ -20,6 +20,7 @@
 #include "host/progress.hpp"
 #include "host/report.hpp"
 #include "host/result_store.hpp"
+#include "host/run_command.hpp"
 #include "host/runner.hpp"
 
 namespace mapex::host {
@@ -42,7 +43,9 @@ const char* const kUsage =
     "usage: mapex <command> [options]\n"
     "\n"
     "commands:\n"
-    "  run EXPERIMENT.yaml [-o results.h5] [-j N] [--quiet]\n"
+    "  run EXPERIMENT.yaml [-o results.h5] [-j N] [--resume] [--shard i/N] [--quiet]\n"
+    "      (under mpirun: ranks share the jobs, rank 0 writes the file)\n"
+    "  merge RESULTS.h5 ... -o ALL.h5\n"
     "  evaluate --workload W --arch A --mapping M [--layer L] [--costmodel roofline]\n"
     "           [--param k=v ...] [--format table|csv|json]\n"
     "  evaluate --maestro MAPPING.m --hw HW.m [--costmodel mdc] [--format table|csv|json]\n"
@@ -52,7 +55,8 @@ const char* const kUsage =
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
     "  mapspace --workload W --arch A [--layer L]\n"
     "  plugins\n"
-    "  report   RESULTS.h5 [--format markdown|csv]\n"
+    "  report   RESULTS.h5 [--format markdown|csv] [--table all|jobs|summary|dse]\n"
+    "           [--baseline searcher=NAME|costmodel=NAME|architecture=NAME]\n"
     "  version\n"
     "\n"
     "Run `mapex <command> --help` for the options of a command.\n";
@@ -523,9 +527,14 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
 int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex report");
   std::string path, format;
+  ReportOptions options;
   desc.add_options()("help,h", "show this help")("results", po::value(&path)->required(),
                                                  "result file (HDF5)")(
-      "format", po::value(&format)->default_value("markdown"), "markdown or csv");
+      "format", po::value(&format)->default_value("markdown"), "markdown or csv")(
+      "table", po::value(&options.table)->default_value("all"),
+      "all (markdown), jobs, summary (geometric means per group) or dse (design points)")(
+      "baseline", po::value(&options.baseline),
+      "ratios to this baseline: searcher=NAME, costmodel=NAME or architecture=NAME");
   po::positional_options_description positional;
   positional.add("results", 1);
   const auto vm = parse(desc, positional, args);
@@ -535,73 +544,8 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   }
   const TableFormat table = parse_table_format(format);
   require_file(path, "result");
-  print_report(read_results(path), table, out);
+  print_report(read_results(path), table, out, options);
   return kExitOk;
-}
-
-std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  char buffer[32];
-  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buffer;
-}
-
-int cmd_run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  po::options_description desc("mapex run");
-  std::string experiment_path, output;
-  int threads = 0;
-  bool quiet = false;
-  desc.add_options()("help,h", "show this help")(
-      "experiment", po::value(&experiment_path)->required(), "experiment YAML")(
-      "output,o", po::value(&output), "result file (default results/<name>.h5)")(
-      "threads,j", po::value(&threads), "worker threads (0: all cores)")(
-      "quiet,q", po::bool_switch(&quiet), "no progress output");
-  po::positional_options_description positional;
-  positional.add("experiment", 1);
-  const auto vm = parse(desc, positional, args);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitOk;
-  }
-  if (threads < 0) throw UsageError("-j expects 0 (all cores) or a positive number");
-  require_file(experiment_path, "experiment");
-  // Everything that can be wrong with the input is checked before the
-  // result file is touched.
-  const Experiment e = load_experiment(experiment_path);
-  const PluginRegistry registry = load_plugins(e.plugin_paths);
-  check_plugins(e, registry);
-  const PluginInstances plugins = instantiate(e, registry);
-  const std::vector<Job> jobs = expand_jobs(e);
-  if (output.empty()) output = "results/" + e.name + ".h5";
-  if (fs::path(output).has_parent_path()) {
-    boost::system::error_code ec;
-    fs::create_directories(fs::path(output).parent_path(), ec);
-  }
-
-  ResultWriter writer(output, {{"experiment_yaml", e.text},
-                               {"experiment_path", e.path},
-                               {"experiment_name", e.name},
-                               {"mapex_version", version()},
-                               {"plugin_abi", std::to_string(kPluginAbiVersion)},
-                               {"created", now_utc()}});
-  Progress progress(jobs.size(), Progress::pick_mode(stderr, quiet));
-  RunOptions options;
-  options.threads = threads;
-  options.on_result = [&](const JobResult& r) {
-    writer.append(r);
-    progress.job_finished(r);
-  };
-  options.on_evaluations = [&](std::uint64_t n) { progress.evaluations(n); };
-  const auto results = run_jobs(e, plugins, jobs, options);
-  progress.finish();
-
-  std::size_t failed = 0;
-  for (const auto& r : results) failed += r.status == JobStatus::kFailed;
-  // The table comes from the file, so what is printed is what was stored.
-  print_report(read_results(output), TableFormat::kMarkdown, out);
-  out << "\n" << results.size() << " jobs, " << failed << " failed; results in " << output << "\n";
-  if (failed) err << "mapex: " << failed << " of " << results.size() << " jobs failed\n";
-  return failed ? kExitFailed : kExitOk;
 }
 
 }  // namespace
@@ -611,7 +555,8 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (argc < 2) throw UsageError(std::string("no command given\n") + kUsage);
     const std::string command = argv[1];
     const std::vector<std::string> args(argv + 2, argv + argc);
-    if (command == "run") return cmd_run(args, out, err);
+    if (command == "run") return run_command(args, out, err);
+    if (command == "merge") return merge_command(args, out, err);
     if (command == "evaluate") return cmd_evaluate(args, out);
     if (command == "search") return cmd_search(args, out);
     if (command == "mapspace") return cmd_mapspace(args, out);

@@ -2,9 +2,13 @@
 
 #include <boost/filesystem.hpp>
 #include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <set>
 
 #include "constraints_yaml.hpp"
 #include "host/plugin_registry.hpp"
+#include "host/sweep.hpp"
 #include "yaml_reader.hpp"
 
 namespace mapex::host {
@@ -75,12 +79,117 @@ Use read_use(const std::string& file, const YAML::Node& node, const char* what, 
     if (auto p = m.optional("params")) use.params = read_params(file, *p);
     if (budget) {
       if (auto b = m.optional("budget")) *budget = read_budget(file, *b, *budget);
+      m.allow("sweep");  // searcher entries may sweep; read by the caller
     }
     if (mapspace) *mapspace = m.optional("mapspace");
     m.finish();
   }
   if (use.label.empty()) use.label = use.plugin;
   return use;
+}
+
+// Searcher variants: `sweep:` over `params.<name>`, `budget.evaluations`
+// and `budget.seconds`; each point is labelled "<label>[name=value,...]".
+std::vector<SearcherUse> searcher_variants(const std::string& file, const SearcherUse& base,
+                                           const Sweep& sweep) {
+  std::vector<SearcherUse> out;
+  for (auto point : sweep.points(file)) {
+    SearcherUse use = base;
+    for (auto& a : point) {
+      if (a.key.rfind("params.", 0) == 0 && a.key.size() > 7) {
+        if (!a.value.IsScalar())
+          throw InputError(a.where, a.key, "expected a value for the parameter, got a list");
+        use.params[a.key.substr(7)] = a.value.Scalar();
+        a.key = a.key.substr(7);
+      } else if (a.key == "budget.evaluations" || a.key == "budget.seconds") {
+        YAML::Node b;
+        b[a.key.substr(7)] = a.value;
+        use.budget = read_budget(file, b, use.budget);
+      } else {
+        throw InputError(a.key_where, a.key,
+                         "names no searcher parameter; expected params.<name>, "
+                         "budget.evaluations or budget.seconds");
+      }
+    }
+    bool keep = true;
+    for (const auto& f : sweep.filters)
+      keep = keep && f.keep([&](const std::string& name) -> std::optional<double> {
+        for (const auto& a : point) {
+          if (a.key != name && "params." + a.key != name) continue;
+          char* end = nullptr;
+          const double v = std::strtod(a.text.c_str(), &end);
+          if (end && *end == '\0' && !a.text.empty()) return v;
+          if (a.text == "true") return 1.0;
+          if (a.text == "false") return 0.0;
+        }
+        return std::nullopt;
+      });
+    if (!keep) continue;
+    use.label = variant_name(base.label, point);
+    out.push_back(std::move(use));
+  }
+  return out;
+}
+
+Technology read_technology(const std::string& file, const YAML::Node& node) {
+  yaml::Map m(file, node, "technology");
+  Technology t;
+  t.node_nm = m.positive_double("node_nm", t.node_nm);
+  t.mac_area_um2 = m.non_negative_double("mac_area_um2", t.mac_area_um2);
+  t.sram_area_um2_per_byte =
+      m.non_negative_double("sram_area_um2_per_byte", t.sram_area_um2_per_byte);
+  t.regfile_area_um2_per_byte =
+      m.non_negative_double("regfile_area_um2_per_byte", t.regfile_area_um2_per_byte);
+  t.regfile_max_bytes = m.non_negative_double("regfile_max_bytes", t.regfile_max_bytes);
+  t.sram_leakage_uw_per_kib =
+      m.non_negative_double("sram_leakage_uw_per_kib", t.sram_leakage_uw_per_kib);
+  t.bus_area_um2_per_pe_byte =
+      m.non_negative_double("bus_area_um2_per_pe_byte", t.bus_area_um2_per_pe_byte);
+  t.arbiter_area_um2_per_pe2 =
+      m.non_negative_double("arbiter_area_um2_per_pe2", t.arbiter_area_um2_per_pe2);
+  t.logic_mw_per_mm2_ghz = m.non_negative_double("logic_mw_per_mm2_ghz", t.logic_mw_per_mm2_ghz);
+  m.finish();
+  return t;
+}
+
+DseOptions read_dse(const std::string& file, const YAML::Node& node) {
+  yaml::Map m(file, node, "dse");
+  DseOptions d;
+  if (auto caps = m.optional("caps")) {
+    yaml::Map c(file, *caps, "caps");
+    if (c.has("area_mm2")) d.max_area_mm2 = c.positive_double("area_mm2");
+    if (c.has("power_mw")) d.max_power_mw = c.positive_double("power_mw");
+    c.allow("area_mm2");
+    c.allow("power_mw");
+    c.finish();
+  }
+  if (auto t = m.optional("technology")) d.technology = read_technology(file, *t);
+  if (auto p = m.optional("pareto")) {
+    d.pareto = yaml::as_string_list(file, *p, "pareto");
+    static const std::set<std::string> known{"latency", "energy", "edp", "area", "power"};
+    if (d.pareto.empty())
+      yaml::fail(file, *p, "pareto",
+                 "expected a non-empty list of latency, energy, edp, area, power");
+    for (const auto& k : d.pareto)
+      if (!known.count(k))
+        yaml::fail(file, *p, "pareto",
+                   "expected metrics among latency, energy, edp, area, power, got '" + k + "'");
+  }
+  m.finish();
+  return d;
+}
+
+// A workload variant with another batch size: the file's `batch` and name
+// are replaced before it is parsed, so every layer's N follows.
+Network network_with_batch(const std::string& path, const Assignment& a) {
+  YAML::Node root = yaml::load_file(path);
+  const std::int64_t batch = yaml::as_positive_int(a.where.file, a.value, a.key);
+  root["batch"] = batch;
+  const std::string name = root["network"] ? root["network"].as<std::string>() : "network";
+  root["network"] = variant_name(name, {a});
+  YAML::Emitter emitter;
+  emitter << root;
+  return Network::parse(emitter.c_str(), path);
 }
 
 YAML::Node require_list(const std::string& file, const YAML::Node& node, const char* key) {
@@ -121,6 +230,8 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
     e.mapspace = parse_constraint_spec(path, *ms);
     e.mapspace_key = YAML::Dump(*ms);
   }
+  if (auto d = top.optional("dse")) e.dse = read_dse(path, *d);
+  e.traces = top.boolean("traces", false);
   if (auto pp = top.optional("plugin_paths"))
     for (const auto& dir : yaml::as_string_list(path, *pp, "plugin_paths"))
       e.plugin_paths.push_back(resolve(path, dir));
@@ -129,17 +240,31 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
     WorkloadUse use;
     std::vector<std::string> wanted;
     YAML::Node file_node = w;
+    std::optional<Sweep> sweep;
     if (!w.IsScalar()) {
       yaml::Map m(path, w, "a workload entry");
       file_node.reset(m.required("file"));  // rebind, do not assign into w
       if (auto layers = m.optional("layers"))
         wanted = yaml::as_string_list(path, *layers, "layers");
+      if (auto sw = m.optional("sweep")) sweep = read_sweep(path, *sw);
       m.finish();
     }
     use.path = resolve(path, yaml::as_string(path, file_node, "file"));
     if (!fs::exists(use.path))
       yaml::fail(path, file_node, "file", "workload file '" + use.path + "' does not exist");
     use.network = Network::load(use.path);
+    std::vector<Network> variants;
+    if (sweep) {
+      if (!sweep->filters.empty())
+        throw InputError(sweep->filters.front().where(), "filter",
+                         "workload sweeps take no filter (only batch is swept)");
+      for (const auto& point : sweep->points(path)) {
+        for (const auto& a : point)
+          if (a.key != "batch")
+            throw InputError(a.key_where, a.key, "names no workload parameter; expected batch");
+        variants.push_back(network_with_batch(use.path, point.front()));
+      }
+    }
     if (wanted.empty()) {
       for (size_t i = 0; i < use.network.layers().size(); ++i)
         use.layers.push_back(static_cast<int>(i));
@@ -152,23 +277,74 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
         use.layers.push_back(index);
       }
     }
-    e.workloads.push_back(std::move(use));
+    if (variants.empty()) {
+      e.workloads.push_back(std::move(use));
+    } else {
+      for (auto& net : variants) {
+        WorkloadUse v{use.path, std::move(net), use.layers};
+        e.workloads.push_back(std::move(v));
+      }
+    }
   }
   for (const auto& a : require_list(path, top.required("architectures"), "architectures")) {
     YAML::Node file_node = a;
+    std::optional<Sweep> sweep;
+    YAML::Node sweep_node;
     if (!a.IsScalar()) {
       yaml::Map m(path, a, "an architecture entry");
       file_node.reset(m.required("file"));  // rebind, do not assign into w
+      if (auto sw = m.optional("sweep")) {
+        sweep_node.reset(*sw);
+        sweep = read_sweep(path, *sw);
+      }
       m.finish();
     }
     const std::string arch_path = resolve(path, yaml::as_string(path, file_node, "file"));
     if (!fs::exists(arch_path))
       yaml::fail(path, file_node, "file", "architecture file '" + arch_path + "' does not exist");
-    e.architectures.push_back(ArchitectureUse{arch_path, Architecture::load(arch_path)});
+    const Architecture base = Architecture::load(arch_path);
+    std::vector<Architecture> points;
+    if (!sweep) {
+      points.push_back(base);
+    } else {
+      for (const auto& point : sweep->points(path)) {
+        Architecture variant = apply_architecture(base, point, variant_name(base.name(), point));
+        bool keep = true;
+        for (const auto& f : sweep->filters)
+          keep = keep &&
+                 f.keep([&](const std::string& key) { return architecture_value(variant, key); });
+        if (keep) points.push_back(std::move(variant));
+      }
+      if (points.empty())
+        yaml::fail(path, sweep_node, "filter",
+                   "the filters remove every design point of the sweep");
+    }
+    for (auto& arch : points) {
+      for (const auto& other : e.architectures)
+        if (other.arch.name() == arch.name())
+          yaml::fail(path, file_node, "architectures",
+                     "design point '" + arch.name() + "' appears twice");
+      ++e.design_points;
+      HardwareCost cost = estimate_cost(arch, e.dse.technology);
+      // MAESTRO case study II: only design points within the area and power
+      // caps are explored.
+      if ((e.dse.max_area_mm2 && cost.area_mm2 > *e.dse.max_area_mm2) ||
+          (e.dse.max_power_mw && cost.power_mw > *e.dse.max_power_mw)) {
+        ++e.design_points_over_caps;
+        continue;
+      }
+      e.architectures.push_back(ArchitectureUse{arch_path, std::move(arch), std::move(cost)});
+    }
   }
+  if (e.architectures.empty())
+    yaml::fail(path, top.required("architectures"), "architectures",
+               "all " + std::to_string(e.design_points) +
+                   " design points are above the area or power caps of 'dse'");
   for (const auto& s : require_list(path, top.required("searchers"), "searchers")) {
     Budget b = budget;
     SearcherUse use;
+    std::optional<Sweep> sweep;
+    if (s.IsMap() && s["sweep"]) sweep = read_sweep(path, s["sweep"]);
     std::optional<YAML::Node> ms;
     static_cast<PluginUse&>(use) = read_use<PluginUse>(path, s, "a searcher entry", &b, &ms);
     use.budget = b;
@@ -176,7 +352,14 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
       use.mapspace = parse_constraint_spec(path, *ms);
       use.mapspace_key = YAML::Dump(*ms);
     }
-    e.searchers.push_back(std::move(use));
+    if (!sweep) {
+      e.searchers.push_back(std::move(use));
+    } else {
+      auto variants = searcher_variants(path, use, *sweep);
+      if (variants.empty())
+        yaml::fail(path, s["sweep"], "filter", "the filters remove every point of the sweep");
+      for (auto& v : variants) e.searchers.push_back(std::move(v));
+    }
   }
   for (const auto& c : require_list(path, top.required("costmodels"), "costmodels"))
     e.costmodels.push_back(read_use<PluginUse>(path, c, "a costmodel entry", nullptr));

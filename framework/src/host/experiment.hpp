@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "host/hardware_cost.hpp"
+
 namespace mapex::host {
 
 class PluginRegistry;
@@ -36,13 +38,26 @@ struct SearcherUse : PluginUse {
 
 struct WorkloadUse {
   std::string path;
-  Network network;
+  Network network;          ///< named "<network>[batch=4]" for a swept variant
   std::vector<int> layers;  ///< indices into network.layers()
 };
 
+/// One design point: an architecture file, possibly with swept parameters.
 struct ArchitectureUse {
   std::string path;
-  Architecture arch;
+  Architecture arch;  ///< named "<base>[key=value,...]" for a swept variant
+  HardwareCost cost;  ///< area and power (DSE)
+};
+
+/// Hardware DSE settings (`dse:`): the building-block constants, caps on
+/// area and power (design points above them are not run), and the metrics
+/// whose Pareto set is marked in the results.
+struct DseOptions {
+  Technology technology;
+  std::optional<double> max_area_mm2;
+  std::optional<double> max_power_mw;
+  /// Minimised together: latency (seconds), energy, edp, area, power.
+  std::vector<std::string> pareto{"latency", "energy"};
 };
 
 struct Experiment {
@@ -58,6 +73,10 @@ struct Experiment {
   std::vector<SearcherUse> searchers;
   std::vector<PluginUse> costmodels;
   std::vector<std::string> plugin_paths;  ///< absolute
+  DseOptions dse;
+  bool traces = false;                      ///< store each job's convergence trace
+  std::size_t design_points = 0;            ///< architecture variants before the caps
+  std::size_t design_points_over_caps = 0;  ///< of which above a cap (not run)
 };
 
 /// Loads and validates an experiment file; referenced workload and

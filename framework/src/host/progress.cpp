@@ -50,19 +50,19 @@ void Progress::draw_bar() {
   last_draw_ = std::chrono::steady_clock::now();
 }
 
-void Progress::job_finished(const JobResult& r) {
+void Progress::job_finished(const JobRow& r) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++done_;
   if (mode_ == Mode::kBar) {
     draw_bar();
   } else if (mode_ == Mode::kLines) {
     std::fprintf(stream_, "[%zu/%zu] %s %s/%s on %s by %s (%s): %s", done_, total_,
-                 r.job.id.c_str(), r.workload.c_str(), r.layer.c_str(), r.architecture.c_str(),
-                 r.searcher.c_str(), r.costmodel.c_str(), to_string(r.status).c_str());
-    if (r.status == JobStatus::kOk)
+                 r.job_id.c_str(), r.workload.c_str(), r.layer.c_str(), r.architecture.c_str(),
+                 r.searcher.c_str(), r.costmodel.c_str(), r.status.c_str());
+    if (r.status == "ok")
       std::fprintf(stream_, ", latency %.6g cycles, energy %.6g pJ, %llu evaluations, %.2f s\n",
-                   r.best.latency_cycles, r.best.energy_pj,
-                   static_cast<unsigned long long>(r.evaluations), r.wall_seconds);
+                   r.latency_cycles, r.energy_pj, static_cast<unsigned long long>(r.evaluations),
+                   r.wall_seconds);
     else
       std::fprintf(stream_, ": %s\n", r.error.c_str());
     std::fflush(stream_);

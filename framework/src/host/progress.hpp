@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <mutex>
 
-#include "host/runner.hpp"
+#include "host/result_store.hpp"
 
 namespace mapex::host {
 
@@ -20,7 +20,7 @@ class Progress {
 
   Progress(std::size_t total_jobs, Mode mode, std::FILE* stream = stderr);
   /// From the result thread.
-  void job_finished(const JobResult& result);
+  void job_finished(const JobRow& row);
   /// From worker threads; throttled.
   void evaluations(std::uint64_t total);
   /// Ends the bar's line.

@@ -1,8 +1,12 @@
 #include "host/report.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <map>
 #include <mapex/error.hpp>
+#include <optional>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <vector>
@@ -61,24 +65,198 @@ void print_table(const std::vector<std::string>& header,
 
 }  // namespace
 
-void print_report(const ResultFile& results, TableFormat format, std::ostream& out) {
-  const std::vector<std::string> header{"job_id",   "workload",     "layer",       "architecture",
-                                        "searcher", "costmodel",    "status",      "latency_cycles",
-                                        "vs_peak",  "energy_pj",    "utilization", "evaluations",
-                                        "complete", "wall_seconds", "error"};
+namespace {
+
+struct Baseline {
+  std::string key, value;
+};
+
+Baseline parse_baseline(const std::string& text) {
+  const auto eq = text.find('=');
+  Baseline b;
+  if (eq != std::string::npos) {
+    b.key = text.substr(0, eq);
+    b.value = text.substr(eq + 1);
+  }
+  if (b.key != "searcher" && b.key != "costmodel" && b.key != "architecture")
+    throw InputError(
+        SourceLocation{}, "--baseline",
+        "expected searcher=NAME, costmodel=NAME or architecture=NAME, got '" + text + "'");
+  return b;
+}
+
+const std::string& field(const JobRow& j, const std::string& key) {
+  if (key == "searcher") return j.searcher;
+  if (key == "costmodel") return j.costmodel;
+  return j.architecture;
+}
+
+// The key of the job a row is compared with: everything but the baseline key.
+std::string match_key(const JobRow& j, const std::string& baseline_key) {
+  std::string k = j.workload + "\n" + j.layer + "\n" + j.objective;
+  for (const char* f : {"architecture", "searcher", "costmodel"})
+    if (baseline_key != f) k += "\n" + field(j, f);
+  return k;
+}
+
+struct GeoMean {
+  double log_sum = 0;
+  std::size_t n = 0;
+  void add(double v) {
+    if (v > 0) {
+      log_sum += std::log(v);
+      ++n;
+    }
+  }
+  std::string text() const { return n ? number(std::exp(log_sum / static_cast<double>(n))) : ""; }
+};
+
+void print_summary(const ResultFile& results, TableFormat format, std::ostream& out,
+                   const std::string& baseline_text) {
+  std::optional<Baseline> baseline;
+  std::map<std::string, const JobRow*> base_rows;
+  if (!baseline_text.empty()) {
+    baseline = parse_baseline(baseline_text);
+    for (const auto& j : results.jobs)
+      if (j.status == "ok" && field(j, baseline->key) == baseline->value)
+        base_rows[match_key(j, baseline->key)] = &j;
+  }
+  struct Group {
+    std::size_t jobs = 0, ok = 0;
+    GeoMean latency, energy, vs_peak, latency_ratio, energy_ratio;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
+  for (const auto& j : results.jobs) {
+    Group& g = groups[{j.architecture, j.searcher, j.costmodel}];
+    ++g.jobs;
+    if (j.status != "ok") continue;
+    ++g.ok;
+    g.latency.add(j.latency_cycles);
+    g.energy.add(j.energy_pj);
+    if (j.roofline_peak_cycles > 0) g.vs_peak.add(j.latency_cycles / j.roofline_peak_cycles);
+    if (baseline) {
+      const auto it = base_rows.find(match_key(j, baseline->key));
+      if (it != base_rows.end()) {
+        g.latency_ratio.add(j.latency_cycles / it->second->latency_cycles);
+        g.energy_ratio.add(j.energy_pj / it->second->energy_pj);
+      }
+    }
+  }
+  std::vector<std::string> header{"architecture",    "searcher",        "costmodel",     "ok",
+                                  "geomean_latency", "geomean_vs_peak", "geomean_energy"};
+  if (baseline) {
+    header.push_back("latency_vs_" + baseline->value);
+    header.push_back("energy_vs_" + baseline->value);
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [key, g] : groups) {
+    std::vector<std::string> row{
+        std::get<0>(key), std::get<1>(key),
+        std::get<2>(key), std::to_string(g.ok) + "/" + std::to_string(g.jobs),
+        g.latency.text(), g.vs_peak.text(),
+        g.energy.text()};
+    if (baseline) {
+      row.push_back(g.latency_ratio.text());
+      row.push_back(g.energy_ratio.text());
+    }
+    rows.push_back(std::move(row));
+  }
+  if (format == TableFormat::kMarkdown)
+    out << "\nGeometric means over layers (vs_peak: latency over the roofline peak"
+        << (baseline ? "; ratios: each job over the " + baseline->key + " " + baseline->value +
+                           " job of the same layer"
+                     : std::string())
+        << "):\n\n";
+  print_table(header, rows, format, out);
+}
+
+void print_design_points(const ResultFile& results, TableFormat format, std::ostream& out) {
+  std::vector<const JobRow*> rows;
+  for (const auto& j : results.jobs)
+    if (j.status == "ok") rows.push_back(&j);
+  std::stable_sort(rows.begin(), rows.end(), [](const JobRow* a, const JobRow* b) {
+    return std::tie(a->workload, a->layer, a->searcher, a->costmodel, b->throughput_gmacs) <
+           std::tie(b->workload, b->layer, b->searcher, b->costmodel, a->throughput_gmacs);
+  });
+  std::vector<std::vector<std::string>> table;
+  for (const auto* j : rows)
+    table.push_back({j->workload + "/" + j->layer, j->searcher, j->costmodel, j->architecture,
+                     std::to_string(j->num_pes), number(j->area_mm2), number(j->power_mw),
+                     number(j->throughput_gmacs), number(j->energy_pj),
+                     number(j->energy_pj * j->latency_seconds), j->pareto ? "*" : "",
+                     j->mapping_summary});
+  if (format == TableFormat::kMarkdown)
+    out << "\nDesign points, fastest first (pareto: * on the Pareto set of its layer, searcher "
+           "and cost model):\n\n";
+  print_table({"layer", "searcher", "costmodel", "architecture", "num_pes", "area_mm2", "power_mw",
+               "throughput_gmacs", "energy_pj", "edp_pj_s", "pareto", "best_mapping"},
+              table, format, out);
+}
+
+}  // namespace
+
+void check_report_options(const ResultFile& results, const ReportOptions& options) {
+  static const std::set<std::string> tables{"all", "jobs", "summary", "dse"};
+  if (!tables.count(options.table))
+    throw InputError(SourceLocation{}, "--table",
+                     "expected all, jobs, summary or dse, got '" + options.table + "'");
+  if (options.baseline.empty()) return;
+  const Baseline b = parse_baseline(options.baseline);
+  std::set<std::string> values;
+  for (const auto& j : results.jobs) values.insert(field(j, b.key));
+  if (!values.count(b.value)) {
+    std::string known;
+    for (const auto& v : values) known += (known.empty() ? "" : ", ") + v;
+    throw InputError(SourceLocation{}, "--baseline",
+                     "no job has " + b.key + " '" + b.value + "'; expected one of: " + known);
+  }
+}
+
+void print_report(const ResultFile& results, TableFormat format, std::ostream& out,
+                  const ReportOptions& options) {
+  check_report_options(results, options);
+  const bool all = options.table == "all";
+  if (format == TableFormat::kCsv && all) {
+    // One table per CSV file: the jobs, unless another is asked for.
+  } else if (options.table == "summary") {
+    print_summary(results, format, out, options.baseline);
+    return;
+  } else if (options.table == "dse") {
+    print_design_points(results, format, out);
+    return;
+  }
+  const std::vector<std::string> header{
+      "job_id",      "workload",    "layer",          "architecture",     "searcher",
+      "costmodel",   "status",      "latency_cycles", "vs_peak",          "energy_pj",
+      "utilization", "evaluations", "complete",       "wall_seconds",     "error",
+      "num_pes",     "area_mm2",    "power_mw",       "throughput_gmacs", "pareto"};
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : results.jobs) {
     const bool ok = j.status == "ok";
     rows.push_back(
-        {j.job_id, j.workload, j.layer, j.architecture, j.searcher, j.costmodel, j.status,
+        {j.job_id,
+         j.workload,
+         j.layer,
+         j.architecture,
+         j.searcher,
+         j.costmodel,
+         j.status,
          ok ? number(j.latency_cycles) : "",
          ok && j.roofline_peak_cycles > 0 ? number(j.latency_cycles / j.roofline_peak_cycles) : "",
-         ok ? number(j.energy_pj) : "", ok ? number(j.utilization) : "",
-         std::to_string(j.evaluations), j.complete ? "yes" : "no", number(j.wall_seconds),
-         j.error});
+         ok ? number(j.energy_pj) : "",
+         ok ? number(j.utilization) : "",
+         std::to_string(j.evaluations),
+         j.complete ? "yes" : "no",
+         number(j.wall_seconds),
+         j.error,
+         std::to_string(j.num_pes),
+         number(j.area_mm2),
+         number(j.power_mw),
+         ok ? number(j.throughput_gmacs) : "",
+         j.pareto ? "1" : "0"});
   }
   print_table(header, rows, format, out);
-  if (format != TableFormat::kMarkdown) return;
+  if (format != TableFormat::kMarkdown || !all) return;
 
   // Totals over layers: what a mapper study compares.
   struct Total {
@@ -109,6 +287,10 @@ void print_report(const ResultFile& results, TableFormat format, std::ostream& o
   print_table({"architecture", "searcher", "costmodel", "ok", "latency_cycles", "vs_peak",
                "energy_pj", "evaluations"},
               summary, format, out);
+  print_summary(results, format, out, options.baseline);
+  std::set<std::string> architectures;
+  for (const auto& j : results.jobs) architectures.insert(j.architecture);
+  if (architectures.size() > 1) print_design_points(results, format, out);
 }
 
 }  // namespace mapex::host

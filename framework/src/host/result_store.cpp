@@ -32,6 +32,22 @@ struct RawRow {
   std::uint64_t seed;
   const char* best_mapping;
   const char* mapping_summary;
+  std::int64_t num_pes;
+  double area_mm2;
+  double power_mw;
+  double latency_seconds;
+  double throughput_gmacs;
+  std::int32_t pareto;
+};
+
+struct RawTrace {
+  const char* job_id;
+  std::uint64_t evaluation;
+  double value;
+};
+
+struct RawPareto {
+  std::int32_t pareto;
 };
 
 H5::StrType utf8_string() {
@@ -67,8 +83,54 @@ H5::CompType row_type() {
   MAPEX_MEMBER(seed, H5::PredType::NATIVE_UINT64);
   MAPEX_MEMBER(best_mapping, str);
   MAPEX_MEMBER(mapping_summary, str);
+  MAPEX_MEMBER(num_pes, H5::PredType::NATIVE_INT64);
+  MAPEX_MEMBER(area_mm2, H5::PredType::NATIVE_DOUBLE);
+  MAPEX_MEMBER(power_mw, H5::PredType::NATIVE_DOUBLE);
+  MAPEX_MEMBER(latency_seconds, H5::PredType::NATIVE_DOUBLE);
+  MAPEX_MEMBER(throughput_gmacs, H5::PredType::NATIVE_DOUBLE);
+  MAPEX_MEMBER(pareto, H5::PredType::NATIVE_INT32);
 #undef MAPEX_MEMBER
   return t;
+}
+
+H5::CompType trace_type() {
+  H5::CompType t(sizeof(RawTrace));
+  t.insertMember("job_id", offsetof(RawTrace, job_id), utf8_string());
+  t.insertMember("evaluation", offsetof(RawTrace, evaluation), H5::PredType::NATIVE_UINT64);
+  t.insertMember("value", offsetof(RawTrace, value), H5::PredType::NATIVE_DOUBLE);
+  return t;
+}
+
+// Only the pareto member: HDF5 writes one field of existing rows by name.
+H5::CompType pareto_type() {
+  H5::CompType t(sizeof(RawPareto));
+  t.insertMember("pareto", offsetof(RawPareto, pareto), H5::PredType::NATIVE_INT32);
+  return t;
+}
+
+H5::DataSet create_table(H5::H5File& file, const char* name, const H5::CompType& type,
+                         hsize_t chunk_rows) {
+  const hsize_t initial[1] = {0};
+  const hsize_t max[1] = {H5S_UNLIMITED};
+  H5::DataSpace space(1, initial, max);
+  H5::DSetCreatPropList props;
+  const hsize_t chunk[1] = {chunk_rows};
+  props.setChunk(1, chunk);
+  return file.createDataSet(name, type, space, props);
+}
+
+// Appends `count` rows from `data` at `offset` of a one-dimensional table.
+void append_rows(H5::DataSet& table, const H5::CompType& type, const void* data,
+                 std::uint64_t offset, std::uint64_t count) {
+  if (count == 0) return;
+  const hsize_t new_size[1] = {offset + count};
+  table.extend(new_size);
+  H5::DataSpace file_space = table.getSpace();
+  const hsize_t start[1] = {offset};
+  const hsize_t n[1] = {count};
+  file_space.selectHyperslab(H5S_SELECT_SET, n, start);
+  H5::DataSpace memory_space(1, n);
+  table.write(data, type, memory_space, file_space);
 }
 
 void write_string_attribute(H5::H5Object& object, const std::string& name,
@@ -91,17 +153,18 @@ ResultWriter::ResultWriter(const std::string& path,
     throw InputError(SourceLocation{path, 0, 0}, "",
                      "cannot create the result file (check the directory exists and is writable)");
   }
-  for (const auto& [name, value] : attributes) write_string_attribute(*file_, name, value);
-  const hsize_t initial[1] = {0};
-  const hsize_t max[1] = {H5S_UNLIMITED};
-  H5::DataSpace space(1, initial, max);
-  H5::DSetCreatPropList props;
-  const hsize_t chunk[1] = {64};
-  props.setChunk(1, chunk);
-  jobs_ = std::make_unique<H5::DataSet>(file_->createDataSet("jobs", row_type(), space, props));
-  traces_ = std::make_unique<H5::Group>(file_->createGroup("traces"));
-  pareto_ = std::make_unique<H5::Group>(file_->createGroup("pareto"));
-  file_->flush(H5F_SCOPE_GLOBAL);
+  try {
+    for (const auto& [name, value] : attributes) write_string_attribute(*file_, name, value);
+    // Chunks of 64 rows stay far below the 1 MiB chunk cache (STACK-NOTES).
+    jobs_ = std::make_unique<H5::DataSet>(create_table(*file_, "jobs", row_type(), 64));
+    traces_ = std::make_unique<H5::DataSet>(create_table(*file_, "traces", trace_type(), 1024));
+    // Flushed at once, so a run killed before its first job leaves a
+    // readable, empty file.
+    file_->flush(H5F_SCOPE_GLOBAL);
+  } catch (const H5::Exception& e) {
+    throw InputError(SourceLocation{path, 0, 0}, "",
+                     "cannot write the result file: " + e.getDetailMsg());
+  }
 }
 
 ResultWriter::~ResultWriter() {
@@ -112,102 +175,102 @@ ResultWriter::~ResultWriter() {
   }
 }
 
-void ResultWriter::append(const JobResult& r) {
-  const Metrics& m = r.best;
-  const bool ok = r.status == JobStatus::kOk;
-  const std::string status = to_string(r.status);
-  RawRow row{r.job.index,
-             r.job.id.c_str(),
-             r.workload.c_str(),
-             r.layer.c_str(),
-             r.architecture.c_str(),
-             r.searcher.c_str(),
-             r.costmodel.c_str(),
-             r.objective.c_str(),
-             status.c_str(),
-             r.error.c_str(),
-             ok ? m.latency_cycles : 0.0,
-             ok ? m.energy_pj : 0.0,
-             ok ? m.edp() : 0.0,
-             ok ? m.utilization : 0.0,
-             ok ? m.macs : 0.0,
-             r.roofline_peak_cycles,
-             r.evaluations,
-             r.wall_seconds,
-             r.complete ? 1 : 0,
-             r.stop_reason.c_str(),
-             r.job.seed,
-             r.mapping_yaml.c_str(),
-             r.mapping_summary.c_str()};
-  const hsize_t new_size[1] = {rows_ + 1};
-  jobs_->extend(new_size);
-  H5::DataSpace file_space = jobs_->getSpace();
-  const hsize_t offset[1] = {rows_};
-  const hsize_t count[1] = {1};
-  file_space.selectHyperslab(H5S_SELECT_SET, count, offset);
-  H5::DataSpace memory_space(1, count);
-  jobs_->write(&row, row_type(), memory_space, file_space);
-  ++rows_;
-  write_trace(r);
-  write_pareto(r);
+void ResultWriter::flush() { file_->flush(H5F_SCOPE_GLOBAL); }
+
+void ResultWriter::append(const std::vector<JobRow>& rows) {
+  std::vector<RawRow> raw;
+  std::vector<RawTrace> traces;
+  raw.reserve(rows.size());
+  for (const JobRow& r : rows) {
+    raw.push_back(RawRow{r.job_index,
+                         r.job_id.c_str(),
+                         r.workload.c_str(),
+                         r.layer.c_str(),
+                         r.architecture.c_str(),
+                         r.searcher.c_str(),
+                         r.costmodel.c_str(),
+                         r.objective.c_str(),
+                         r.status.c_str(),
+                         r.error.c_str(),
+                         r.latency_cycles,
+                         r.energy_pj,
+                         r.edp,
+                         r.utilization,
+                         r.macs,
+                         r.roofline_peak_cycles,
+                         r.evaluations,
+                         r.wall_seconds,
+                         r.complete,
+                         r.stop_reason.c_str(),
+                         r.seed,
+                         r.best_mapping.c_str(),
+                         r.mapping_summary.c_str(),
+                         r.num_pes,
+                         r.area_mm2,
+                         r.power_mw,
+                         r.latency_seconds,
+                         r.throughput_gmacs,
+                         r.pareto});
+    for (const auto& t : r.trace)
+      traces.push_back(RawTrace{r.job_id.c_str(), t.evaluation, t.value});
+  }
+  // One write per table and one flush per batch: the writer drains every
+  // finished job at once, so a busy run pays one flush for many rows.
+  append_rows(*jobs_, row_type(), raw.data(), rows_, raw.size());
+  append_rows(*traces_, trace_type(), traces.data(), trace_rows_, traces.size());
+  rows_ += raw.size();
+  trace_rows_ += traces.size();
   file_->flush(H5F_SCOPE_GLOBAL);
 }
 
-void ResultWriter::write_trace(const JobResult& r) {
-  if (r.trace.empty() || traces_->nameExists(r.job.id)) return;
-  H5::CompType type(sizeof(TracePoint));
-  type.insertMember("evaluation", HOFFSET(TracePoint, evaluation), H5::PredType::NATIVE_UINT64);
-  type.insertMember("value", HOFFSET(TracePoint, value), H5::PredType::NATIVE_DOUBLE);
-  const hsize_t n[1] = {r.trace.size()};
-  H5::DataSpace space(1, n);
-  H5::DataSet set = traces_->createDataSet(r.job.id, type, space);
-  set.write(r.trace.data(), type);
-  write_string_attribute(set, "objective", r.objective);
+void ResultWriter::mark_pareto(const std::vector<std::uint64_t>& file_rows) {
+  if (file_rows.empty()) return;
+  std::vector<hsize_t> coords(file_rows.begin(), file_rows.end());
+  H5::DataSpace file_space = jobs_->getSpace();
+  file_space.selectElements(H5S_SELECT_SET, coords.size(), coords.data());
+  const hsize_t n[1] = {coords.size()};
+  H5::DataSpace memory_space(1, n);
+  const std::vector<RawPareto> ones(coords.size(), RawPareto{1});
+  jobs_->write(ones.data(), pareto_type(), memory_space, file_space);
+  file_->flush(H5F_SCOPE_GLOBAL);
 }
 
-namespace {
-struct RawFront {
-  std::uint64_t evaluation;
-  double latency_cycles;
-  double energy_pj;
-  const char* mapping;
-};
-}  // namespace
-
-void ResultWriter::write_pareto(const JobResult& r) {
-  if (r.pareto.empty() || pareto_->nameExists(r.job.id)) return;
-  H5::CompType type(sizeof(RawFront));
-  type.insertMember("evaluation", HOFFSET(RawFront, evaluation), H5::PredType::NATIVE_UINT64);
-  type.insertMember("latency_cycles", HOFFSET(RawFront, latency_cycles),
-                    H5::PredType::NATIVE_DOUBLE);
-  type.insertMember("energy_pj", HOFFSET(RawFront, energy_pj), H5::PredType::NATIVE_DOUBLE);
-  type.insertMember("mapping", HOFFSET(RawFront, mapping), utf8_string());
-  std::vector<RawFront> rows;
-  for (const auto& p : r.pareto)
-    rows.push_back({p.evaluation, p.latency_cycles, p.energy_pj, p.mapping_summary.c_str()});
-  const hsize_t n[1] = {rows.size()};
-  H5::DataSpace space(1, n);
-  H5::DataSet set = pareto_->createDataSet(r.job.id, type, space);
-  set.write(rows.data(), type);
-}
-
-std::vector<TracePoint> read_trace(const std::string& path, const std::string& job_id) {
-  H5::Exception::dontPrint();
-  try {
-    H5::H5File file(path, H5F_ACC_RDONLY);
-    if (!file.nameExists("traces") || !file.openGroup("traces").nameExists(job_id)) return {};
-    H5::DataSet set = file.openGroup("traces").openDataSet(job_id);
-    H5::CompType type(sizeof(TracePoint));
-    type.insertMember("evaluation", HOFFSET(TracePoint, evaluation), H5::PredType::NATIVE_UINT64);
-    type.insertMember("value", HOFFSET(TracePoint, value), H5::PredType::NATIVE_DOUBLE);
-    hsize_t n[1];
-    set.getSpace().getSimpleExtentDims(n);
-    std::vector<TracePoint> out(n[0]);
-    if (n[0]) set.read(out.data(), type);
-    return out;
-  } catch (const H5::Exception& e) {
-    throw InputError(SourceLocation{path, 0, 0}, "", "cannot read the trace of job " + job_id);
+JobRow to_row(const JobResult& r) {
+  const Metrics& m = r.best;
+  const bool ok = r.status == JobStatus::kOk;
+  JobRow row;
+  row.job_index = r.job.index;
+  row.job_id = r.job.id;
+  row.workload = r.workload;
+  row.layer = r.layer;
+  row.architecture = r.architecture;
+  row.searcher = r.searcher;
+  row.costmodel = r.costmodel;
+  row.objective = r.objective;
+  row.status = to_string(r.status);
+  row.error = r.error;
+  row.latency_cycles = ok ? m.latency_cycles : 0.0;
+  row.energy_pj = ok ? m.energy_pj : 0.0;
+  row.edp = ok ? m.edp() : 0.0;
+  row.utilization = ok ? m.utilization : 0.0;
+  row.macs = ok ? m.macs : 0.0;
+  row.roofline_peak_cycles = r.roofline_peak_cycles;
+  row.evaluations = r.evaluations;
+  row.wall_seconds = r.wall_seconds;
+  row.complete = r.complete ? 1 : 0;
+  row.stop_reason = r.stop_reason;
+  row.seed = r.job.seed;
+  row.best_mapping = r.mapping_yaml;
+  row.mapping_summary = r.mapping_summary;
+  row.num_pes = r.num_pes;
+  row.area_mm2 = r.area_mm2;
+  row.power_mw = r.power_mw;
+  if (ok && r.clock_mhz > 0) {
+    row.latency_seconds = m.latency_cycles / (r.clock_mhz * 1e6);
+    if (row.latency_seconds > 0) row.throughput_gmacs = m.macs / row.latency_seconds / 1e9;
   }
+  row.trace = r.trace;
+  return row;
 }
 
 ResultFile read_results(const std::string& path) {
@@ -229,32 +292,59 @@ ResultFile read_results(const std::string& path) {
     const H5::CompType type = row_type();
     if (n > 0) jobs.read(raw.data(), type);
     auto s = [](const char* p) { return std::string(p ? p : ""); };
+    std::uint64_t position = 0;
+    std::map<std::string, size_t> by_id;
     for (const auto& r : raw) {
-      out.jobs.push_back(JobRow{r.job_index,
-                                s(r.job_id),
-                                s(r.workload),
-                                s(r.layer),
-                                s(r.architecture),
-                                s(r.searcher),
-                                s(r.costmodel),
-                                s(r.objective),
-                                s(r.status),
-                                s(r.error),
-                                r.latency_cycles,
-                                r.energy_pj,
-                                r.edp,
-                                r.utilization,
-                                r.macs,
-                                r.roofline_peak_cycles,
-                                r.evaluations,
-                                r.wall_seconds,
-                                r.complete,
-                                s(r.stop_reason),
-                                r.seed,
-                                s(r.best_mapping),
-                                s(r.mapping_summary)});
+      JobRow row{r.job_index,
+                 s(r.job_id),
+                 s(r.workload),
+                 s(r.layer),
+                 s(r.architecture),
+                 s(r.searcher),
+                 s(r.costmodel),
+                 s(r.objective),
+                 s(r.status),
+                 s(r.error),
+                 r.latency_cycles,
+                 r.energy_pj,
+                 r.edp,
+                 r.utilization,
+                 r.macs,
+                 r.roofline_peak_cycles,
+                 r.evaluations,
+                 r.wall_seconds,
+                 r.complete,
+                 s(r.stop_reason),
+                 r.seed,
+                 s(r.best_mapping),
+                 s(r.mapping_summary),
+                 r.num_pes,
+                 r.area_mm2,
+                 r.power_mw,
+                 r.latency_seconds,
+                 r.throughput_gmacs,
+                 r.pareto,
+                 {},
+                 position++};
+      by_id[row.job_id] = out.jobs.size();
+      out.jobs.push_back(std::move(row));
     }
     if (n > 0) H5::DataSet::vlenReclaim(raw.data(), type, space);
+    if (file.nameExists("traces")) {
+      H5::DataSet traces = file.openDataSet("traces");
+      H5::DataSpace tspace = traces.getSpace();
+      hsize_t tn = 0;
+      tspace.getSimpleExtentDims(&tn);
+      std::vector<RawTrace> traw(static_cast<size_t>(tn));
+      const H5::CompType ttype = trace_type();
+      if (tn > 0) traces.read(traw.data(), ttype);
+      for (const auto& t : traw) {
+        const auto it = by_id.find(s(t.job_id));
+        // Traces are flushed with their rows; one without a row is skipped.
+        if (it != by_id.end()) out.jobs[it->second].trace.push_back({t.evaluation, t.value});
+      }
+      if (tn > 0) H5::DataSet::vlenReclaim(traw.data(), ttype, tspace);
+    }
   } catch (const H5::Exception& e) {
     throw InputError(SourceLocation{path, 0, 0}, "",
                      "cannot read as a mapex result file: " + e.getDetailMsg());

@@ -4,10 +4,8 @@
 //                mapex_version, plugin_abi, created
 //   /jobs        one compound row per finished job, appended and flushed as
 //                jobs finish (so a killed run keeps every finished job)
-//   /traces/<job id>  the job's convergence trace: (evaluation, value) at
-//                every improvement of the best-so-far
-//   /pareto/<job id>  the latency-energy Pareto front, when kept:
-//                (evaluation, latency_cycles, energy_pj, mapping)
+//   /traces      convergence traces (job_id, evaluation, value), appended
+//                with their rows; empty unless the experiment asks for them
 // A thin RAII layer over the HDF5 C++ API; used from one thread only.
 
 #include <H5Cpp.h>
@@ -47,7 +45,21 @@ struct JobRow {
   std::uint64_t seed = 0;
   std::string best_mapping;  ///< YAML
   std::string mapping_summary;
+  // Design point (hardware DSE).
+  std::int64_t num_pes = 0;
+  double area_mm2 = 0;
+  double power_mw = 0;
+  double latency_seconds = 0;
+  double throughput_gmacs = 0;  ///< MACs per second / 1e9
+  std::int32_t pareto = 0;      ///< 1 on the Pareto set of its group
+  /// Not a column: the job's rows of /traces.
+  std::vector<TracePoint> trace;
+  /// Not a column: the row's position in the file (read_results).
+  std::uint64_t file_row = 0;
 };
+
+/// The row a finished job becomes.
+JobRow to_row(const JobResult& result);
 
 class ResultWriter {
  public:
@@ -58,29 +70,29 @@ class ResultWriter {
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
-  /// Appends one row and flushes the file.
-  void append(const JobResult& result);
+  /// Appends rows (and their traces) and flushes the file once.
+  void append(const std::vector<JobRow>& rows);
+  void append(const JobRow& row) { append(std::vector<JobRow>{row}); }
+  /// Sets the pareto column of the rows at these file positions to 1.
+  void mark_pareto(const std::vector<std::uint64_t>& file_rows);
   std::uint64_t rows() const { return rows_; }
+  void flush();
 
  private:
-  void write_trace(const JobResult& result);
-  void write_pareto(const JobResult& result);
   std::string path_;
   std::unique_ptr<H5::H5File> file_;
   std::unique_ptr<H5::DataSet> jobs_;
-  std::unique_ptr<H5::Group> traces_, pareto_;
+  std::unique_ptr<H5::DataSet> traces_;
   std::uint64_t rows_ = 0;
+  std::uint64_t trace_rows_ = 0;
 };
 
 struct ResultFile {
   std::map<std::string, std::string> attributes;
-  std::vector<JobRow> jobs;  ///< sorted by job_index
+  std::vector<JobRow> jobs;  ///< sorted by job_index, traces attached
 };
 
 /// Reads a result file. Throws InputError if it is missing or not one.
 ResultFile read_results(const std::string& path);
-
-/// Reads the convergence trace of one job (empty if it has none).
-std::vector<TracePoint> read_trace(const std::string& path, const std::string& job_id);
 
 }  // namespace mapex::host

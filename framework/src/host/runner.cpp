@@ -42,7 +42,7 @@ JobResult run_search(const SearchRequest& r,
     result.evaluations = ctx.evaluations();
     result.complete = outcome.complete;
     result.stop_reason = outcome.stop_reason;
-    result.trace = ctx.trace();
+    if (r.keep_trace) result.trace = ctx.trace();
     for (const auto& p : ctx.pareto())
       result.pareto.push_back(
           {p.evaluation, p.latency_cycles, p.energy_pj, p.mapping.summary(*r.op, *r.arch)});
@@ -78,11 +78,20 @@ PluginInstances instantiate(const Experiment& e, const PluginRegistry& registry)
   return p;
 }
 
-std::vector<JobResult> run_jobs(const Experiment& e, const PluginInstances& plugins,
-                                const std::vector<Job>& jobs, const RunOptions& options) {
-  std::vector<JobResult> results(jobs.size());
-  tbb::concurrent_bounded_queue<std::optional<std::size_t>> finished;
+namespace {
+
+// Thrown from the progress callback to abandon a search after a stop.
+struct Abandoned {};
+
+}  // namespace
+
+RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
+                    const std::vector<Job>& jobs, const RunOptions& options) {
+  // Finished results travel by value through the queue to the one consumer.
+  tbb::concurrent_bounded_queue<std::optional<JobResult>> finished;
   std::atomic<std::uint64_t> total_evaluations{0};
+  std::atomic<std::size_t> abandoned{0};
+  auto stopped = [&] { return options.stop && options.stop->load(std::memory_order_relaxed); };
 
   std::exception_ptr failure;
   std::thread workers([&] {
@@ -94,60 +103,109 @@ std::vector<JobResult> run_jobs(const Experiment& e, const PluginInstances& plug
       arena.execute([&] {
         tbb::parallel_for_each(jobs.begin(), jobs.end(), [&](const Job& job) {
           MAPEX_TSAN_ACQUIRE(&jobs);
+          if (stopped()) {
+            ++abandoned;
+            return;
+          }
           const auto& w = e.workloads[static_cast<size_t>(job.workload)];
           const Operator& op = w.network.layers()[static_cast<size_t>(job.layer)].op;
           const auto& su = e.searchers[static_cast<size_t>(job.searcher)];
+          const auto& au = e.architectures[static_cast<size_t>(job.architecture)];
           SearchRequest request;
           request.op = &op;
-          request.arch = &e.architectures[static_cast<size_t>(job.architecture)].arch;
+          request.arch = &au.arch;
           request.searcher = plugins.searchers[static_cast<size_t>(job.searcher)].get();
           request.costmodel = plugins.costmodels[static_cast<size_t>(job.costmodel)].get();
           request.objective = e.objective;
           request.mapspace = su.mapspace ? *su.mapspace : e.mapspace;
           request.budget = su.budget;
           request.seed = job.seed;
+          request.keep_trace = options.keep_traces;
           std::uint64_t reported = 0;
+          bool abandon = false;
           JobResult r = run_search(request, [&](std::uint64_t n) {
             const std::uint64_t now = total_evaluations += n - reported;
             reported = n;
             if (options.on_evaluations) options.on_evaluations(now);
+            if (stopped()) {
+              // A searcher that swallows this still has its result dropped.
+              abandon = true;
+              throw Abandoned{};
+            }
           });
+          if (abandon) {
+            ++abandoned;
+            return;
+          }
           r.job = job;
           r.workload = w.network.name();
           r.layer = op.name();
-          r.architecture = request.arch->name();
+          r.architecture = au.arch.name();
           r.searcher = su.label;
           r.costmodel = e.costmodels[static_cast<size_t>(job.costmodel)].label;
-          const auto position = static_cast<std::size_t>(&job - jobs.data());
-          results[position] = std::move(r);
-          MAPEX_TSAN_RELEASE(&results[position]);
-          finished.push(position);
+          r.num_pes = au.arch.num_pes();
+          r.clock_mhz = au.arch.clock_mhz();
+          r.area_mm2 = au.cost.area_mm2;
+          r.power_mw = au.cost.power_mw;
+          MAPEX_TSAN_RELEASE(&finished);
+          finished.push(std::move(r));
         });
       });
     } catch (...) {
       failure = std::current_exception();
     }
+    MAPEX_TSAN_RELEASE(&finished);
     finished.push(std::nullopt);
   });
 
-  // This thread is the single consumer: it hands results to the writer.
+  // This thread is the single consumer: it hands batches to the writer.
+  RunSummary summary;
   std::exception_ptr writer_failure;
-  for (;;) {
-    std::optional<std::size_t> index;
-    finished.pop(index);
-    if (!index) break;
-    MAPEX_TSAN_ACQUIRE(&results[*index]);
-    if (writer_failure || !options.on_result) continue;
-    try {
-      options.on_result(results[*index]);
-    } catch (...) {
-      writer_failure = std::current_exception();
+  std::vector<JobResult> batch;
+  bool end = false;
+  while (!end) {
+    std::optional<JobResult> item;
+    finished.pop(item);
+    MAPEX_TSAN_ACQUIRE(&finished);
+    batch.clear();
+    if (item)
+      batch.push_back(std::move(*item));
+    else
+      end = true;
+    // Collect what else finishes within the batch window, so a run of many
+    // small jobs writes and flushes once per window rather than per job
+    // (an HDF5 flush costs several writes), while a slow job is still
+    // flushed within the window of finishing.
+    const auto deadline = std::chrono::steady_clock::now() + options.batch_window;
+    while (!end && batch.size() < 4096) {
+      std::optional<JobResult> more;
+      if (!finished.try_pop(more)) {
+        if (std::chrono::steady_clock::now() >= deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        continue;
+      }
+      MAPEX_TSAN_ACQUIRE(&finished);
+      if (!more) {
+        end = true;
+        break;
+      }
+      batch.push_back(std::move(*more));
+    }
+    for (const auto& r : batch) summary.failed += r.status == JobStatus::kFailed;
+    summary.finished += batch.size();
+    if (!batch.empty() && !writer_failure && options.on_results) {
+      try {
+        options.on_results(batch);
+      } catch (...) {
+        writer_failure = std::current_exception();
+      }
     }
   }
   workers.join();
+  summary.abandoned = abandoned.load();
   if (writer_failure) std::rethrow_exception(writer_failure);
   if (failure) std::rethrow_exception(failure);
-  return results;
+  return summary;
 }
 
 }  // namespace mapex::host

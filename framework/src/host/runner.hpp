@@ -4,6 +4,8 @@
 // Results go to one consumer on one thread (the result writer): workers
 // never touch HDF5.
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mapex/metrics.hpp>
@@ -47,8 +49,12 @@ struct JobResult {
     std::string mapping_summary;
   };
   std::vector<FrontPoint> pareto;
-  /// Convergence: every improvement of the best-so-far (evaluation index,
-  /// objective value), as kept by the framework for every searcher.
+  // The design point (DSE): filled by the runner from the architecture.
+  std::int64_t num_pes = 0;
+  double clock_mhz = 0;
+  double area_mm2 = 0;
+  double power_mw = 0;
+  /// Improvements of the best-so-far; kept only when traces are asked for.
   std::vector<TracePoint> trace;
 };
 
@@ -62,6 +68,7 @@ struct SearchRequest {
   ConstraintSpec mapspace;  ///< resolved against the operator and architecture
   Budget budget;
   std::uint64_t seed = 0;
+  bool keep_trace = false;
 };
 
 /// Runs one search on the calling thread (evaluations fan out to TBB).
@@ -78,15 +85,31 @@ PluginInstances instantiate(const Experiment& experiment, const PluginRegistry& 
 
 struct RunOptions {
   int threads = 0;  ///< 0: all cores
-  /// Called on the caller's thread for every finished job, in completion
-  /// order (the writer). May throw to abort the run.
-  std::function<void(const JobResult&)> on_result;
+  /// Called on the caller's thread (the writer) with every job finished
+  /// since the last call, in completion order: a batch of one when jobs
+  /// finish slowly, more when they finish faster than it writes. May throw
+  /// to abort the run.
+  std::function<void(std::vector<JobResult>&)> on_results;
   /// Evaluations done so far, summed over jobs; called from worker threads.
   std::function<void(std::uint64_t)> on_evaluations;
+  /// When it becomes true (e.g. from a signal handler), no further job
+  /// starts and running searches are abandoned at their next batch; their
+  /// results are not delivered, so a resume runs them again.
+  const std::atomic<bool>* stop = nullptr;
+  bool keep_traces = false;
+  /// How long the writer keeps collecting finished jobs before it hands
+  /// them over (one append and one flush per batch).
+  std::chrono::milliseconds batch_window{20};
 };
 
-/// Runs the jobs and returns their results in job order.
-std::vector<JobResult> run_jobs(const Experiment& experiment, const PluginInstances& plugins,
-                                const std::vector<Job>& jobs, const RunOptions& options);
+struct RunSummary {
+  std::size_t finished = 0;   ///< delivered to on_results
+  std::size_t failed = 0;     ///< of which status kFailed
+  std::size_t abandoned = 0;  ///< not started or abandoned after a stop
+};
+
+/// Runs the jobs (indices into the experiment's expansion are in each Job).
+RunSummary run_jobs(const Experiment& experiment, const PluginInstances& plugins,
+                    const std::vector<Job>& jobs, const RunOptions& options);
 
 }  // namespace mapex::host

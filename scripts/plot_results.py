@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Plots of a mapex result file (README, "Plots").
+
+    plot_results.py layers      RESULTS.h5 -o layers.png       per-layer latency and energy by searcher
+    plot_results.py pareto      RESULTS.h5 -o pareto.png       latency-energy points, Pareto front per layer
+    plot_results.py convergence RESULTS.h5 -o convergence.png  best-so-far vs evaluations (needs traces: true)
+    plot_results.py dse         RESULTS.h5 -o dse.png          area and power vs throughput, coloured by PEs
+
+Uses Debian's h5py, pandas and matplotlib: run with /usr/bin/python3.
+Exit status 2 with one line on bad input (missing file, no rows to plot).
+"""
+
+import argparse
+import sys
+
+import h5py
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+
+def fail(message):
+    print(f"plot_results.py: error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def text(column):
+    return [v.decode() if isinstance(v, bytes) else str(v) for v in column]
+
+
+def load(path):
+    try:
+        with h5py.File(path, "r") as f:
+            raw = f["jobs"][...]
+            traces = f["traces"][...] if "traces" in f else None
+    except (OSError, KeyError) as e:
+        fail(f"{path}: cannot read as a mapex result file ({e})")
+    jobs = pd.DataFrame({name: (text(raw[name]) if raw.dtype[name].kind == "O" else raw[name])
+                         for name in raw.dtype.names})
+    if traces is not None and len(traces):
+        traces = pd.DataFrame({"job_id": text(traces["job_id"]),
+                               "evaluation": traces["evaluation"],
+                               "value": traces["value"]})
+    else:
+        traces = pd.DataFrame(columns=["job_id", "evaluation", "value"])
+    return jobs.sort_values("job_index"), traces
+
+
+def ok_jobs(jobs, path):
+    ok = jobs[jobs["status"] == "ok"]
+    if ok.empty:
+        fail(f"{path}: no job found a valid mapping; nothing to plot")
+    return ok
+
+
+def plot_layers(jobs, traces, args):
+    ok = ok_jobs(jobs, args.results)
+    arch = args.architecture or ok["architecture"].iloc[0]
+    ok = ok[ok["architecture"] == arch]
+    if ok.empty:
+        fail(f"{args.results}: no job ran on architecture '{arch}'")
+    ok = ok.assign(layer_name=ok["workload"] + "/" + ok["layer"],
+                   searcher_model=ok["searcher"] + " (" + ok["costmodel"] + ")")
+    layers = list(dict.fromkeys(ok["layer_name"]))
+    groups = list(dict.fromkeys(ok["searcher_model"]))
+    fig, axes = plt.subplots(2, 1, figsize=(max(6, 1.2 * len(layers) * max(1, len(groups)) / 2), 7),
+                             sharex=True)
+    width = 0.8 / len(groups)
+    x = np.arange(len(layers))
+    for metric, ax, label in (("latency_cycles", axes[0], "latency (cycles)"),
+                              ("energy_pj", axes[1], "energy (pJ)")):
+        for i, g in enumerate(groups):
+            sub = ok[ok["searcher_model"] == g].set_index("layer_name")[metric]
+            ax.bar(x + i * width, [sub.get(layer, np.nan) for layer in layers], width, label=g)
+        ax.set_ylabel(label)
+        ax.set_yscale("log")
+    axes[0].set_title(f"Per-layer results on {arch}")
+    axes[0].legend(fontsize="small")
+    axes[1].set_xticks(x + width * (len(groups) - 1) / 2)
+    axes[1].set_xticklabels(layers, rotation=45, ha="right")
+    return fig
+
+
+def plot_pareto(jobs, traces, args):
+    ok = ok_jobs(jobs, args.results)
+    latency = np.where(ok["latency_seconds"] > 0, ok["latency_seconds"], ok["latency_cycles"])
+    unit = "s" if (ok["latency_seconds"] > 0).all() else "cycles"
+    ok = ok.assign(latency=latency, group=ok["layer"] + " / " + ok["searcher"])
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for name, g in ok.groupby("group", sort=False):
+        points = ax.scatter(g["latency"], g["energy_pj"], s=14, alpha=0.5, label=name)
+        front = g[g["pareto"] == 1].sort_values("latency")
+        ax.plot(front["latency"], front["energy_pj"], "-*", color=points.get_facecolor()[0],
+                markersize=10)
+    ax.set_xlabel(f"latency ({unit})")
+    ax.set_ylabel("energy (pJ)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_title("Latency-energy points; stars: Pareto set of each layer and searcher")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_convergence(jobs, traces, args):
+    if traces.empty:
+        fail(f"{args.results}: no traces stored; run the experiment with 'traces: true'")
+    ok = ok_jobs(jobs, args.results)
+    layer = args.layer or ok["layer"].iloc[0]
+    chosen = ok[ok["layer"] == layer].head(args.max_jobs)
+    fig, ax = plt.subplots(figsize=(7, 5))
+    for _, job in chosen.iterrows():
+        t = traces[traces["job_id"] == job["job_id"]].sort_values("evaluation")
+        if t.empty:
+            continue
+        # Extend the last best value to the job's final evaluation count.
+        xs = list(t["evaluation"]) + [max(job["evaluations"], t["evaluation"].iloc[-1])]
+        ys = list(t["value"]) + [t["value"].iloc[-1]]
+        ax.step(xs, ys, where="post", label=f"{job['searcher']} on {job['architecture']}")
+    ax.set_xlabel("evaluations")
+    ax.set_ylabel(f"best {chosen['objective'].iloc[0]} so far")
+    ax.set_xscale("log")
+    ax.set_title(f"Search convergence, layer {layer}")
+    ax.legend(fontsize="x-small")
+    return fig
+
+
+def plot_dse(jobs, traces, args):
+    ok = ok_jobs(jobs, args.results)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, metric, label in ((axes[0], "area_mm2", "area (mm$^2$)"),
+                              (axes[1], "power_mw", "power (mW)")):
+        points = ax.scatter(ok[metric], ok["throughput_gmacs"], c=ok["num_pes"], cmap="viridis",
+                            norm=matplotlib.colors.LogNorm(), s=18)
+        front = ok[ok["pareto"] == 1]
+        ax.scatter(front[metric], front["throughput_gmacs"], marker="*", s=120,
+                   facecolors="none", edgecolors="red", label="Pareto set")
+        ax.set_xlabel(label)
+        ax.set_ylabel("throughput (GMAC/s)")
+        ax.legend(fontsize="small")
+    fig.colorbar(points, ax=axes, label="PEs")
+    fig.suptitle("Design space (MAESTRO case study II style)")
+    return fig
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("kind", choices=["layers", "pareto", "convergence", "dse"])
+    parser.add_argument("results")
+    parser.add_argument("-o", "--output", required=True, help="PNG file to write")
+    parser.add_argument("--architecture", help="layers: the architecture (default: the first)")
+    parser.add_argument("--layer", help="convergence: the layer (default: the first)")
+    parser.add_argument("--max-jobs", type=int, default=12, help="convergence: lines at most")
+    args = parser.parse_args()
+    jobs, traces = load(args.results)
+    plot = {"layers": plot_layers, "pareto": plot_pareto, "convergence": plot_convergence,
+            "dse": plot_dse}[args.kind]
+    fig = plot(jobs, traces, args)
+    try:
+        fig.savefig(args.output, dpi=120, bbox_inches="tight")
+    except OSError as e:
+        fail(f"{args.output}: cannot write ({e.strerror})")
+
+
+if __name__ == "__main__":
+    main()
