@@ -44,9 +44,11 @@ DimMap classify(const Operator& op) {
     throw InputError("operator '" + op.name() +
                      "': MAESTRO's directives cannot express dilation; the mdc model takes "
                      "undilated convolutions");
-  if (attr("padding_h") != 0 || attr("padding_w") != 0)
-    throw InputError("operator '" + op.name() +
-                     "': MAESTRO has no padding; give the padded input size with padding 0");
+  // Padding: MAESTRO has none, and its users give the padded input size
+  // (refdata/maestro README). from_mapping does the same: Y and X are the
+  // input rows and columns the output needs, (P-1)*stride + R, halo of
+  // zeros included, so a padded layer is analysed as the convolution of
+  // its padded input.
   if (has("G"))
     throw InputError("operator '" + op.name() +
                      "': grouped convolutions (other than depthwise) are not supported by the mdc "

@@ -7,6 +7,7 @@
 
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
+#include <mapex/generators.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/mdc.hpp>
 #include <mapex/network.hpp>
@@ -287,6 +288,25 @@ TEST(MdcTransform, Algorithm1OnTheTinyConvMapping) {
   EXPECT_EQ(hw.noc_bw, 8);  // 0.8 GB/s at 100 MHz, 1-byte words
   const Result r = engine::analyse(engine::compile(l, hw, true));
   EXPECT_EQ(r.num_macs, static_cast<double>(op.macs()));
+}
+
+TEST(MdcTransform, PaddedLayerIsTheConvolutionOfItsPaddedInput) {
+  // H = W = 6 with padding 1 and a 3x3 filter has the output of an
+  // unpadded 8x8 input: MAESTRO's convention for padded layers.
+  const Architecture arch = Architecture::load(kData + "/tiny_arch.yaml");
+  const Operator padded =
+      mapex::make_conv2d("p", mapex::Conv2dShape{1, 4, 8, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+  const Operator plain = mapex::make_conv2d("q", mapex::Conv2dShape{1, 4, 8, 8, 8, 3, 3});
+  ASSERT_EQ(padded.macs(), plain.macs());
+  const Mapping m = Mapping::load(kData + "/tiny_conv_mapping.yaml", plain, arch);
+  const Layer a = from_mapping(padded, arch, m), b = from_mapping(plain, arch, m);
+  EXPECT_EQ(a.dim("Y"), 8);
+  EXPECT_EQ(format_dataflow(a.dataflow), format_dataflow(b.dataflow));
+  const Hardware hw = hardware_from(arch);
+  const Result ra = engine::analyse(engine::compile(a, hw, true));
+  const Result rb = engine::analyse(engine::compile(b, hw, true));
+  EXPECT_EQ(ra.runtime_cycles, rb.runtime_cycles);
+  EXPECT_EQ(ra.input_l2_rd, rb.input_l2_rd);
 }
 
 Operator loopnest(const std::vector<std::string>& input_subscripts,
