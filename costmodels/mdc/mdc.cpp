@@ -24,10 +24,7 @@ struct Energy {
 class BoundMdc final : public mapex::BoundCostModel {
  public:
   BoundMdc(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity)
-      : op_(op),
-        arch_(arch),
-        hw_(mapex::mdc::hardware_from(arch)),
-        check_capacity_(check_capacity) {
+      : op_(op), arch_(arch), check_capacity_(check_capacity) {
     for (int i = 0; i < arch.num_levels(); ++i)
       if (arch.levels()[static_cast<std::size_t>(i)].kind == mapex::LevelKind::kBuffer) {
         if (l1_ < 0) l1_ = i;
@@ -39,8 +36,9 @@ class BoundMdc final : public mapex::BoundCostModel {
     if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
     Result r;
     try {
-      const mapex::mdc::Layer layer = mapex::mdc::from_mapping(op_, arch_, mapping);
-      const auto plan = mapex::mdc::engine::compile(layer, hw_, op_.find_dim("N") >= 0);
+      const auto lowered = mapex::mdc::from_mapping(op_, arch_, mapping);
+      const auto plan =
+          mapex::mdc::engine::compile(lowered.layer, lowered.hardware, op_.find_dim("N") >= 0);
       r = mapex::mdc::engine::analyse(plan);
     } catch (const mapex::InputError& e) {
       return mapex::Metrics::invalid(std::string("mdc: ") + e.problem());
@@ -121,7 +119,6 @@ class BoundMdc final : public mapex::BoundCostModel {
 
   const mapex::Operator& op_;
   const mapex::Architecture& arch_;
-  Hardware hw_;
   bool check_capacity_;
   int l1_ = -1, l2_ = -1;
 };

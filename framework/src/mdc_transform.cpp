@@ -61,7 +61,7 @@ DimMap classify(const Operator& op) {
 
 }  // namespace
 
-Layer from_mapping(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping& mapping) {
   const DimMap dm = classify(op);
   Layer layer;
   layer.name = op.name();
@@ -136,13 +136,36 @@ Layer from_mapping(const Operator& op, const Architecture& arch, const Mapping& 
     out.push_back(dir);
   };
 
-  // Regions from the outermost cluster level inwards. Level k of the
-  // directives is the spatial level spatial[k'] (outermost first); its
-  // region holds (Algorithm 1, lines 4-12): one SpatialMap per split
-  // dimension with the child span as size and offset, then TemporalMaps in
-  // the loop order of the buffer above the spatial level, sized by the
-  // child span (the tile each sub-unit works on per step).
+  // Regions from the outermost inwards (Algorithm 1, lines 4-13): every
+  // parallel loop gets a region of its own whose SpatialMap spreads the
+  // child span over exactly `split` units, and each region but the
+  // outermost is opened by Cluster(split), so a region's unit count is its
+  // loop's iteration count. A spatial level that splits two dimensions is
+  // therefore two nested regions, not two lock-step SpatialMaps (those
+  // would advance together and cover only the diagonal of the K x C
+  // block). The inter-tile loops of the buffer above a spatial level
+  // (Algorithm 1, lines 14-17) share that level's outermost region: MAESTRO
+  // needs a SpatialMap in every region, and there the parallel loop's
+  // remaining iterations (span above / span of the level) become spatial
+  // folds at the loop's place in the order. A dimension split further in
+  // is mapped there temporally by the whole span of the level (child span
+  // x split). A level that splits nothing keeps one region with a
+  // SpatialMap over a single unit.
+  // DRAM's loops over L2 tiles have no region: MAESTRO's top level reads
+  // from L2 and counts no off-chip traffic per access, so the outermost
+  // region walks the whole layer in L2's order. Off-chip reuse is the DB
+  // locality model's job (Marvel §5.1), as in Marvel's decoupled search.
   std::vector<Directive> dataflow;
+  std::int64_t units_used = 1;
+  auto open_region = [&](std::int64_t units) {
+    if (!dataflow.empty()) {
+      Directive c;
+      c.kind = DirectiveKind::kCluster;
+      c.size = units;
+      dataflow.push_back(c);
+    }
+    units_used *= units;
+  };
   for (auto it = spatial.rbegin(); it != spatial.rend(); ++it) {
     const int s = *it;
     const int parent = s + 1;
@@ -150,38 +173,34 @@ Layer from_mapping(const Operator& op, const Architecture& arch, const Mapping& 
     const auto child_span =
         child >= 0 ? mapping.span(op, arch, child) : std::vector<std::int64_t>(op_dims.size(), 1);
     const auto& split = mapping.level(s).split;
+    auto split_of = [&](DimId d) {
+      return split.empty() ? std::int64_t{1} : split[static_cast<std::size_t>(d)];
+    };
     const auto& order = mapping.level(parent).order;
-    if (it != spatial.rbegin()) {
-      Directive c;
-      c.kind = DirectiveKind::kCluster;
-      c.size = levels[static_cast<std::size_t>(s)].fanout();
-      dataflow.push_back(c);
-    }
+    // Parallel loops, outermost first by the parent's loop order.
     std::vector<DimId> split_dims;
-    for (DimId d = 0; d < op.num_dims(); ++d)
-      if (!split.empty() && split[static_cast<std::size_t>(d)] > 1) split_dims.push_back(d);
-    if (split_dims.empty()) {
-      // A level with no split still needs a SpatialMap: put the outermost
-      // loop of the parent on it with its child tile (one busy sub-unit per
-      // step); MAESTRO requires one per level.
+    for (DimId d : order)
+      if (split_of(d) > 1 && dm.to_maestro.count(op_dims[static_cast<std::size_t>(d)].name))
+        split_dims.push_back(d);
+    if (split_dims.empty())
       for (DimId d : order)
         if (dm.to_maestro.count(op_dims[static_cast<std::size_t>(d)].name)) {
           split_dims.push_back(d);
           break;
         }
-    }
-    if (split_dims.size() > 2)
-      throw InputError("mapping of '" + op.name() + "' splits " +
-                       std::to_string(split_dims.size()) +
-                       " dimensions over one spatial level; MDC allows at most two");
-    for (DimId d : split_dims) {
-      const std::int64_t t = child_span[static_cast<std::size_t>(d)];
-      emit(dataflow, true, d, t, t);
-    }
+    open_region(split_of(split_dims.front()));
     for (DimId d : order) {
-      if (std::find(split_dims.begin(), split_dims.end(), d) != split_dims.end()) continue;
       const std::int64_t t = child_span[static_cast<std::size_t>(d)];
-      emit(dataflow, false, d, t, t);
+      if (d == split_dims.front())
+        emit(dataflow, true, d, t, t);
+      else
+        emit(dataflow, false, d, t * split_of(d), t * split_of(d));
+    }
+    for (std::size_t i = 1; i < split_dims.size(); ++i) {
+      const DimId d = split_dims[i];
+      const std::int64_t t = child_span[static_cast<std::size_t>(d)];
+      open_region(split_of(d));
+      emit(dataflow, true, d, t, t);
     }
   }
   // The point loops of the L1 tile (Algorithm 1, lines 2-3) need no region
@@ -200,7 +219,12 @@ Layer from_mapping(const Operator& op, const Architecture& arch, const Mapping& 
       }
     }
   layer.dataflow = std::move(dataflow);
-  return layer;
+  // The PEs the directives address are the ones the mapping engages: with
+  // all of the chip's PEs, MAESTRO would spread the outermost SpatialMap
+  // over every PE and analyse a different, more parallel mapping.
+  Lowered out{std::move(layer), hardware_from(arch)};
+  out.hardware.num_pes = units_used;
+  return out;
 }
 
 Hardware hardware_from(const Architecture& arch) {

@@ -274,15 +274,17 @@ TEST(MdcTransform, Algorithm1OnTheTinyConvMapping) {
   const Architecture arch = Architecture::load(kData + "/tiny_arch.yaml");
   const Operator& op = net.layers()[0].op;
   const Mapping m = Mapping::load(kData + "/tiny_conv_mapping.yaml", op, arch);
-  const Layer l = from_mapping(op, arch, m);
-  // PEs split K by 4 with an L1 tile of K1: SpatialMap(1,1) K. L2's loops
-  // (outer to inner N R S C P Q) over L1 tiles: one TemporalMap each, sized
-  // by the L1 tile; P, Q tiles of 1 output row are 3 input rows sliding by 1.
+  const Lowered lowered = from_mapping(op, arch, m);
+  const Layer& l = lowered.layer;
+  // PEs split K by 4 with an L1 tile of K1: SpatialMap(1,1) K, at K's place
+  // in L2's loop order (N K R S C P Q) over L1 tiles; the others become one
+  // TemporalMap each, sized by the L1 tile; P, Q tiles of 1 output row are 3 input rows sliding
+  // by 1.
   EXPECT_EQ(format_dataflow(l.dataflow),
-            "SpatialMap(1,1) K;\nTemporalMap(1,1) N;\nTemporalMap(3,3) R;\nTemporalMap(3,3) S;\n"
+            "TemporalMap(1,1) N;\nSpatialMap(1,1) K;\nTemporalMap(3,3) R;\nTemporalMap(3,3) S;\n"
             "TemporalMap(1,1) C;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\n");
   EXPECT_EQ(l.dim("Y"), 6);
-  const Hardware hw = hardware_from(arch);
+  const Hardware& hw = lowered.hardware;
   EXPECT_EQ(hw.num_pes, 4);
   EXPECT_EQ(hw.l1_size, 64);
   EXPECT_EQ(hw.noc_bw, 8);  // 0.8 GB/s at 100 MHz, 1-byte words
@@ -299,14 +301,66 @@ TEST(MdcTransform, PaddedLayerIsTheConvolutionOfItsPaddedInput) {
   const Operator plain = mapex::make_conv2d("q", mapex::Conv2dShape{1, 4, 8, 8, 8, 3, 3});
   ASSERT_EQ(padded.macs(), plain.macs());
   const Mapping m = Mapping::load(kData + "/tiny_conv_mapping.yaml", plain, arch);
-  const Layer a = from_mapping(padded, arch, m), b = from_mapping(plain, arch, m);
+  const Layer a = from_mapping(padded, arch, m).layer, b = from_mapping(plain, arch, m).layer;
   EXPECT_EQ(a.dim("Y"), 8);
   EXPECT_EQ(format_dataflow(a.dataflow), format_dataflow(b.dataflow));
-  const Hardware hw = hardware_from(arch);
+  const Hardware hw = from_mapping(plain, arch, m).hardware;
   const Result ra = engine::analyse(engine::compile(a, hw, true));
   const Result rb = engine::analyse(engine::compile(b, hw, true));
   EXPECT_EQ(ra.runtime_cycles, rb.runtime_cycles);
   EXPECT_EQ(ra.input_l2_rd, rb.input_l2_rd);
+}
+
+// A mapping that engages 8 of P2's 1024 PEs (K split 4, C split 2) must be
+// analysed on those 8: each split is a region of its own (Algorithm 1,
+// lines 5-13) and the hardware has the PEs the splits multiply to. Spread
+// over the whole chip, or with K and C as lock-step SpatialMaps of one
+// region, MAESTRO's analysis describes another mapping.
+Mapping split_mapping(const Operator& op, const Architecture& arch, const std::string& split) {
+  return Mapping::parse(
+      "L1: {tile: {K: 1, C: 1, P: 1, Q: 4, R: 3, S: 3}, order: [R, S, Q]}\n"
+      "PE_array: {split: " +
+          split +
+          "}\n"
+          "L2: {tile: {K: 16, C: 8, P: 8, Q: 8, R: 3, S: 3}, order: [K, C, P, Q, R, S]}\n"
+          "DRAM: {order: [K, C, P, Q, R, S]}\n",
+      "split mapping", op, arch);
+}
+
+TEST(MdcTransform, EverySplitIsARegionOverItsOwnUnits) {
+  const Architecture arch =
+      Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/marvel_p2.yaml");
+  const Operator op = mapex::make_conv2d("c", mapex::Conv2dShape{1, 8, 16, 10, 10, 3, 3});
+  const double macs = static_cast<double>(op.macs());
+  const Lowered kc = from_mapping(op, arch, split_mapping(op, arch, "{K: 4, C: 2}"));
+  EXPECT_EQ(kc.hardware.num_pes, 8);
+  EXPECT_EQ(format_dataflow(kc.layer.dataflow),
+            "TemporalMap(1,1) N;\nSpatialMap(1,1) K;\nTemporalMap(2,2) C;\nTemporalMap(3,1) Y;\n"
+            "TemporalMap(6,4) X;\nTemporalMap(3,3) R;\nTemporalMap(3,3) S;\nCluster(2,P);\n"
+            "SpatialMap(1,1) C;\n");
+  const Result rkc = engine::analyse(engine::compile(kc.layer, kc.hardware, true));
+  EXPECT_EQ(rkc.num_macs, macs);
+  EXPECT_EQ(rkc.avg_utilized_pes, 8);
+  EXPECT_GE(rkc.runtime_cycles, macs / 8);
+
+  const Lowered k = from_mapping(op, arch, split_mapping(op, arch, "{K: 4}"));
+  EXPECT_EQ(k.hardware.num_pes, 4);
+  const Result rk = engine::analyse(engine::compile(k.layer, k.hardware, true));
+  EXPECT_EQ(rk.avg_utilized_pes, 4);
+  EXPECT_GE(rk.runtime_cycles, macs / 4);
+  EXPECT_LT(rkc.runtime_cycles, rk.runtime_cycles);
+}
+
+TEST(MdcTransform, ThreeSplitsAtOneLevelAreThreeRegions) {
+  const Architecture arch =
+      Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/marvel_p2.yaml");
+  const Operator op = mapex::make_conv2d("c", mapex::Conv2dShape{1, 8, 16, 10, 10, 3, 3});
+  const Lowered l = from_mapping(op, arch, split_mapping(op, arch, "{K: 4, C: 2, P: 2}"));
+  EXPECT_EQ(l.hardware.num_pes, 16);
+  const Result r = engine::analyse(engine::compile(l.layer, l.hardware, true));
+  EXPECT_EQ(r.num_macs, static_cast<double>(op.macs()));
+  EXPECT_EQ(r.avg_utilized_pes, 16);
+  EXPECT_GE(r.runtime_cycles, static_cast<double>(op.macs()) / 16);
 }
 
 Operator loopnest(const std::vector<std::string>& input_subscripts,

@@ -134,11 +134,19 @@ class BOOST_SYMBOL_VISIBLE DirectiveEvaluator {
 /// Marvel Algorithm 1 (§4): a canonical mapping of a CONV2D (regular or
 /// depthwise) or GEMM operator becomes MAESTRO directives. The architecture
 /// must be a MAESTRO-style chip: buffers and spatial levels alternating,
-/// innermost first, ending in DRAM. Each spatial level becomes a cluster
-/// level whose SpatialMap is its split dimension(s) and whose TemporalMaps
-/// follow the loop order of the buffer above it. Throws InputError when the
-/// operator or architecture has no MDC form.
-Layer from_mapping(const Operator& op, const Architecture& arch, const Mapping& mapping);
+/// innermost first, ending in DRAM. Every split dimension becomes a cluster
+/// level (region) of its own whose SpatialMap covers exactly the split's
+/// units; the outermost region of a spatial level also holds TemporalMaps in
+/// the loop order of the buffer above it. The hardware is the
+/// architecture's (`hardware_from`) with `num_pes` set to the PEs the
+/// mapping engages (the product of its splits), so that MAESTRO's "units =
+/// PEs / cluster sizes" gives each region its split. Throws InputError when
+/// the operator or architecture has no MDC form.
+struct Lowered {
+  Layer layer;
+  Hardware hardware;
+};
+Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping& mapping);
 /// The MAESTRO hardware of an architecture: PEs, innermost buffer as L1, the
 /// outermost on-chip buffer as L2, the first network's bandwidth and latency,
 /// DRAM bandwidth, all in elements (word size) per cycle.
