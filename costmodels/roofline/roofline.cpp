@@ -47,6 +47,22 @@ class BoundRoofline final : public mapex::BoundCostModel {
     return m;
   }
 
+  // The same two figures as evaluate, summed in the same order (so they are
+  // bit-identical), on per-thread scratch that keeps its storage between
+  // mappings. The framework calls precheck first.
+  mapex::Score score(const mapex::Mapping& mapping) const override {
+    thread_local mapex::NestAnalysis a;
+    thread_local std::vector<mapex::LevelCost> costs;
+    mapex::analyse_into(op_, arch_, mapping, a);
+    mapex::level_costs(op_, arch_, a, costs);
+    mapex::Score s{true, a.compute_cycles, a.macs * arch_.mac_energy_pj()};
+    for (const auto& c : costs) {
+      s.latency_cycles = std::max(s.latency_cycles, c.transfer_cycles);
+      s.energy_pj += c.energy_pj;
+    }
+    return s;
+  }
+
  private:
   const mapex::Operator& op_;
   const mapex::Architecture& arch_;

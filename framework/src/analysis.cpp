@@ -29,9 +29,10 @@ double total_count(const ExtentCounts& counts) {
 double required_bytes(const Operator& op, const Architecture& arch, int level,
                       const std::vector<std::int64_t>& span) {
   const Level& l = arch.levels()[static_cast<size_t>(level)];
-  std::vector<double> extent(span.begin(), span.end());
+  const boost::container::small_vector<double, 16> extent(span.begin(), span.end());
   double words = 0;
-  for (const auto& t : op.tensors()) words += t.footprint(extent);
+  for (const auto& t : op.tensors())
+    words += t.footprint(std::span<const double>(extent.data(), extent.size()));
   return words * arch.word_bytes() * (l.double_buffered ? 2.0 : 1.0);
 }
 
@@ -61,9 +62,7 @@ struct Context {
   const Architecture& arch;
   const Mapping& mapping;
   size_t n;
-  // count[level + 1][d]: number of tiles of the level over all instances and
-  // time; index 0 is the MAC "level" (span 1).
-  std::vector<std::vector<double>> count;
+  const std::vector<std::vector<double>>& count;  // NestAnalysis::tile_counts
 
   double tiles(int level, size_t d) const { return count[static_cast<size_t>(level + 1)][d]; }
   /// Trip count of the loops (temporal or spatial) of `level` along d,
@@ -163,51 +162,76 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
 
 }  // namespace
 
-NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+namespace {
+
+// Sizes `v` as rows x cols, reusing its storage (the analysis runs once per
+// mapping in a sweep; reallocating every row each time dominated its cost).
+template <class T>
+void reshape(std::vector<std::vector<T>>& v, size_t rows, size_t cols, const T& value) {
+  v.resize(rows);
+  for (auto& row : v) row.assign(cols, value);
+}
+
+}  // namespace
+
+void analyse_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                  NestAnalysis& a) {
   const size_t n = static_cast<size_t>(op.num_dims());
   const int L = arch.num_levels();
-  NestAnalysis a;
+  const auto Lu = static_cast<size_t>(L);
   a.macs = static_cast<double>(op.macs());
-  for (int i = 0; i < L; ++i) a.span.push_back(mapping.span(op, arch, i));
+  // Spans, innermost first (Mapping::span, without a vector per level).
+  a.span.resize(Lu);
+  for (size_t i = 0; i < Lu; ++i) {
+    auto& span = a.span[i];
+    if (arch.levels()[i].kind == LevelKind::kSpatial) {
+      const auto& split = mapping.level(static_cast<int>(i)).split;
+      span.resize(n);
+      for (size_t d = 0; d < n; ++d)
+        span[d] = std::min((i == 0 ? 1 : a.span[i - 1][d]) * split[d], op.dims()[d].bound);
+    } else {
+      span = mapping.level(static_cast<int>(i)).tile;
+    }
+  }
 
   // Tile distributions, outermost first (data view and time view).
-  a.tiles.assign(static_cast<size_t>(L), std::vector<ExtentCounts>(n));
-  std::vector<std::vector<ExtentCounts>> time(static_cast<size_t>(L), std::vector<ExtentCounts>(n));
+  reshape(a.tiles, Lu, n, ExtentCounts{});
+  reshape(a.time, Lu, n, ExtentCounts{});
   for (size_t d = 0; d < n; ++d) {
-    a.tiles[static_cast<size_t>(L - 1)][d] = {{op.dims()[d].bound, 1.0}};
-    time[static_cast<size_t>(L - 1)][d] = {{op.dims()[d].bound, 1.0}};
+    a.tiles[Lu - 1][d] = {{op.dims()[d].bound, 1.0}};
+    a.time[Lu - 1][d] = {{op.dims()[d].bound, 1.0}};
   }
   for (int i = L - 2; i >= 0; --i) {
     const auto iu = static_cast<size_t>(i);
     const bool parallel = arch.levels()[iu + 1].kind == LevelKind::kSpatial;
     for (size_t d = 0; d < n; ++d) {
       a.tiles[iu][d] = partition(a.tiles[iu + 1][d], a.span[iu][d], false);
-      time[iu][d] = partition(time[iu + 1][d], a.span[iu][d], parallel);
+      a.time[iu][d] = partition(a.time[iu + 1][d], a.span[iu][d], parallel);
     }
   }
   // The MACs below level 0 see chunks of 1; in lock step when level 0 is spatial.
   const bool mac_parallel = arch.levels()[0].kind == LevelKind::kSpatial;
   double steps = 1;
-  for (size_t d = 0; d < n; ++d) steps *= total_count(partition(time[0][d], 1, mac_parallel));
+  for (size_t d = 0; d < n; ++d) steps *= total_count(partition(a.time[0][d], 1, mac_parallel));
   a.compute_cycles = steps / arch.macs_per_pe();
 
-  Context cx{op, arch, mapping, n, {}};
-  cx.count.assign(static_cast<size_t>(L + 1), std::vector<double>(n));
+  reshape(a.tile_counts, Lu + 1, n, 0.0);
   for (size_t d = 0; d < n; ++d) {
-    cx.count[0][d] = static_cast<double>(op.dims()[d].bound);
-    for (int i = 0; i < L; ++i)
-      cx.count[static_cast<size_t>(i + 1)][d] = total_count(a.tiles[static_cast<size_t>(i)][d]);
+    a.tile_counts[0][d] = static_cast<double>(op.dims()[d].bound);
+    for (size_t i = 0; i < Lu; ++i) a.tile_counts[i + 1][d] = total_count(a.tiles[i][d]);
   }
+  const Context cx{op, arch, mapping, n, a.tile_counts};
 
-  std::vector<int> data_levels;
+  boost::container::small_vector<int, 8> data_levels;
   for (int i = 0; i < L; ++i)
     if (arch.levels()[static_cast<size_t>(i)].holds_data()) data_levels.push_back(i);
 
   const size_t nt = op.tensors().size();
-  a.traffic.assign(static_cast<size_t>(L), std::vector<TensorTraffic>(nt));
-  a.required_bytes.assign(static_cast<size_t>(L), 0.0);
-  a.noc_down.assign(static_cast<size_t>(L), std::vector<double>(nt, 0.0));
-  a.noc_up.assign(static_cast<size_t>(L), std::vector<double>(nt, 0.0));
+  reshape(a.traffic, Lu, nt, TensorTraffic{});
+  a.required_bytes.assign(Lu, 0.0);
+  reshape(a.noc_down, Lu, nt, 0.0);
+  reshape(a.noc_up, Lu, nt, 0.0);
+  a.mac_traffic.clear();
   for (size_t t = 0; t < nt; ++t) {
     a.mac_traffic.push_back(boundary_traffic(cx, -1, data_levels.front(), t, a));
     for (size_t k = 0; k + 1 < data_levels.size(); ++k)
@@ -218,57 +242,91 @@ NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping
     if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
       a.required_bytes[static_cast<size_t>(i)] =
           required_bytes(op, arch, i, a.span[static_cast<size_t>(i)]);
+}
+
+NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+  NestAnalysis a;
+  analyse_into(op, arch, mapping, a);
   return a;
+}
+
+namespace {
+
+// One level's accounts (level_metrics): the reads and writes of each tensor,
+// handed to `on_access(tensor, reads, writes)`, and the level's energy and
+// transfer cycles. `previous_data` is the data level below (-1: the MACs).
+template <class OnAccess>
+LevelCost account_level(const Operator& op, const Architecture& arch, const NestAnalysis& a,
+                        int level, int previous_data, OnAccess&& on_access) {
+  const size_t nt = op.tensors().size();
+  const auto iu = static_cast<size_t>(level);
+  const Level& l = arch.levels()[iu];
+  LevelCost cost;
+  double words = 0;
+  for (size_t t = 0; t < nt; ++t) {
+    double reads = 0, writes = 0;
+    if (l.kind == LevelKind::kSpatial) {
+      reads = a.noc_down[iu][t];
+      writes = a.noc_up[iu][t];
+      cost.energy_pj += (reads + writes) * l.noc.hop_energy_pj;
+    } else {
+      // As the parent of the level below (or of the MACs).
+      const TensorTraffic& below =
+          previous_data < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(previous_data)][t];
+      reads += below.parent_reads;
+      writes += below.parent_writes;
+      // As the child of the level above.
+      if (l.kind != LevelKind::kDram) {
+        const TensorTraffic& own = a.traffic[iu][t];
+        writes += own.fills;
+        reads += own.updates;
+      }
+      cost.energy_pj += reads * l.read_energy_pj + writes * l.write_energy_pj;
+    }
+    words += reads + writes;
+    on_access(t, reads, writes);
+  }
+  const double bytes = words * arch.word_bytes();
+  const double instances = static_cast<double>(arch.instances(level));
+  if (l.kind == LevelKind::kSpatial)
+    cost.transfer_cycles = bytes / (arch.bytes_per_cycle(l.noc.bandwidth_gbps) * instances);
+  else if (l.bandwidth_gbps)
+    cost.transfer_cycles = bytes / (arch.bytes_per_cycle(*l.bandwidth_gbps) * instances);
+  return cost;
+}
+
+}  // namespace
+
+void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& a,
+                 std::vector<LevelCost>& out) {
+  out.resize(static_cast<size_t>(arch.num_levels()));
+  int previous_data = -1;
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    out[static_cast<size_t>(i)] =
+        account_level(op, arch, a, i, previous_data, [](size_t, double, double) {});
+    if (arch.levels()[static_cast<size_t>(i)].kind != LevelKind::kSpatial) previous_data = i;
+  }
 }
 
 std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& arch,
                                         const NestAnalysis& a) {
-  const size_t nt = op.tensors().size();
   std::vector<LevelMetrics> out;
   int previous_data = -1;  // -1: the MACs
   for (int i = 0; i < arch.num_levels(); ++i) {
-    const auto iu = static_cast<size_t>(i);
-    const Level& l = arch.levels()[iu];
+    const Level& l = arch.levels()[static_cast<size_t>(i)];
     LevelMetrics lm;
     lm.level = l.name;
-    double words = 0;
-    for (size_t t = 0; t < nt; ++t) {
-      const Tensor& tensor = op.tensors()[t];
-      TensorAccess acc{tensor.name, 0, 0};
-      if (l.kind == LevelKind::kSpatial) {
-        acc.reads = a.noc_down[iu][t];
-        acc.writes = a.noc_up[iu][t];
-        lm.energy_pj += (acc.reads + acc.writes) * l.noc.hop_energy_pj;
-      } else {
-        // As the parent of the level below (or of the MACs).
-        const TensorTraffic& below =
-            previous_data < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(previous_data)][t];
-        acc.reads += below.parent_reads;
-        acc.writes += below.parent_writes;
-        // As the child of the level above.
-        if (l.kind != LevelKind::kDram) {
-          const TensorTraffic& own = a.traffic[iu][t];
-          acc.writes += own.fills;
-          acc.reads += own.updates;
-        }
-        lm.energy_pj += acc.reads * l.read_energy_pj + acc.writes * l.write_energy_pj;
-      }
-      words += acc.reads + acc.writes;
-      lm.tensors.push_back(acc);
+    const LevelCost cost =
+        account_level(op, arch, a, i, previous_data, [&](size_t t, double reads, double writes) {
+          lm.tensors.push_back(TensorAccess{op.tensors()[t].name, reads, writes});
+        });
+    lm.energy_pj = cost.energy_pj;
+    lm.transfer_cycles = cost.transfer_cycles;
+    if (l.kind == LevelKind::kBuffer) {
+      lm.required_bytes = a.required_bytes[static_cast<size_t>(i)];
+      lm.capacity_bytes = static_cast<double>(l.size_bytes);
     }
-    const double bytes = words * arch.word_bytes();
-    const double instances = static_cast<double>(arch.instances(i));
-    if (l.kind == LevelKind::kSpatial) {
-      lm.transfer_cycles = bytes / (arch.bytes_per_cycle(l.noc.bandwidth_gbps) * instances);
-    } else {
-      if (l.bandwidth_gbps)
-        lm.transfer_cycles = bytes / (arch.bytes_per_cycle(*l.bandwidth_gbps) * instances);
-      if (l.kind == LevelKind::kBuffer) {
-        lm.required_bytes = a.required_bytes[iu];
-        lm.capacity_bytes = static_cast<double>(l.size_bytes);
-      }
-      previous_data = i;
-    }
+    if (l.kind != LevelKind::kSpatial) previous_data = i;
     out.push_back(std::move(lm));
   }
   return out;

@@ -11,6 +11,10 @@ namespace mapex {
 
 BoundCostModel::~BoundCostModel() = default;
 std::optional<std::string> BoundCostModel::precheck(const Mapping&) const { return std::nullopt; }
+Score BoundCostModel::score(const Mapping& mapping) const {
+  const Metrics m = evaluate(mapping);
+  return Score{m.valid, m.latency_cycles, m.energy_pj};
+}
 CostModel::~CostModel() = default;
 Searcher::~Searcher() = default;
 

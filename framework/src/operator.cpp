@@ -12,7 +12,7 @@ bool AffineExpr::uses(DimId dim) const {
   return false;
 }
 
-double AffineExpr::extent(const std::vector<double>& dim_extent) const {
+double AffineExpr::extent(std::span<const double> dim_extent) const {
   double span = 1;
   for (const auto& term : terms)
     span += static_cast<double>(std::llabs(term.coeff)) *
@@ -40,7 +40,7 @@ bool Tensor::relevant(DimId dim) const {
   return false;
 }
 
-double Tensor::footprint(const std::vector<double>& dim_extent) const {
+double Tensor::footprint(std::span<const double> dim_extent) const {
   double size = 1;
   for (const auto& s : subscripts) size *= s.extent(dim_extent);
   return size;

@@ -33,17 +33,21 @@ Objective parse_objective(const std::string& text) {
                    "expected latency, energy or edp, got '" + text + "'");
 }
 
-double objective_value(const Metrics& m, Objective objective) {
-  if (!m.valid) return std::numeric_limits<double>::infinity();
+double objective_value(const Score& s, Objective objective) {
+  if (!s.valid) return std::numeric_limits<double>::infinity();
   switch (objective) {
     case Objective::kLatency:
-      return m.latency_cycles;
+      return s.latency_cycles;
     case Objective::kEnergy:
-      return m.energy_pj;
+      return s.energy_pj;
     case Objective::kEdp:
-      return m.edp();
+      return s.latency_cycles * s.energy_pj;
   }
-  return m.latency_cycles;
+  return s.latency_cycles;
+}
+
+double objective_value(const Metrics& m, Objective objective) {
+  return objective_value(Score{m.valid, m.latency_cycles, m.energy_pj}, objective);
 }
 
 SearchContext::SearchContext(const Operator& op, const Architecture& arch, const Mapspace& space,
@@ -182,19 +186,18 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
         run.done = true;  // not finished
         return;
       }
-      Metrics metrics;
-      if (auto reason = model_->precheck(m))
-        metrics = Metrics::invalid(*reason);
-      else
-        metrics = model_->evaluate(m);
-      const double value = objective_value(metrics, objective_);
+      // The lean score ranks; full metrics only for a new best (a handful
+      // per chunk), so the accounts are not assembled for every mapping.
+      Score score;
+      if (!model_->precheck(m)) score = model_->score(m);
+      const double value = objective_value(score, objective_);
       if (value < run.best) {
         run.best = value;
-        r.improvements.push_back({r.evaluated, value, metrics, m});
+        r.improvements.push_back({r.evaluated, value, model_->evaluate(m), m});
       }
-      if (pareto && metrics.valid)
+      if (pareto && score.valid)
         add_to_front(r.front,
-                     ParetoPoint{r.evaluated + 1, metrics.latency_cycles, metrics.energy_pj, m});
+                     ParetoPoint{r.evaluated + 1, score.latency_cycles, score.energy_pj, m});
       ++r.evaluated;
     }
   };

@@ -52,6 +52,23 @@ void BM_RooflineEvaluate(benchmark::State& state) {
 }
 BENCHMARK(BM_RooflineEvaluate);
 
+// The lean path sweeps take (BoundCostModel::score) on the same mappings:
+// report its rate over BM_RooflineEvaluate's.
+void BM_RooflineScore(benchmark::State& state) {
+  const auto model = registry().make_costmodel("roofline", {});
+  const auto bound = model->bind(vgg_conv3_1(), p1());
+  const Mapspace space(vgg_conv3_1(), p1());
+  std::mt19937_64 rng(1);
+  std::vector<Mapping> mappings;
+  for (int i = 0; i < 256; ++i) mappings.push_back(*space.sample(rng));
+  std::size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(bound->score(mappings[i++ % mappings.size()]));
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_RooflineScore);
+
 // The cost of one mdc evaluation of a canonical mapping (Algorithm 1 then
 // the analysis), on the mappings a sweep visits first; compare with
 // BM_SweepMdc for the framework's overhead per mapping.

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <mapex/generators.hpp>
+#include <mapex/mapspace.hpp>
+#include <random>
 
 #include "host/plugin_registry.hpp"
 #include "host/runner.hpp"
@@ -151,6 +153,38 @@ TEST_P(CostModelSuite, MorePesNeverSlower) {
   ASSERT_TRUE(a.valid && b.valid);
   EXPECT_LE(b.compute_cycles, a.compute_cycles);
   EXPECT_LE(b.latency_cycles, a.latency_cycles);
+}
+
+TEST_P(CostModelSuite, ScoreIsEvaluatesLatencyAndEnergy) {
+  // Sweeps rank by score() and keep evaluate() for new bests: the two must
+  // agree exactly, on valid and invalid mappings alike, and a thread's
+  // scratch must not carry one operator's shape into another's.
+  const auto model = registry().make_costmodel(GetParam(), {});
+  const Architecture arch = test::chip({2, 4}, 512);
+  const Operator conv = make_conv2d("c", Conv2dShape{1, 4, 8, 6, 6, 3, 3, 2, 2});
+  const Operator gemm = make_gemm("g", 12, 8, 10);
+  std::mt19937_64 rng(7);
+  int valid = 0;
+  for (const Operator* op : {&conv, &gemm, &conv}) {
+    const auto bound = model->bind(*op, arch);
+    MapspaceOptions options;
+    options.check_capacity = false;  // the models' own checks are under test too
+    options.factors_only = false;    // edge tiles
+    const Mapspace space(*op, arch, options);
+    for (int i = 0; i < 200; ++i) {
+      const auto m = space.sample(rng);
+      ASSERT_TRUE(m.has_value());
+      if (bound->precheck(*m)) continue;
+      const Metrics full = bound->evaluate(*m);
+      const Score lean = bound->score(*m);
+      ASSERT_EQ(lean.valid, full.valid) << full.invalid_reason;
+      if (!full.valid) continue;
+      ++valid;
+      EXPECT_EQ(lean.latency_cycles, full.latency_cycles);
+      EXPECT_EQ(lean.energy_pj, full.energy_pj);
+    }
+  }
+  EXPECT_GT(valid, 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCostModels, CostModelSuite,

@@ -41,6 +41,12 @@ struct NestAnalysis {
   std::vector<std::vector<std::int64_t>> span;
   /// tiles[level][dim]: all tiles over all instances and time (data view).
   std::vector<std::vector<ExtentCounts>> tiles;
+  /// time[level][dim]: the same cut as seen by the clock: the children of a
+  /// spatial level run side by side, so only the largest chunk counts.
+  std::vector<std::vector<ExtentCounts>> time;
+  /// tile_counts[level + 1][dim]: number of tiles of the level along dim
+  /// over all instances and time; row 0 is the MACs (tiles of 1).
+  std::vector<std::vector<double>> tile_counts;
   /// Cycles if each PE does `macs_per_pe` MACs per cycle and the spatial
   /// levels run their children in lock step (edge tiles idle some PEs).
   double compute_cycles = 0;
@@ -76,6 +82,9 @@ std::optional<std::string> capacity_error(const Operator& op, const Architecture
 
 /// Runs the analysis. The mapping must be structurally valid.
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping);
+/// The same into `out`, reusing its storage: a sweep keeps one per thread.
+void analyse_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                  NestAnalysis& out);
 
 /// The roofline peak of an operator on an architecture, independent of any
 /// mapping: every MAC unit busy every cycle, and every tensor crossing each
@@ -95,5 +104,14 @@ RooflinePeak roofline_peak(const Operator& op, const Architecture& arch);
 /// and the buffer space required. One entry per architecture level.
 std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& arch,
                                         const NestAnalysis& analysis);
+/// A level's energy and the cycles its bandwidth needs, as in level_metrics.
+struct LevelCost {
+  double transfer_cycles = 0;
+  double energy_pj = 0;
+};
+/// Only those two figures per level, into `out` (one entry per level),
+/// without assembling per-tensor accounts: the lean path of a sweep.
+void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& analysis,
+                 std::vector<LevelCost>& out);
 
 }  // namespace mapex

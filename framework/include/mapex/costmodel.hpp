@@ -15,6 +15,14 @@
 
 namespace mapex {
 
+/// The two figures a search ranks mappings by, without the accounts that
+/// Metrics carries (per-level traffic, breakdowns, names).
+struct Score {
+  bool valid = false;
+  double latency_cycles = 0;
+  double energy_pj = 0;
+};
+
 /// A cost model bound to one operator and architecture. `evaluate` and
 /// `precheck` are called concurrently from the framework's worker threads:
 /// they must be const-correct and free of shared mutable state. No I/O.
@@ -28,6 +36,12 @@ class BOOST_SYMBOL_VISIBLE BoundCostModel {
   /// yields Metrics with `valid == false` and a reason; it never throws for
   /// that. Throws only on internal failure.
   virtual Metrics evaluate(const Mapping& mapping) const = 0;
+  /// Latency and energy of a mapping that passed `precheck`, equal to
+  /// `evaluate`'s. Sweeps call this for every mapping and `evaluate` only for
+  /// the ones that improve on the best so far, so a model whose full
+  /// accounts are costly to assemble should override it with a lean path.
+  /// The default calls `evaluate`.
+  virtual Score score(const Mapping& mapping) const;
 };
 
 class BOOST_SYMBOL_VISIBLE CostModel {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ struct AffineExpr {
   /// Number of distinct indices the subscript takes when every dimension d
   /// spans `extent[d]` consecutive values: sum |coeff| * (extent - 1) + 1
   /// (the bounding box; exact for unit coefficients and sliding windows).
-  double extent(const std::vector<double>& dim_extent) const;
+  double extent(std::span<const double> dim_extent) const;
 };
 
 enum class TensorRole { kInput, kOutput };
@@ -58,7 +59,7 @@ struct Tensor {
   /// other elements of this tensor (Marvel's "relevant" dimension).
   bool relevant(DimId dim) const;
   /// Elements touched by a tile whose dimension d spans `dim_extent[d]`.
-  double footprint(const std::vector<double>& dim_extent) const;
+  double footprint(std::span<const double> dim_extent) const;
 };
 
 /// A perfectly nested affine loop nest with one multiply-accumulate in its

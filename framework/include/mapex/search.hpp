@@ -29,6 +29,7 @@ std::string to_string(Objective objective);
 Objective parse_objective(const std::string& text);
 /// The value to minimise; +infinity for an invalid mapping.
 double objective_value(const Metrics& metrics, Objective objective);
+double objective_value(const Score& score, Objective objective);
 
 /// Limits on one search; 0 means unlimited.
 struct Budget {
