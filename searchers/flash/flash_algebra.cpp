@@ -233,6 +233,16 @@ double outer_bound_maeri(double extent, double beta) {
 }
 double inner_bound_maeri(double alpha) { return std::sqrt((alpha + 2) / 2) - 1; }
 
+std::array<double, 2> inner_pair_bounds(double intra_tile, double cap_x, double cap_y,
+                                        double alpha) {
+  const double t = intra_tile, room = alpha / 2;
+  const double square = inner_bound_stt(t, alpha);
+  std::array<double, 2> b{square, square};
+  if (cap_y < square) b[0] = (room - t * cap_y) / (t + cap_y);
+  if (cap_x < square) b[1] = (room - t * cap_x) / (t + cap_x);
+  return b;
+}
+
 Extents candidate_upper_bounds(const Dataflow& flow, const Problem& problem, const Chip& chip,
                                std::int64_t spatial_tile) {
   const auto& D = problem.dims;
@@ -248,34 +258,35 @@ Extents candidate_upper_bounds(const Dataflow& flow, const Problem& problem, con
   const std::int64_t share = ceil_div(D[ui], flow.clusters);
   const double extent = static_cast<double>(std::min(D[ui], spatial_tile * flow.clusters));
   Extents upper{1, 1, 1};
-  if (flow.style == Style::kMaeri) {
-    // Eq. 3 (outer, S2) and Eq. 4 (inner, S1): the first loop's tile is
-    // bounded by both (T^in = T^out); the last loop's tile is lambda and
-    // one element per PE (SMap(1, 1)).
-    const double out_b = outer_bound_maeri(extent, beta);
-    const double in_b = inner_bound_maeri(alpha);
-    upper[uo] = floor_clamped(std::min(out_b, in_b), D[uo]);
-    upper[ui] = floor_clamped(in_b, share);
-    upper[un] = 1;
-    return upper;
+  // MAERI (Eq. 3, 4): the first loop's tile is bounded by S2 and S1
+  // (T^in = T^out); the last loop's tile is lambda with one element per PE
+  // (SMap(1, 1)), so the S1 bound is taken around T_K^in = 1.
+  // STT_TTS (Eyeriss, NVDLA, TPU) and STT_TST (ShiDianNao), Table 6: the
+  // intra-cluster tile (T_K^out, or T_N^out for ShiDianNao) and the other
+  // outer tile by the S2 bound; the two tiles temporal inside the cluster
+  // by the S1 bound around the intra-cluster tile, widest at its minimum 1
+  // (each tuple is checked against its own intra tile in `enumerate`).
+  const bool maeri = flow.style == Style::kMaeri;
+  const double out_b =
+      maeri ? outer_bound_maeri(extent, beta) : outer_bound_stt(extent, lambda, beta);
+  const std::int64_t intra_cap = ceil_div(D[un], flow.cluster_size);
+  upper[un] = maeri ? 1 : floor_clamped(out_b, intra_cap);
+  // The S2 bound, like Eq. 4, assumes the two outer tiles equal. When the
+  // intra-cluster one cannot reach it (MAERI: lambda below the bound;
+  // others: the dimension over lambda PEs runs out first), the other outer
+  // tile takes the room Eq. 1 leaves with the intra extent Z at its cap:
+  // E y + E Z + y Z <= beta / 2, E the inter-cluster extent.
+  double other_s2 = out_b;
+  const double intra_tile = maeri ? lambda : static_cast<double>(intra_cap);
+  if (intra_tile < out_b) {
+    const double z =
+        maeri ? lambda : static_cast<double>(std::min(D[un], intra_cap * flow.cluster_size));
+    other_s2 = std::max(out_b, (beta / 2 - extent * z) / (extent + z));
   }
-  // STT_TTS (Eyeriss, NVDLA, TPU) and STT_TST (ShiDianNao), Table 6.
-  const double out_b = outer_bound_stt(extent, lambda, beta);
-  if (flow.style == Style::kShidiannao) {
-    // T_N^out (intra, N) and T_K^out (other) by the S2 bound; T_M^in and
-    // T_K^in by the S1 bound around T_N^out; T_N^in = T_N^out.
-    upper[un] = floor_clamped(out_b, ceil_div(D[un], flow.cluster_size));
-    const double in_b = inner_bound_stt(1.0, alpha);  // widest: T_N^out at its minimum
-    upper[uo] = floor_clamped(std::min(out_b, in_b), D[uo]);
-    upper[ui] = floor_clamped(in_b, share);
-    return upper;
-  }
-  // Eyeriss / NVDLA / TPU: T_K^out (intra) and the other outer tile by the
-  // S2 bound; the inner M and N tiles by the S1 bound around T_K^out.
-  upper[un] = floor_clamped(out_b, ceil_div(D[un], flow.cluster_size));
-  const double in_b = inner_bound_stt(1.0, alpha);  // widest: the K tile at its minimum
-  upper[uo] = floor_clamped(std::min(out_b, in_b), D[uo]);
-  upper[ui] = floor_clamped(in_b, share);
+  const auto cap_other = static_cast<double>(floor_clamped(other_s2, D[uo]));
+  const auto in_b = inner_pair_bounds(1.0, static_cast<double>(share), cap_other, alpha);
+  upper[ui] = floor_clamped(in_b[0], share);
+  upper[uo] = floor_clamped(std::min(other_s2, in_b[1]), D[uo]);
   return upper;
 }
 
@@ -322,9 +333,10 @@ void enumerate(const Dataflow& flow, const Problem& problem, const Chip& chip, b
           // Table 6: the two tiles that are temporal inside the cluster are
           // bounded around the intra-cluster tile, sqrt(alpha/2 + T^2) - T
           // (T = T_K^out for Eyeriss/NVDLA/TPU, T_N^out for ShiDianNao).
-          const double in_b =
-              inner_bound_stt(static_cast<double>(tn), static_cast<double>(chip.s1_words));
-          if (static_cast<double>(std::max(ti, to)) > std::floor(in_b + 1e-9)) break;
+          const auto in_b =
+              inner_pair_bounds(static_cast<double>(tn), static_cast<double>(inter_cap),
+                                static_cast<double>(upper[uo]), static_cast<double>(chip.s1_words));
+          if (ti > floor_clamped(in_b[0], inter_cap) || to > floor_clamped(in_b[1], D[uo])) break;
         }
         if (!fits(c, problem, chip)) break;  // footprints grow with every tile
         any = true;

@@ -120,6 +120,16 @@ double outer_bound_maeri(double extent, double beta);
 /// MAERI (Eq. 4): sqrt((alpha + 2) / 2) - 1.
 double inner_bound_maeri(double alpha);
 
+/// Eq. 2 for the two tiles x, y that are temporal inside the cluster,
+/// around the intra-cluster tile T: x T + T y + x y <= alpha / 2. Table 6
+/// solves it with x = y (sqrt(alpha/2 + T^2) - T; Eq. 4 is T = 1). When one
+/// tile cannot reach that square bound because its dimension (or its share
+/// of the clusters) caps it lower, the other takes the room it leaves:
+/// x <= (alpha/2 - T y) / (T + y) with y at its cap (same inequality, no
+/// equal-tile assumption). Returns the real bounds of x and y.
+std::array<double, 2> inner_pair_bounds(double intra_tile, double cap_x, double cap_y,
+                                        double alpha);
+
 /// The pruned tile ranges [1, upper] of one dataflow (Algorithm 2, lines
 /// 7-8). `spatial_tile` is the tile of the inter-cluster dimension, which
 /// the S2 bound depends on through the extent of one outer step; the other
