@@ -88,7 +88,9 @@ class FlashSearch final : public mapex::Searcher {
         if (wanted && fl::fits(c, problem, chip)) candidates.push_back(c);
       }
     }
-    if (candidates.empty()) throw no_tile_fits(chip);
+    // Nothing fits: not bad input but a chip without a valid mapping, so
+    // the job ends with no valid mapping and this reason.
+    if (candidates.empty()) return {false, no_tile_fits(chip)};
 
     // Evaluation in batches through the framework (parallel, ordered).
     const double inf = std::numeric_limits<double>::infinity();
@@ -135,13 +137,11 @@ class FlashSearch final : public mapex::Searcher {
  private:
   // The clearest thing to say when nothing fits: what the smallest tile of
   // every style needs against what the buffers hold (Eq. 1-2).
-  mapex::InputError no_tile_fits(const fl::Chip& chip) const {
-    return mapex::InputError(
-        mapex::SourceLocation{}, "",
-        "searcher 'flash': no tile of style '" + style_ + "' fits the buffers: S1 holds " +
-            std::to_string(chip.s1_words) + " and S2 " + std::to_string(chip.s2_words) +
-            " elements, and one step of the smallest tiles (1x1x1 per PE) needs " +
-            "2 x (A + B + C) elements in each (double buffering, FLASH Eq. 1-2)");
+  std::string no_tile_fits(const fl::Chip& chip) const {
+    return "no tile of style '" + style_ + "' fits the buffers: S1 holds " +
+           std::to_string(chip.s1_words) + " and S2 " + std::to_string(chip.s2_words) +
+           " elements, and one step of the smallest tiles (1x1x1 per PE) needs 2 x (A + B + C) "
+           "elements in each (double buffering, FLASH Eq. 1-2)";
   }
 
   std::string style_;

@@ -268,3 +268,23 @@ TEST(MaestroBlas, Fig5WalkThroughCountsEveryMatrixOnceInS2) {
   // busy for 4 steps (plus pipeline fill).
   EXPECT_GE(r.runtime_cycles, 4);
 }
+
+TEST(FlashBounds, ACappedTileLeavesItsRoomToThePartner) {
+  // Eq. 2 around T = 1 with y capped at 8 (e.g. N = 8): x <= (256 - 8) / 9.
+  const auto b = fl::inner_pair_bounds(1, 256, 8, 512);
+  EXPECT_NEAR(b[0], 248.0 / 9, 1e-9);
+  EXPECT_NEAR(b[1], fl::inner_bound_stt(1, 512), 1e-9);
+  // The floored bound is exact: 27 fits S1 with y = 8, 28 does not.
+  EXPECT_LE(2 * (27 + 8 + 27 * 8), 512);
+  EXPECT_GT(2 * (28 + 8 + 28 * 8), 512);
+  // Neither capped: Table 6's square bound for both.
+  const auto square = fl::inner_bound_stt(4, 512);
+  EXPECT_EQ(fl::inner_pair_bounds(4, 100, 100, 512), (std::array<double, 2>{square, square}));
+  // Workload V on TPU-style (N = 8 across one cluster of 256): the M tile
+  // may grow to 27, which Table 6's equal-tile bound (10) would prune.
+  const auto g = fl::generate(fl::Style::kTpu, fl::Problem{{8192, 8, 1024}}, kEdge, true);
+  bool found = false;
+  for (const auto& c : g.candidates)
+    found = found || (c.flow.cluster_size == 256 && c.tile == fl::Extents{27, 8, 1});
+  EXPECT_TRUE(found);
+}
