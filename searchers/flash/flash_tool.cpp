@@ -4,7 +4,7 @@
 //       §5.2's pruning factor: the unpruned tile-size combinations by the
 //       paper's rule, and what Eq. 3-4 leave.
 //   mapex-flash candidates --workload W [--layer L] --arch A --style S
-//       [--order o] [--space pruned|full|non_tiled] [--costmodel mdc] [-j N]
+//       [--order o] [--space pruned|full|non_tiled] [--costmodel mdc] [-j N] [--csv no]
 //       Every candidate of Algorithm 2 evaluated, one CSV row each (for
 //       Fig. 7's histogram), and on standard error the time generation and
 //       evaluation took.
@@ -35,7 +35,8 @@ using Clock = std::chrono::steady_clock;
 const char* const kUsage =
     "usage: mapex-flash count [--n N] [--alpha WORDS] [--beta WORDS] [--pes P]\n"
     "       mapex-flash candidates --workload W [--layer L] --arch A --style S [--order o]\n"
-    "                              [--space pruned|full|non_tiled] [--costmodel NAME] [-j N]\n";
+    "                              [--space pruned|full|non_tiled] [--costmodel NAME] [-j N]\n"
+    "                              [--csv no]\n";
 
 std::map<std::string, std::string> parse_flags(int argc, char** argv) {
   std::map<std::string, std::string> flags;
@@ -138,10 +139,15 @@ int candidates(const std::map<std::string, std::string>& flags) {
   });
   const auto t2 = Clock::now();
 
-  std::printf(
-      "style,order,cluster_size,T_M,T_N,T_K,valid,latency_cycles,energy_pj,"
-      "S1_A,S1_B,S1_C,S2_A,S2_B,S2_C\n");
-  for (std::size_t i = 0; i < g.candidates.size(); ++i) {
+  const bool csv = !flags.count("--csv") || flags.at("--csv") != "no";
+  if (csv)
+    std::printf(
+        "style,order,cluster_size,T_M,T_N,T_K,valid,latency_cycles,energy_pj,"
+        "S1_A,S1_B,S1_C,S2_A,S2_B,S2_C\n");
+  double best = 0;
+  for (const auto& m : metrics)
+    if (m.valid && (best == 0 || m.latency_cycles < best)) best = m.latency_cycles;
+  for (std::size_t i = 0; csv && i < g.candidates.size(); ++i) {
     const auto& c = g.candidates[i];
     const auto& m = metrics[i];
     // Accesses per matrix: reads plus writes, S1 first, then S2.
@@ -163,11 +169,11 @@ int candidates(const std::map<std::string, std::string>& flags) {
   }
   std::fprintf(stderr,
                "%s %s %s: %zu candidates (%.6g tile tuples before pruning); generation %.3f s, "
-               "evaluation %.3f s on %d threads\n",
+               "evaluation %.3f s on %d threads; best %.17g cycles\n",
                op->name().c_str(), fl::to_string(*style).c_str(), space.c_str(),
                g.candidates.size(), g.before_pruning,
                std::chrono::duration<double>(t1 - t0).count(),
-               std::chrono::duration<double>(t2 - t1).count(), threads);
+               std::chrono::duration<double>(t2 - t1).count(), threads, best);
   return 0;
 }
 

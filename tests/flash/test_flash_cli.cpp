@@ -102,3 +102,40 @@ TEST(FlashCli, BadParametersExitTwo) {
   EXPECT_EQ(fixed.status, 2);
   EXPECT_NE(fixed.err.find("fixed loop order nkm"), std::string::npos) << fixed.err;
 }
+
+TEST(FlashTool, CountPrintsTheSection52Numbers) {
+  const auto r = run_cli({"count"}, {}, MAPEX_FLASH_BINARY);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("unpruned combinations (issue rule): 7250826667"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("pruned by Eq. 3-4 ranges"), std::string::npos) << r.out;
+}
+
+TEST(FlashTool, CandidatesAreCsvWithTimings) {
+  const auto r = run_cli({"candidates", "--workload", kWorkloads + "flash_table3.yaml", "--layer",
+                          "III", "--arch", kEdge, "--style", "shidiannao", "-j", "1"},
+                         {}, MAPEX_FLASH_BINARY);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("style,order,cluster_size,T_M,T_N,T_K,valid,latency_cycles", 0), 0u);
+  EXPECT_NE(r.out.find("\nshidiannao,mnk,"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("generation"), std::string::npos) << r.err;
+}
+
+TEST(FlashTool, BadUsageExitsTwo) {
+  EXPECT_EQ(run_cli({}, {}, MAPEX_FLASH_BINARY).status, 2);
+  EXPECT_EQ(run_cli({"frobnicate"}, {}, MAPEX_FLASH_BINARY).status, 2);
+  const auto n = run_cli({"count", "--n", "0"}, {}, MAPEX_FLASH_BINARY);
+  EXPECT_EQ(n.status, 2);
+  EXPECT_NE(n.err.find("--n expects a positive integer"), std::string::npos) << n.err;
+  const auto style = run_cli({"candidates", "--workload", kWorkloads + "flash_table3.yaml",
+                              "--arch", kEdge, "--style", "gpu"},
+                             {}, MAPEX_FLASH_BINARY);
+  EXPECT_EQ(style.status, 2);
+  EXPECT_NE(style.err.find("--style expects"), std::string::npos) << style.err;
+  const auto conv =
+      run_cli({"candidates", "--workload", std::string(MAPEX_TEST_DATA_DIR) + "/tiny_net.yaml",
+               "--layer", "conv", "--arch", kEdge, "--style", "tpu"},
+              {}, MAPEX_FLASH_BINARY);
+  EXPECT_EQ(conv.status, 2);
+  EXPECT_NE(conv.err.find("conv2d"), std::string::npos) << conv.err;
+}
