@@ -93,6 +93,7 @@ class FlashSearch final : public mapex::Searcher {
     if (candidates.empty()) return {false, no_tile_fits(chip)};
 
     // Evaluation in batches through the framework (parallel, ordered).
+    const fl::MappingBuilder builder(ctx.op(), ctx.arch());
     const double inf = std::numeric_limits<double>::infinity();
     double best_non_tiled = inf;
     double non_tiled_latency = 0, non_tiled_energy = 0;
@@ -102,8 +103,7 @@ class FlashSearch final : public mapex::Searcher {
     while (next < candidates.size() && !stopped) {
       const std::size_t end = std::min(candidates.size(), next + batch_size_);
       batch.clear();
-      for (std::size_t i = next; i < end; ++i)
-        batch.push_back(fl::to_mapping(candidates[i], ctx.op(), ctx.arch()));
+      for (std::size_t i = next; i < end; ++i) batch.push_back(builder.build(candidates[i]));
       const auto results = ctx.evaluate(batch);
       for (std::size_t i = 0; i < results.size(); ++i) {
         const auto& c = candidates[next + i];

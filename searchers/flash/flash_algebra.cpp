@@ -378,22 +378,23 @@ Candidate non_tiled(const Dataflow& flow) {
   return c;
 }
 
-Mapping to_mapping(const Candidate& c, const Operator& op, const Architecture& arch) {
-  const Problem problem = problem_from(op);
+MappingBuilder::MappingBuilder(const Operator& op, const Architecture& arch)
+    : problem_(problem_from(op)), base_(Mapping::trivial(op, arch)) {
   (void)chip_from(arch);  // checks the chip's shape
-  const auto n = static_cast<std::size_t>(op.num_dims());
-  std::vector<DimId> id(3);
-  for (int d = 0; d < 3; ++d) id[static_cast<std::size_t>(d)] = op.find_dim(kDimNames[d]);
-  Mapping m = Mapping::trivial(op, arch);
+  for (int d = 0; d < 3; ++d) id_[static_cast<std::size_t>(d)] = op.find_dim(kDimNames[d]);
+  base_.level(1).split.assign(static_cast<std::size_t>(op.num_dims()), 1);
+}
+
+Mapping MappingBuilder::build(const Candidate& c) const {
+  Mapping m = base_;
   auto& s1 = m.level(0);
   auto& pe = m.level(1);
   auto& s2 = m.level(2);
   auto& dram = m.level(3);
-  const Extents step = step_extents(c, problem);
-  pe.split.assign(n, 1);
+  const Extents step = step_extents(c, problem_);
   for (int d = 0; d < 3; ++d) {
     const auto ud = static_cast<std::size_t>(d);
-    const auto di = static_cast<std::size_t>(id[ud]);
+    const auto di = static_cast<std::size_t>(id_[ud]);
     s1.tile[di] = c.tile[ud];
     // Splits stop where the dimension ends (a split past it would be a
     // unit with no data); the lowering then opens regions of exactly the
@@ -404,12 +405,15 @@ Mapping to_mapping(const Candidate& c, const Operator& op, const Architecture& a
   }
   // The compute order of both cluster levels (Table 2), outermost first;
   // the lowering takes the S2 order for the directives.
-  std::vector<DimId> order;
-  for (int d : c.flow.order) order.push_back(id[static_cast<std::size_t>(d)]);
-  s2.order = order;
-  dram.order = order;
-  s1.order = order;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const DimId d = id_[static_cast<std::size_t>(c.flow.order[i])];
+    s1.order[i] = s2.order[i] = dram.order[i] = d;
+  }
   return m;
+}
+
+Mapping to_mapping(const Candidate& c, const Operator& op, const Architecture& arch) {
+  return MappingBuilder(op, arch).build(c);
 }
 
 std::uint64_t section52_baseline(std::int64_t n, std::int64_t alpha, std::int64_t beta) {

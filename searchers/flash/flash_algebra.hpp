@@ -162,6 +162,19 @@ Candidate non_tiled(const Dataflow& flow);
 /// lambda} (capped by what the dimension needs), S1 tile, S2 holding one
 /// outer step, S2 and DRAM iterating in the style's order.
 Mapping to_mapping(const Candidate& c, const Operator& op, const Architecture& arch);
+/// The same for many candidates of one operator and chip: checks and looks
+/// up once, then `build` only fills in tiles, splits and orders.
+class MappingBuilder {
+ public:
+  /// Throws InputError like `problem_from` and `chip_from`.
+  MappingBuilder(const Operator& op, const Architecture& arch);
+  Mapping build(const Candidate& c) const;
+
+ private:
+  Problem problem_;
+  std::array<DimId, 3> id_{};
+  Mapping base_;
+};
 
 /// §5.2's unpruned count for an n x n x n GEMM, by the rule of the issue:
 /// tuples (T_M^out, T_N', T_K^out, T_M^in, T_N^in) with outer sizes in

@@ -132,10 +132,11 @@ int candidates(const std::map<std::string, std::string>& flags) {
         g.candidates.push_back(c);
     }
   }
+  const fl::MappingBuilder builder(*op, arch);
   const auto t1 = Clock::now();
   std::vector<mapex::Metrics> metrics(g.candidates.size());
   tbb::parallel_for(std::size_t{0}, g.candidates.size(), [&](std::size_t i) {
-    metrics[i] = bound->evaluate(fl::to_mapping(g.candidates[i], *op, arch));
+    metrics[i] = bound->evaluate(builder.build(g.candidates[i]));
   });
   const auto t2 = Clock::now();
 
