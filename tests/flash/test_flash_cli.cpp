@@ -47,6 +47,14 @@ TEST(FlashCli, MaeriWithOneOrderAndAnEnergyObjective) {
   const auto r = run_cli(search({"--param", "style=maeri", "--param", "order=kmn", "--objective",
                                  "energy", "--format", "json"}));
   ASSERT_EQ(r.status, 0) << r.err;
+  // MAESTRO-BLAS: S1 and S2 accesses per matrix A, B, C (FLASH Table 5).
+  for (const char* level : {"\"name\": \"S1\"", "\"name\": \"S2\""}) {
+    const auto at = r.out.find(level);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const std::string rest = r.out.substr(at, 1200);
+    for (const char* m : {"\"A\": {", "\"B\": {", "\"C\": {"})
+      EXPECT_NE(rest.find(m), std::string::npos) << level << " " << m << "\n" << rest;
+  }
   EXPECT_NE(r.out.find("\"stop_reason\": \"all candidates evaluated; flash maeri kmn"),
             std::string::npos)
       << r.out;
