@@ -438,16 +438,14 @@ std::uint64_t section52_baseline(std::int64_t n, std::int64_t alpha, std::int64_
   return total;
 }
 
-std::uint64_t section52_pruned(std::int64_t n, std::int64_t alpha, std::int64_t beta,
-                               std::int64_t pes) {
+std::uint64_t section52_pruned(std::int64_t n, std::int64_t alpha, std::int64_t beta) {
   // Eq. 3: T_M^out, T_K^out <= sqrt(beta/2 + N^2) - N and T_N^out = N
   // T_K^out / P, so one step covers T_N' = N; Eq. 4: T_M^in, T_N^in <=
   // sqrt((alpha+2)/2) - 1, T_K^in = 1. Eq. 1-2 still hold for each tuple.
   const double nn = static_cast<double>(n);
   const std::int64_t out_b = floor_clamped(outer_bound_maeri(nn, static_cast<double>(beta)), n);
   const std::int64_t in_b = floor_clamped(inner_bound_maeri(static_cast<double>(alpha)), n);
-  const std::int64_t tn_step = n;  // T_N^out x (P / T_K^out) = N
-  (void)pes;
+  const std::int64_t tn_step = n;  // T_N^out x (P / T_K^out) = N, whatever P is
   std::uint64_t total = 0;
   for (std::int64_t tm = 1; tm <= out_b; ++tm)
     for (std::int64_t tk = 1; tk <= out_b; ++tk) {

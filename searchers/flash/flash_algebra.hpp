@@ -184,7 +184,6 @@ class MappingBuilder {
 std::uint64_t section52_baseline(std::int64_t n, std::int64_t alpha, std::int64_t beta);
 /// The same tuples restricted to the ranges of Eq. 3 and Eq. 4 (T_N' = the
 /// N extent of one step, N): the pruned count by FLASH's stated bounds.
-std::uint64_t section52_pruned(std::int64_t n, std::int64_t alpha, std::int64_t beta,
-                               std::int64_t pes);
+std::uint64_t section52_pruned(std::int64_t n, std::int64_t alpha, std::int64_t beta);
 
 }  // namespace mapex::flash

@@ -1,6 +1,6 @@
 // mapex-flash: FLASH's numbers that are not a search result.
 //
-//   mapex-flash count [--n 256] [--alpha 512] [--beta 102400] [--pes 256]
+//   mapex-flash count [--n 256] [--alpha 512] [--beta 102400]
 //       §5.2's pruning factor: the unpruned tile-size combinations by the
 //       paper's rule, and what Eq. 3-4 leave.
 //   mapex-flash candidates --workload W [--layer L] --arch A --style S
@@ -33,7 +33,7 @@ namespace fl = mapex::flash;
 using Clock = std::chrono::steady_clock;
 
 const char* const kUsage =
-    "usage: mapex-flash count [--n N] [--alpha WORDS] [--beta WORDS] [--pes P]\n"
+    "usage: mapex-flash count [--n N] [--alpha WORDS] [--beta WORDS]\n"
     "       mapex-flash candidates --workload W [--layer L] --arch A --style S [--order o]\n"
     "                              [--space pruned|full|non_tiled] [--costmodel NAME] [-j N]\n"
     "                              [--csv no]\n";
@@ -70,14 +70,14 @@ std::string need(const std::map<std::string, std::string>& flags, const std::str
 
 int count(const std::map<std::string, std::string>& flags) {
   const std::int64_t n = int_flag(flags, "--n", 256), alpha = int_flag(flags, "--alpha", 512),
-                     beta = int_flag(flags, "--beta", 102400), pes = int_flag(flags, "--pes", 256);
+                     beta = int_flag(flags, "--beta", 102400);
   const auto start = Clock::now();
   const std::uint64_t base = fl::section52_baseline(n, alpha, beta);
-  const std::uint64_t pruned = fl::section52_pruned(n, alpha, beta, pes);
+  const std::uint64_t pruned = fl::section52_pruned(n, alpha, beta);
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("FLASH §5.2, %lld^3 GEMM, alpha = %lld, beta = %lld, P = %lld\n",
-              static_cast<long long>(n), static_cast<long long>(alpha),
-              static_cast<long long>(beta), static_cast<long long>(pes));
+  // P cancels out: one outer step covers T_N^out x (P / T_K^out) = N.
+  std::printf("FLASH §5.2, %lld^3 GEMM, alpha = %lld, beta = %lld\n", static_cast<long long>(n),
+              static_cast<long long>(alpha), static_cast<long long>(beta));
   std::printf("unpruned combinations (issue rule): %llu\n", static_cast<unsigned long long>(base));
   std::printf("pruned by Eq. 3-4 ranges, Eq. 1-2 held: %llu\n",
               static_cast<unsigned long long>(pruned));

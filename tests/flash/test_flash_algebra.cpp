@@ -87,7 +87,7 @@ TEST(FlashCounts, Section52CountersMatchBruteForceOnSmallProblems) {
     EXPECT_EQ(fl::section52_baseline(n, alpha, beta), brute) << n;
   }
   // Pruning keeps a subset: Eq. 3 and 4 only narrow the ranges.
-  const auto pruned = fl::section52_pruned(256, 512, 102400, 256);
+  const auto pruned = fl::section52_pruned(256, 512, 102400);
   EXPECT_GT(pruned, 0u);
   EXPECT_LT(pruned, fl::section52_baseline(256, 512, 102400) / 100);
 }
