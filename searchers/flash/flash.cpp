@@ -1,0 +1,201 @@
+// The FLASH searcher (Moon et al., §4 and Algorithm 2): for one style of
+// Table 2 (or all five), every feasible loop order and cluster size, the
+// candidate tile sizes bounded by the S2 and S1 constraints with double
+// buffering (Eq. 1-4, Table 6), everything outside them pruned, and the
+// remaining candidates evaluated through the job's cost model (mdc, i.e.
+// MAESTRO-BLAS) in parallel batches; the framework keeps the best by the
+// job's objective (runtime, energy or EDP), ties going to the earlier
+// candidate, so the result does not depend on the thread count.
+// Candidates are canonical mappings (flash_algebra.hpp says why).
+// The counts before and after pruning and the non-tiled reference (§3.2)
+// are reported in the stop reason, which `mapex search` prints and result
+// files store.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <mapex/plugin.hpp>
+#include <string>
+#include <vector>
+
+#include "flash_algebra.hpp"
+
+namespace {
+
+namespace fl = mapex::flash;
+
+std::string format_count(double v) {
+  char buf[64];
+  if (v < 1e15 && v == std::floor(v))
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string format_value(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+class FlashSearch final : public mapex::Searcher {
+ public:
+  explicit FlashSearch(const mapex::Params& params)
+      : style_(params.get_string("style")),
+        order_(params.get_string("order")),
+        space_(params.get_string("space")),
+        batch_size_(static_cast<std::size_t>(params.get_int("batch_size"))) {}
+
+  mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
+    const fl::Problem problem = fl::problem_from(ctx.op());  // non-GEMM: InputError
+    const fl::Chip chip = fl::chip_from(ctx.arch());
+    std::vector<fl::Style> styles;
+    if (style_ == "all")
+      styles.assign(fl::kAllStyles.begin(), fl::kAllStyles.end());
+    else
+      styles.push_back(*fl::parse_style(style_));
+    std::vector<fl::LoopOrder> orders;
+    if (!order_.empty()) orders.push_back(*fl::parse_order(order_));
+
+    // Algorithm 2: dataflows, bounds, pruning, generation.
+    std::vector<fl::Candidate> candidates;
+    double before = 0;
+    for (fl::Style s : styles) {
+      if (!orders.empty()) {
+        const auto supported = fl::loop_orders(s);
+        if (std::find(supported.begin(), supported.end(), orders[0]) == supported.end()) {
+          if (styles.size() == 1)
+            throw mapex::InputError(mapex::SourceLocation{}, "order",
+                                    "style '" + style_ + "' has the fixed loop order " +
+                                        fl::to_string(supported[0]) + " (FLASH Table 2), got '" +
+                                        order_ + "'");
+          continue;
+        }
+      }
+      fl::Generation g = fl::generate(s, problem, chip, space_ == "pruned", orders);
+      before += g.before_pruning;
+      if (space_ != "non_tiled") {
+        candidates.insert(candidates.end(), g.candidates.begin(), g.candidates.end());
+        continue;
+      }
+      // §3.2's non-tiled mapping of every dataflow, as a reference point.
+      for (const auto& flow : fl::dataflows(s, problem, chip.pes)) {
+        const fl::Candidate c = fl::non_tiled(flow);
+        const bool wanted =
+            orders.empty() || std::find(orders.begin(), orders.end(), flow.order) != orders.end();
+        if (wanted && fl::fits(c, problem, chip)) candidates.push_back(c);
+      }
+    }
+    // Nothing fits: not bad input but a chip without a valid mapping, so
+    // the job ends with no valid mapping and this reason.
+    if (candidates.empty()) return {false, no_tile_fits(chip)};
+
+    // Evaluation in batches through the framework (parallel, ordered).
+    const fl::MappingBuilder builder(ctx.op(), ctx.arch());
+    const double inf = std::numeric_limits<double>::infinity();
+    double best_non_tiled = inf;
+    double non_tiled_latency = 0, non_tiled_energy = 0;
+    std::vector<mapex::Mapping> batch;
+    std::size_t next = 0;
+    bool stopped = false;
+    while (next < candidates.size() && !stopped) {
+      const std::size_t end = std::min(candidates.size(), next + batch_size_);
+      batch.clear();
+      for (std::size_t i = next; i < end; ++i) batch.push_back(builder.build(candidates[i]));
+      const auto results = ctx.evaluate(batch);
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        const auto& c = candidates[next + i];
+        const bool non_tiled = c.tile == fl::non_tiled(c.flow).tile;
+        const double v = mapex::objective_value(results[i], ctx.objective());
+        if (non_tiled && v < best_non_tiled) {
+          best_non_tiled = v;
+          non_tiled_latency = results[i].latency_cycles;
+          non_tiled_energy = results[i].energy_pj;
+        }
+      }
+      stopped = results.size() < batch.size() || ctx.exhausted();
+      next += results.size();
+    }
+
+    std::string stats = "flash " + style_ + (order_.empty() ? "" : " " + order_) + " (" + space_ +
+                        " space): " + format_count(before) + " tile tuples before pruning, " +
+                        std::to_string(candidates.size()) + " candidates after";
+    if (space_ == "pruned")
+      stats += " (factor " + format_value(before / static_cast<double>(candidates.size())) + ")";
+    stats += "; evaluated " + std::to_string(next);
+    if (best_non_tiled < inf)
+      stats += "; non-tiled reference: latency " + format_value(non_tiled_latency) +
+               " cycles, energy " + format_value(non_tiled_energy) + " pJ";
+    // `complete` stays false: the candidates are FLASH's space, not the
+    // whole mapspace of the job.
+    if (stopped && next < candidates.size()) return {false, "budget; " + stats};
+    return {false, "all candidates evaluated; " + stats};
+  }
+
+ private:
+  // The clearest thing to say when nothing fits: what the smallest tile of
+  // every style needs against what the buffers hold (Eq. 1-2).
+  std::string no_tile_fits(const fl::Chip& chip) const {
+    return "no tile of style '" + style_ + "' fits the buffers: S1 holds " +
+           std::to_string(chip.s1_words) + " and S2 " + std::to_string(chip.s2_words) +
+           " elements, and one step of the smallest tiles (1x1x1 per PE) needs 2 x (A + B + C) "
+           "elements in each (double buffering, FLASH Eq. 1-2)";
+  }
+
+  std::string style_;
+  std::string order_;
+  std::string space_;
+  std::size_t batch_size_;
+};
+
+const mapex::ParamSpec kParams[] = {
+    {"style", mapex::ParamType::kString, "all",
+     "Table 2 style: eyeriss, nvdla, tpu, shidiannao, maeri, or all."},
+    {"order", mapex::ParamType::kString, "",
+     "Loop order such as mnk (MAERI: any of six; others: their fixed order); empty: all."},
+    {"space", mapex::ParamType::kString, "pruned",
+     "pruned: Table 6 bounds (FLASH); full: every tile tuple that fits S1 and S2 (the reference "
+     "for what pruning loses); non_tiled: the non-tiled mapping of every dataflow (§3.2)."},
+    {"batch_size", mapex::ParamType::kInt, "4096", "Candidates per parallel evaluation batch."},
+};
+
+mapex::Searcher* make(const mapex::Params& params) {
+  const std::string style = params.get_string("style");
+  if (style != "all" && !fl::parse_style(style))
+    throw mapex::InputError(mapex::SourceLocation{}, "style",
+                            "searcher 'flash' expects eyeriss, nvdla, tpu, shidiannao, maeri or "
+                            "all, got '" +
+                                style + "'");
+  const std::string order = params.get_string("order");
+  if (!order.empty() && !fl::parse_order(order))
+    throw mapex::InputError(
+        mapex::SourceLocation{}, "order",
+        "searcher 'flash' expects a permutation of m, n, k such as nkm, got '" + order + "'");
+  const std::string space = params.get_string("space");
+  if (space != "pruned" && space != "full" && space != "non_tiled")
+    throw mapex::InputError(
+        mapex::SourceLocation{}, "space",
+        "searcher 'flash' expects pruned, full or non_tiled, got '" + space + "'");
+  if (params.get_int("batch_size") < 1)
+    throw mapex::InputError(mapex::SourceLocation{}, "batch_size",
+                            "parameter of searcher 'flash' must be at least 1");
+  return new FlashSearch(params);
+}
+
+const mapex::PluginDescriptor kDescriptor{
+    mapex::kPluginAbiVersion,
+    MAPEX_BUILD_ID,
+    mapex::PluginKind::kSearcher,
+    "flash",
+    "1.0.0",
+    "FLASH (Moon et al., §4, Alg. 2): accelerator-style GEMM mappings with pruned tile sizes",
+    kParams,
+    std::size(kParams),
+    nullptr,
+    &make};
+
+}  // namespace
+
+MAPEX_PLUGIN(kDescriptor)

@@ -1,0 +1,290 @@
+// Unit tests of FLASH's algebra (searchers/flash/flash_algebra.hpp): the
+// Table 6 bounds, the §5.2 counts, candidate generation, and the lowering
+// of every style to the directives of Table 2; and GEMM as a native
+// operator of the mdc engine (MAESTRO-BLAS, FLASH §3.3).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <mapex/architecture.hpp>
+#include <mapex/error.hpp>
+#include <mapex/generators.hpp>
+#include <mapex/mdc.hpp>
+
+#include "engine.hpp"
+#include "flash_algebra.hpp"
+
+namespace fl = mapex::flash;
+
+namespace {
+
+mapex::Architecture edge() {
+  return mapex::Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) +
+                                   "/architectures/flash_edge.yaml");
+}
+
+const fl::Chip kEdge{256, 512, 102400};
+
+fl::Dataflow flow_of(fl::Style style, const fl::Problem& p, std::int64_t lambda,
+                     fl::LoopOrder order = {-1, -1, -1}) {
+  for (const auto& f : fl::dataflows(style, p, 256))
+    if (f.cluster_size == lambda && (order[0] < 0 || f.order == order)) return f;
+  ADD_FAILURE() << "no dataflow with cluster size " << lambda;
+  return {};
+}
+
+std::string lowered(const fl::Candidate& c, const mapex::Operator& op,
+                    const mapex::Architecture& arch) {
+  const auto l = mapex::mdc::from_mapping(op, arch, fl::to_mapping(c, op, arch));
+  std::string s;
+  for (const auto& d : l.layer.dataflow) {
+    if (d.kind == mapex::mdc::DirectiveKind::kCluster) {
+      s += "C(" + std::to_string(d.size) + ") ";
+      continue;
+    }
+    s += d.kind == mapex::mdc::DirectiveKind::kSpatialMap ? "S" : "T";
+    s += "(" + std::to_string(d.size) + "," + std::to_string(d.offset) + ")" + d.dim + " ";
+  }
+  return s;
+}
+
+}  // namespace
+
+TEST(FlashBounds, Table6ClosedFormsOnTheEdgeChip) {
+  // Eq. 4: sqrt((512 + 2) / 2) - 1 = 15.03; Eq. 3 with N = 256:
+  // sqrt(51,200 + 65,536) - 256 = 85.67 (FLASH §4, MAERI-style <m,n,k>).
+  EXPECT_NEAR(fl::inner_bound_maeri(512), 15.0312, 1e-3);
+  EXPECT_NEAR(fl::outer_bound_maeri(256, 102400), 85.6663, 1e-3);
+  // Table 6, STT_TTS: with lambda = 1 the outer bound solves
+  // T^2 + 2 D T = beta / 2, the same quadratic as Eq. 3.
+  EXPECT_NEAR(fl::outer_bound_stt(256, 1, 102400), fl::outer_bound_maeri(256, 102400), 1e-9);
+  // The inner bound solves T_in^2 + 2 T_K T_in = alpha / 2.
+  const double t = fl::inner_bound_stt(4, 512);
+  EXPECT_NEAR(t * t + 2 * 4 * t, 256, 1e-9);
+  // Both shrink as the other side grows.
+  EXPECT_GT(fl::outer_bound_stt(64, 16, 102400), fl::outer_bound_stt(8192, 16, 102400));
+  EXPECT_GT(fl::inner_bound_stt(1, 512), fl::inner_bound_stt(8, 512));
+}
+
+TEST(FlashCounts, Section52BaselineIsThePapersNumber) {
+  // FLASH §5.2: 7,250,826,667 tile-size combinations for 256^3 on Edge.
+  EXPECT_EQ(fl::section52_baseline(256, 512, 102400), 7250826667ULL);
+}
+
+TEST(FlashCounts, Section52CountersMatchBruteForceOnSmallProblems) {
+  // The closed-form loops against a plain enumeration of the same rule.
+  for (const auto& [n, alpha, beta] :
+       {std::array<std::int64_t, 3>{12, 40, 200}, std::array<std::int64_t, 3>{9, 64, 150}}) {
+    std::uint64_t brute = 0;
+    for (std::int64_t tm = 1; tm <= n; ++tm)
+      for (std::int64_t tn = 1; tn <= n; ++tn)
+        for (std::int64_t tk = 1; tk <= n; ++tk) {
+          if (2 * (tm * tk + tk * tn + tm * tn) > beta) continue;
+          for (std::int64_t a = 1; a <= tm; ++a)
+            for (std::int64_t b = 1; b <= tn; ++b)
+              if (2 * (a + b + a * b) <= alpha) ++brute;
+        }
+    EXPECT_EQ(fl::section52_baseline(n, alpha, beta), brute) << n;
+  }
+  // Pruning keeps a subset: Eq. 3 and 4 only narrow the ranges.
+  const auto pruned = fl::section52_pruned(256, 512, 102400);
+  EXPECT_GT(pruned, 0u);
+  EXPECT_LT(pruned, fl::section52_baseline(256, 512, 102400) / 100);
+}
+
+TEST(FlashDataflows, StylesHaveTable2OrdersAndClusterSizes) {
+  const fl::Problem p{{8192, 8192, 8192}};
+  EXPECT_EQ(fl::dataflows(fl::Style::kEyeriss, p, 256).size(), 12u);  // 1..12
+  EXPECT_EQ(fl::dataflows(fl::Style::kNvdla, p, 256).size(), 49u);    // 16..64
+  EXPECT_EQ(fl::cluster_sizes(fl::Style::kTpu, {fl::kN, fl::kM, fl::kK}, p, 256),
+            (std::vector<std::int64_t>{16, 256}));
+  EXPECT_EQ(fl::cluster_sizes(fl::Style::kTpu, {fl::kN, fl::kM, fl::kK}, p, 2048),
+            (std::vector<std::int64_t>{45, 256}));
+  EXPECT_EQ(fl::cluster_sizes(fl::Style::kShidiannao, {fl::kM, fl::kN, fl::kK}, p, 256),
+            (std::vector<std::int64_t>{8, 16}));
+  EXPECT_EQ(fl::loop_orders(fl::Style::kMaeri).size(), 6u);
+  EXPECT_EQ(fl::dataflows(fl::Style::kMaeri, fl::Problem{{8, 8, 100}}, 256).size(),
+            2u * 100 + 2u * 8 + 2u * 8);
+  for (auto s : fl::kAllStyles) EXPECT_EQ(fl::parse_style(fl::to_string(s)), s);
+  EXPECT_EQ(fl::mapping_name(fl::Style::kNvdla, {fl::kN, fl::kK, fl::kM}), "STT_TTS-NKM");
+  EXPECT_EQ(fl::mapping_name(fl::Style::kShidiannao, {fl::kM, fl::kN, fl::kK}), "STT_TST-MNK");
+  EXPECT_EQ(fl::mapping_name(fl::Style::kMaeri, {fl::kK, fl::kM, fl::kN}), "TST_TTS-KMN");
+  EXPECT_FALSE(fl::parse_order("mmk"));
+  EXPECT_FALSE(fl::parse_style("gpu"));
+}
+
+TEST(FlashCandidates, PrunedCandidatesFitAndAreASubsetOfTheFullSpace) {
+  const fl::Problem p{{512, 256, 256}};  // workload VI
+  for (auto s : fl::kAllStyles) {
+    const std::vector<fl::LoopOrder> orders{fl::loop_orders(s)[0]};
+    const auto pruned = fl::generate(s, p, kEdge, true, orders);
+    const auto full = fl::generate(s, p, kEdge, false, orders);
+    ASSERT_FALSE(pruned.candidates.empty()) << fl::to_string(s);
+    EXPECT_LT(pruned.candidates.size(), full.candidates.size()) << fl::to_string(s);
+    EXPECT_EQ(pruned.before_pruning, full.before_pruning);
+    EXPECT_GT(pruned.before_pruning, static_cast<double>(full.candidates.size()));
+    for (const auto& c : pruned.candidates) {
+      ASSERT_TRUE(fl::fits(c, p, kEdge));
+      // Eq. 2 with double buffering: the three per-PE tiles in half of S1.
+      ASSERT_LE(2 * fl::s1_footprint(c), 512);
+      ASSERT_LE(2 * fl::s2_footprint(c, p), 102400);
+      const auto upper = fl::candidate_upper_bounds(c.flow, p, kEdge, c.tile[c.flow.inter_dim]);
+      for (int d = 0; d < 3; ++d) ASSERT_LE(c.tile[d], upper[d]);
+    }
+  }
+  // MAERI: the intra-cluster tile is SMap(1,1) and lambda obeys Eq. 3 for
+  // the extent one outer step covers (85 when that is all of N = 256).
+  for (const auto& c : fl::generate(fl::Style::kMaeri, p, kEdge, true).candidates) {
+    ASSERT_EQ(c.tile[c.flow.intra_dim], 1);
+    const auto extent = fl::step_extents(c, p)[c.flow.inter_dim];
+    ASSERT_LE(c.flow.cluster_size,
+              std::floor(fl::outer_bound_maeri(static_cast<double>(extent), 102400)));
+    if (extent == 256) {
+      ASSERT_LE(c.flow.cluster_size, 85);
+    }
+  }
+}
+
+TEST(FlashCandidates, GenerationIsDeterministic) {
+  const fl::Problem p{{8, 8192, 1024}};
+  const auto a = fl::generate(fl::Style::kNvdla, p, kEdge, true);
+  const auto b = fl::generate(fl::Style::kNvdla, p, kEdge, true);
+  ASSERT_EQ(a.candidates.size(), b.candidates.size());
+  for (std::size_t i = 0; i < a.candidates.size(); ++i)
+    ASSERT_EQ(a.candidates[i].tile, b.candidates[i].tile);
+}
+
+TEST(FlashCandidates, BuffersTooSmallLeaveNoCandidate) {
+  const fl::Problem p{{64, 64, 64}};
+  const fl::Chip tiny{256, 4, 102400};  // 2 x (1 + 1 + 1) > 4
+  for (auto s : fl::kAllStyles) EXPECT_TRUE(fl::generate(s, p, tiny, true).candidates.empty());
+}
+
+// Table 2's GEMM mappings, with T^in = T^out for the dimensions that are
+// temporal inside the cluster: the lowering's inner region holds the
+// SpatialMap and MAESTRO fills the inner TemporalMaps from the level above
+// (same sizes), as flash_algebra.hpp explains.
+TEST(FlashLowering, EveryStyleLowersToItsTable2Directives) {
+  const auto arch = edge();
+  const auto op = mapex::make_gemm("VI", 512, 256, 256);
+  const fl::Problem p = fl::problem_from(op);
+  auto cand = [&](fl::Style s, std::int64_t lambda, fl::Extents tile,
+                  fl::LoopOrder order = {-1, -1, -1}) {
+    fl::Candidate c;
+    c.flow = flow_of(s, p, lambda, order);
+    c.tile = tile;
+    return c;
+  };
+  // Eyeriss STT_TTS-MNK: SMap(T_M) M; TMap(T_N) N; TMap(T_K x l) K; Cluster(l); SMap(T_K) K.
+  EXPECT_EQ(lowered(cand(fl::Style::kEyeriss, 8, {2, 3, 4}), op, arch),
+            "S(2,2)M T(3,3)N T(32,32)K C(8) S(4,4)K ");
+  // NVDLA STT_TTS-NKM: SMap(T_N) N; TMap(T_K x l) K; TMap(T_M) M; Cluster(l); SMap(T_K) K.
+  EXPECT_EQ(lowered(cand(fl::Style::kNvdla, 16, {5, 2, 3}), op, arch),
+            "S(2,2)N T(48,48)K T(5,5)M C(16) S(3,3)K ");
+  // TPU STT_TTS-NMK: SMap(T_N) N; TMap(T_M) M; TMap(T_K x l) K; Cluster(l); SMap(T_K) K.
+  EXPECT_EQ(lowered(cand(fl::Style::kTpu, 16, {5, 2, 3}), op, arch),
+            "S(2,2)N T(5,5)M T(48,48)K C(16) S(3,3)K ");
+  // ShiDianNao STT_TST-MNK: SMap(T_M) M; TMap(T_N x l) N; TMap(T_K) K; Cluster(l); SMap(T_N) N.
+  EXPECT_EQ(lowered(cand(fl::Style::kShidiannao, 8, {2, 3, 4}), op, arch),
+            "S(2,2)M T(24,24)N T(4,4)K C(8) S(3,3)N ");
+  // MAERI TST_TTS-MNK: TMap(T_M) M; SMap(T_N) N; TMap(T_K) K; Cluster(T_K); SMap(1) K.
+  EXPECT_EQ(lowered(cand(fl::Style::kMaeri, 4, {2, 3, 1}, {fl::kM, fl::kN, fl::kK}), op, arch),
+            "T(2,2)M S(3,3)N T(4,4)K C(4) S(1,1)K ");
+  // MAERI TST_TTS-KNM: TMap(T_K) K; SMap(T_N) N; TMap(T_M) M; Cluster(T_M); SMap(1) M.
+  EXPECT_EQ(lowered(cand(fl::Style::kMaeri, 8, {1, 2, 5}, {fl::kK, fl::kN, fl::kM}), op, arch),
+            "T(5,5)K S(2,2)N T(8,8)M C(8) S(1,1)M ");
+}
+
+TEST(FlashLowering, SplitsEngageTheClustersTheDimensionNeeds) {
+  const auto arch = edge();
+  const auto op = mapex::make_gemm("III", 8, 8, 8192);
+  const fl::Problem p = fl::problem_from(op);
+  fl::Candidate c;
+  c.flow = flow_of(fl::Style::kEyeriss, p, 12);  // 21 clusters, M = 8 needs 4 of tile 2
+  c.tile = {2, 1, 1};
+  const auto m = fl::to_mapping(c, op, arch);
+  EXPECT_FALSE(m.structural_error(op, arch));
+  const auto l = mapex::mdc::from_mapping(op, arch, m);
+  EXPECT_EQ(l.hardware.num_pes, 4 * 12);
+}
+
+TEST(FlashInput, NonGemmOperatorsAndOtherChipsAreRefused) {
+  mapex::Conv2dShape shape;
+  shape.C = 3;
+  shape.K = 8;
+  shape.H = shape.W = 8;
+  shape.R = shape.S = 3;
+  const auto conv = mapex::make_conv2d("conv", shape);
+  try {
+    fl::problem_from(conv);
+    FAIL() << "a convolution was accepted";
+  } catch (const mapex::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv2d"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(fl::problem_from(mapex::make_fc("fc", 1, 16, 16)), mapex::InputError);
+  const auto marvel = mapex::Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) +
+                                                "/architectures/kapla_multinode.yaml");
+  EXPECT_THROW(fl::chip_from(marvel), mapex::InputError);
+  EXPECT_EQ(fl::chip_from(edge()).s2_words, 102400);
+}
+
+// MAESTRO-BLAS (FLASH §3.3): GEMM is a native layer of the mdc engine, A
+// the input, B the filter, C the output, S1 the per-PE L1 and S2 the
+// shared L2. Fig. 5's walk-through: M = N = K = 4 on 16 PEs,
+// TMap(1,1) M; SMap(1,1) N; TMap(4,4) K; Cluster(4); SMap(1,1) K.
+TEST(MaestroBlas, Fig5WalkThroughCountsEveryMatrixOnceInS2) {
+  mapex::mdc::Layer layer;
+  layer.name = "fig5";
+  layer.type = mapex::mdc::LayerType::kGemm;
+  layer.dims = {{"M", 4}, {"N", 4}, {"K", 4}};
+  using mapex::mdc::DirectiveKind;
+  auto map = [](DirectiveKind k, std::int64_t size, const char* dim) {
+    mapex::mdc::Directive d;
+    d.kind = k;
+    d.size = d.offset = size;
+    d.dim = dim;
+    return d;
+  };
+  mapex::mdc::Directive cluster;
+  cluster.kind = DirectiveKind::kCluster;
+  cluster.size = 4;
+  layer.dataflow = {
+      map(DirectiveKind::kTemporalMap, 1, "M"), map(DirectiveKind::kSpatialMap, 1, "N"),
+      map(DirectiveKind::kTemporalMap, 4, "K"), cluster, map(DirectiveKind::kSpatialMap, 1, "K")};
+  mapex::mdc::Hardware hw;
+  hw.num_pes = 16;
+  const auto r = mapex::mdc::engine::analyse(mapex::mdc::engine::compile(layer, hw, false));
+  EXPECT_EQ(r.num_macs, 64);
+  // Each element of A, B and C crosses S2 once: A rows are multicast to the
+  // four clusters, B stays put while M advances, C is reduced in the
+  // cluster before it is written.
+  EXPECT_EQ(r.input_l2_rd, 16);
+  EXPECT_EQ(r.filter_l2_rd, 16);
+  EXPECT_EQ(r.output_l2_wr, 16);
+  // Every MAC reads one element of A and one of B from its PE's S1.
+  EXPECT_EQ(r.input_l1_rd, 64);
+  EXPECT_EQ(r.filter_l1_rd, 64);
+  // Four M steps, one output per cluster each: a full array's 16 PEs
+  // busy for 4 steps (plus pipeline fill).
+  EXPECT_GE(r.runtime_cycles, 4);
+}
+
+TEST(FlashBounds, ACappedTileLeavesItsRoomToThePartner) {
+  // Eq. 2 around T = 1 with y capped at 8 (e.g. N = 8): x <= (256 - 8) / 9.
+  const auto b = fl::inner_pair_bounds(1, 256, 8, 512);
+  EXPECT_NEAR(b[0], 248.0 / 9, 1e-9);
+  EXPECT_NEAR(b[1], fl::inner_bound_stt(1, 512), 1e-9);
+  // The floored bound is exact: 27 fits S1 with y = 8, 28 does not.
+  EXPECT_LE(2 * (27 + 8 + 27 * 8), 512);
+  EXPECT_GT(2 * (28 + 8 + 28 * 8), 512);
+  // Neither capped: Table 6's square bound for both.
+  const auto square = fl::inner_bound_stt(4, 512);
+  EXPECT_EQ(fl::inner_pair_bounds(4, 100, 100, 512), (std::array<double, 2>{square, square}));
+  // Workload V on TPU-style (N = 8 across one cluster of 256): the M tile
+  // may grow to 27, which Table 6's equal-tile bound (10) would prune.
+  const auto g = fl::generate(fl::Style::kTpu, fl::Problem{{8192, 8, 1024}}, kEdge, true);
+  bool found = false;
+  for (const auto& c : g.candidates)
+    found = found || (c.flow.cluster_size == 256 && c.tile == fl::Extents{27, 8, 1});
+  EXPECT_TRUE(found);
+}
