@@ -300,7 +300,10 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   JobResult r;
   tbb::task_arena arena(threads > 0 ? threads : tbb::this_task_arena::max_concurrency());
   arena.execute([&] { r = run_search(request); });
-  if (r.status == JobStatus::kFailed) throw Error("search failed: " + r.error);
+  if (r.status == JobStatus::kFailed) {
+    if (r.bad_input) throw InputError("search failed: " + r.error);
+    throw Error("search failed: " + r.error);
+  }
 
   if (format == "json") {
     nlohmann::ordered_json j;

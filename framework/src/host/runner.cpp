@@ -57,6 +57,10 @@ JobResult run_search(const SearchRequest& r,
                          ? "no mapping was evaluated (" + outcome.stop_reason + ")"
                          : "none of " + std::to_string(ctx.evaluations()) + " mappings was valid";
     }
+  } catch (const InputError& e) {
+    result.status = JobStatus::kFailed;
+    result.bad_input = true;
+    result.error = e.what();
   } catch (const std::exception& e) {
     result.status = JobStatus::kFailed;
     result.error = e.what();

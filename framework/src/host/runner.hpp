@@ -31,7 +31,10 @@ struct JobResult {
   std::string costmodel;  ///< label
   std::string objective;
   JobStatus status = JobStatus::kFailed;
-  std::string error;         ///< why it failed, or why no mapping was valid
+  std::string error;  ///< why it failed, or why no mapping was valid
+  /// The failure was bad input (an InputError, e.g. a searcher refusing a
+  /// non-conformable operator): `mapex search` exits with status 2.
+  bool bad_input = false;
   Metrics best;              ///< valid when status is kOk
   std::string mapping_yaml;  ///< best mapping, canonical YAML
   std::string mapping_summary;

@@ -1,0 +1,335 @@
+// The Marvel searcher (Chatarasi et al., TACO 2021, §5): the decoupled
+// off-chip / on-chip search.
+//
+// 1. Off-chip sub-space (§5.1): every level-3 tile (the buffer right below
+//    DRAM) with every DRAM layout, scored by the distinct-block model
+//    (mapex/db_locality.hpp) under the L2 constraint with double buffering;
+//    the `offchip_candidates` tiles with the lowest DMC are kept, each with
+//    its level-3 inter-tile order from the partial derivatives of DMC.
+// 2. On-chip sub-space (§5.2, Algorithm 2) on each kept tile: level-1
+//    tiles, level-2 tiles (parallelism over any number of dimensions, each
+//    a cluster region by Algorithm 1) and the level-2 inter-tile order,
+//    pruned by the PE-utilisation bound p and factors-only tiles, and
+//    evaluated with the job's cost model (mdc).
+//
+// The level-2 order multiplies the on-chip space by up to 7! for a
+// convolution, so it is searched in two steps: every tiling with the
+// level-2 order set to the level-3 order (the same reuse argument, §5.1),
+// then every level-2 order for the `order_candidates` best tilings. The
+// order of point loops inside a PE carries no reuse in the MDC model
+// (Algorithm 1 emits them as one tile per step), so it is fixed.
+//
+// Mapping styles (Marvel §6: "parallelization and loop order constraints
+// on the on-chip mapping space") come from the job's mapspace constraints
+// and apply to the on-chip levels; DRAM's order is always Marvel's.
+// Every evaluation goes through SearchContext (parallel, merged in
+// order), so the result is the same at any thread count.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mapex/db_locality.hpp>
+#include <mapex/mdc.hpp>
+#include <mapex/plugin.hpp>
+#include <numeric>
+#include <sstream>
+
+namespace {
+
+using mapex::DimId;
+using mapex::LevelKind;
+using mapex::LevelRule;
+using mapex::Mapping;
+using mapex::MapspaceOptions;
+
+struct Settings {
+  double min_utilization = 0.1;
+  bool factors_only = true;
+  std::size_t offchip_candidates = 1;
+  std::int64_t block_bytes = 0;
+  int max_parallel_dims = 0;
+  std::size_t order_candidates = 8;
+  std::size_t batch = 4096;
+};
+
+std::string dims_text(const mapex::Operator& op, const std::vector<std::int64_t>& values) {
+  std::string s;
+  for (std::size_t d = 0; d < values.size(); ++d)
+    s += (s.empty() ? "" : " ") + op.dims()[d].name + std::to_string(values[d]);
+  return s;
+}
+
+std::string order_text(const mapex::Operator& op, const std::vector<DimId>& order) {
+  std::string s;
+  for (DimId d : order) s += op.dims()[static_cast<std::size_t>(d)].name;
+  return s;
+}
+
+std::vector<DimId> identity_order(int n) {
+  std::vector<DimId> o(static_cast<std::size_t>(n));
+  std::iota(o.begin(), o.end(), 0);
+  return o;
+}
+
+/// The best `keep` mappings of a stream of evaluations by objective value
+/// (ties to the earlier one).
+class TopK {
+ public:
+  explicit TopK(std::size_t keep) : keep_(keep) {}
+  void offer(double value, std::uint64_t index, const Mapping& m) {
+    if (!std::isfinite(value)) return;
+    Entry e{value, index, m};
+    auto less = [](const Entry& a, const Entry& b) {
+      return a.value != b.value ? a.value < b.value : a.index < b.index;
+    };
+    if (entries_.size() == keep_ && !less(e, entries_.back())) return;
+    entries_.insert(std::upper_bound(entries_.begin(), entries_.end(), e, less), std::move(e));
+    if (entries_.size() > keep_) entries_.pop_back();
+  }
+  std::vector<Mapping> mappings() const {
+    std::vector<Mapping> out;
+    for (const auto& e : entries_) out.push_back(e.mapping);
+    return out;
+  }
+
+ private:
+  struct Entry {
+    double value;
+    std::uint64_t index;
+    Mapping mapping;
+  };
+  std::size_t keep_;
+  std::vector<Entry> entries_;
+};
+
+class Marvel final : public mapex::Searcher {
+ public:
+  explicit Marvel(const mapex::Params& p) {
+    s_.min_utilization = p.get_double("min_utilization");
+    s_.factors_only = p.get_bool("factors_only");
+    const auto candidates = p.get_int("offchip_candidates");
+    const auto orders = p.get_int("order_candidates");
+    s_.block_bytes = p.get_int("block_bytes");
+    const auto par = p.get_int("max_parallel_dims");
+    auto bad = [](const char* key, const std::string& what) {
+      throw mapex::InputError(mapex::SourceLocation{}, key, "searcher 'marvel' expects " + what);
+    };
+    if (!(s_.min_utilization >= 0 && s_.min_utilization <= 1))
+      bad("min_utilization", "a PE-utilisation bound in [0, 1]");
+    if (candidates < 1) bad("offchip_candidates", "at least 1 off-chip candidate");
+    if (orders < 0) bad("order_candidates", "0 or more tilings to explore level-2 orders for");
+    if (s_.block_bytes < 0) bad("block_bytes", "a block size >= 0 (0: the architecture's)");
+    if (par < 0) bad("max_parallel_dims", "0 (any number) or more");
+    s_.offchip_candidates = static_cast<std::size_t>(candidates);
+    s_.order_candidates = static_cast<std::size_t>(orders);
+    s_.max_parallel_dims = static_cast<int>(par);
+  }
+
+  mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
+    const auto& op = ctx.op();
+    const auto& arch = ctx.arch();
+    require_conformable(op);
+    const int dram = arch.num_levels() - 1;
+    const int outer = ctx.mapspace().outer_buffer();
+    if (outer < 0)
+      throw mapex::InputError("architecture '" + arch.name() +
+                              "': Marvel needs a buffer right below DRAM for level-3 tiles");
+    const auto& base = ctx.mapspace().options();
+
+    // §5.1: the off-chip sub-space under the DB model.
+    const auto& l2 = arch.levels()[static_cast<std::size_t>(outer)];
+    const std::int64_t block_bytes =
+        s_.block_bytes > 0 ? s_.block_bytes
+                           : arch.levels()[static_cast<std::size_t>(dram)].block_bytes;
+    const mapex::db::Model model(op, block_bytes, arch.word_bytes());
+    const auto values = tile_values(op, base, outer);
+    double considered = 0;
+    const auto offchip = mapex::db::search_offchip(model, values, mapex::db::usable_bytes(l2),
+                                                   s_.offchip_candidates, &considered);
+    if (offchip.empty()) {
+      const auto minimal = mapex::db::minimal_choice(model, values);
+      throw mapex::InputError("architecture '" + arch.name() + "': " + l2.name + " (" +
+                              std::to_string(l2.size_bytes) + " B" +
+                              (l2.double_buffered ? ", half of it per double-buffered tile" : "") +
+                              ") cannot hold even a minimal level-3 tile of '" + op.name() + "' (" +
+                              dims_text(op, minimal.tile) + "): its distinct DRAM blocks need " +
+                              std::to_string(static_cast<long long>(minimal.required_bytes)) +
+                              " B with " + std::to_string(block_bytes) + " B blocks");
+    }
+
+    // §5.2: the on-chip sub-space on each kept off-chip mapping.
+    std::uint64_t tilings = 0, ordered = 0;
+    double p = std::max(s_.min_utilization, base.min_utilization);
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      for (const auto& choice : offchip) {
+        if (ctx.exhausted()) break;
+        const auto [a, b] = search_onchip(ctx, choice, outer, dram, p);
+        tilings += a;
+        ordered += b;
+      }
+      // A layer too small for the bound on this chip: drop the bound rather
+      // than return nothing (reported in the stop reason).
+      if (ctx.best_mapping() || p == 0 || ctx.exhausted()) break;
+      p = 0;
+    }
+
+    const auto& best = offchip.front();
+    std::ostringstream why;
+    why << "marvel: " << considered << " off-chip points; level-3 tile ["
+        << dims_text(op, best.tile) << "] DMC " << best.dmc << " blocks/iteration, order "
+        << order_text(op, best.order) << ", layouts";
+    for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
+      why << " " << op.tensors()[static_cast<std::size_t>(t)].name
+          << mapex::db::format_layout(op, t, best.layouts[static_cast<std::size_t>(t)]);
+    why << "; on-chip " << tilings << " tilings + " << ordered << " level-2 orders";
+    if (p != std::max(s_.min_utilization, base.min_utilization))
+      why << " (PE-utilisation bound dropped: no mapping reached it)";
+    if (ctx.exhausted()) why << "; budget reached";
+    return {false, why.str()};
+  }
+
+ private:
+  static void require_conformable(const mapex::Operator& op) {
+    const auto issues = mapex::mdc::check_conformability(op);
+    if (issues.empty()) return;
+    const auto& i = issues.front();
+    throw mapex::InputError("operator '" + op.name() +
+                            "' is not conformable to the MDC notation (Marvel §3), rule " +
+                            std::to_string(i.rule) + ": " + i.detail);
+  }
+
+  /// Candidate level-3 tile sizes per dimension: divisors of the bound
+  /// (factors only, §5.2) or every size, or the value the constraints fix.
+  std::vector<std::vector<std::int64_t>> tile_values(const mapex::Operator& op,
+                                                     const MapspaceOptions& base, int outer) const {
+    std::vector<std::vector<std::int64_t>> values;
+    for (DimId d = 0; d < op.num_dims(); ++d) {
+      const std::int64_t bound = op.dims()[static_cast<std::size_t>(d)].bound;
+      std::vector<std::int64_t> v;
+      std::int64_t fixed = 0;
+      if (!base.levels.empty()) {
+        const auto& f = base.levels[static_cast<std::size_t>(outer)].fixed;
+        if (!f.empty()) fixed = f[static_cast<std::size_t>(d)];
+      }
+      if (fixed > 0) {
+        v.push_back(fixed);
+      } else {
+        for (std::int64_t t = 1; t <= bound; ++t)
+          if (!s_.factors_only || bound % t == 0) v.push_back(t);
+      }
+      values.push_back(std::move(v));
+    }
+    return values;
+  }
+
+  /// The job's rules with the off-chip mapping fixed: level-3 tile and
+  /// order, the point-loop order, the pruning options.
+  MapspaceOptions onchip_options(const mapex::SearchContext& ctx,
+                                 const mapex::db::OffchipChoice& choice, int outer, int dram,
+                                 double p) const {
+    const auto& op = ctx.op();
+    const auto& arch = ctx.arch();
+    MapspaceOptions o = ctx.mapspace().options();
+    if (o.levels.empty()) o.levels.resize(static_cast<std::size_t>(arch.num_levels()));
+    o.factors_only = s_.factors_only;
+    o.min_utilization = p;
+    o.max_parallel_dims = s_.max_parallel_dims > 0 ? s_.max_parallel_dims : op.num_dims();
+    o.levels[static_cast<std::size_t>(outer)].fixed = choice.tile;
+    auto& dram_rule = o.levels[static_cast<std::size_t>(dram)];
+    dram_rule.orders = {choice.order};
+    dram_rule.stationary.clear();
+    auto& l1 = o.levels[0];
+    if (arch.levels()[0].kind == LevelKind::kBuffer && !l1.order_constrained())
+      l1.orders = {identity_order(op.num_dims())};
+    return o;
+  }
+
+  /// Algorithm 2 on one off-chip mapping; returns (tilings, ordered)
+  /// evaluations.
+  std::pair<std::uint64_t, std::uint64_t> search_onchip(mapex::SearchContext& ctx,
+                                                        const mapex::db::OffchipChoice& choice,
+                                                        int outer, int dram, double p) const {
+    const auto& op = ctx.op();
+    const auto& arch = ctx.arch();
+    MapspaceOptions base = onchip_options(ctx, choice, outer, dram, p);
+    // Step 1: every tiling, level-2 order = level-3 order (unless the
+    // style constrains it).
+    MapspaceOptions step1 = base;
+    auto& l2_rule = step1.levels[static_cast<std::size_t>(outer)];
+    const bool l2_free = !l2_rule.order_constrained();
+    if (l2_free) l2_rule.orders = {choice.order};
+    const mapex::Mapspace tilings_space(op, arch, step1);
+    TopK top(s_.order_candidates);
+    std::uint64_t evaluated = 0;
+    mapex::Mapspace::Cursor cursor(tilings_space);
+    std::vector<Mapping> batch;
+    Mapping m;
+    bool more = true;
+    while (more && !ctx.exhausted()) {
+      batch.clear();
+      while (batch.size() < s_.batch && (more = cursor.next(m))) batch.push_back(m);
+      if (batch.empty()) break;
+      const auto metrics = ctx.evaluate(batch);
+      for (std::size_t i = 0; i < metrics.size(); ++i)
+        top.offer(mapex::objective_value(metrics[i], ctx.objective()), evaluated + i, batch[i]);
+      evaluated += metrics.size();
+      if (metrics.size() < batch.size()) break;
+    }
+    if (!l2_free || s_.order_candidates == 0) return {evaluated, 0};
+
+    // Step 2: every level-2 order on the best tilings.
+    std::uint64_t ordered = 0;
+    for (const auto& t : top.mappings()) {
+      if (ctx.exhausted()) break;
+      MapspaceOptions step2 = base;
+      for (int i = 0; i < outer; ++i) {
+        auto& r = step2.levels[static_cast<std::size_t>(i)];
+        const auto& lm = t.level(i);
+        r.fixed = arch.levels()[static_cast<std::size_t>(i)].kind == LevelKind::kSpatial ? lm.split
+                                                                                         : lm.tile;
+      }
+      const mapex::Mapspace orders_space(op, arch, step2);
+      ordered += ctx.evaluate_space(orders_space).evaluated;
+    }
+    return {evaluated, ordered};
+  }
+
+  Settings s_;
+};
+
+const mapex::ParamSpec kParams[] = {
+    {"min_utilization", mapex::ParamType::kDouble, "0.1",
+     "PE-utilisation bound p (§5.2): level-2 tiles must engage at least this fraction of the "
+     "PEs (dropped for a layer where nothing reaches it)."},
+    {"factors_only", mapex::ParamType::kBool, "true",
+     "Tile sizes divide the loop bounds: no prologues or epilogues (§5.2)."},
+    {"offchip_candidates", mapex::ParamType::kInt, "1",
+     "Off-chip mappings (lowest DMC first) whose on-chip sub-space is searched; more trades "
+     "time for quality."},
+    {"order_candidates", mapex::ParamType::kInt, "8",
+     "Best tilings (with the level-3 order at level 2) whose every level-2 order is then "
+     "evaluated; 0 keeps the level-3 order."},
+    {"block_bytes", mapex::ParamType::kInt, "0",
+     "DRAM block size in bytes for the DB model; 0 takes the architecture's DRAM block_bytes."},
+    {"max_parallel_dims", mapex::ParamType::kInt, "0",
+     "Dimensions split across the PEs; 0 allows any number (one cluster region each, §4)."},
+};
+
+mapex::Searcher* make(const mapex::Params& params) { return new Marvel(params); }
+
+const mapex::PluginDescriptor kDescriptor{
+    mapex::kPluginAbiVersion,
+    MAPEX_BUILD_ID,
+    mapex::PluginKind::kSearcher,
+    "marvel",
+    "1.0.0",
+    "Marvel's decoupled search (TACO 2021 §5): off-chip by the DB model, then on-chip by the "
+    "job's cost model",
+    kParams,
+    std::size(kParams),
+    nullptr,
+    &make};
+
+}  // namespace
+
+MAPEX_PLUGIN(kDescriptor)
