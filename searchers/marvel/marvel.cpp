@@ -12,12 +12,15 @@
 //    pruned by the PE-utilisation bound p and factors-only tiles, and
 //    evaluated with the job's cost model (mdc).
 //
-// The level-2 order multiplies the on-chip space by up to 7! for a
-// convolution, so it is searched in two steps: every tiling with the
-// level-2 order set to the level-3 order (the same reuse argument, §5.1),
-// then every level-2 order for the `order_candidates` best tilings. The
-// order of point loops inside a PE carries no reuse in the MDC model
-// (Algorithm 1 emits them as one tile per step), so it is fixed.
+// The on-chip sub-space is still large (Fig. 10: 5.9e7 on average after
+// pruning), so it is searched in coordinate steps, each exhaustive over
+// its part: (1) the degrees of parallelism (level-2 tiles) with one-element
+// level-1 tiles, keeping the `split_candidates` best; (2) every level-1
+// tile under each of them; (3) every level-2 order for the
+// `order_candidates` best tilings. Steps 1-2 set the level-2 order to the
+// level-3 order (the same reuse argument, §5.1). The order of point loops
+// inside a PE carries no reuse in the MDC model (Algorithm 1 emits them as
+// one tile per step), so it is fixed.
 //
 // Mapping styles (Marvel §6: "parallelization and loop order constraints
 // on the on-chip mapping space") come from the job's mapspace constraints
@@ -49,6 +52,7 @@ struct Settings {
   std::int64_t block_bytes = 0;
   int max_parallel_dims = 0;
   std::size_t order_candidates = 8;
+  std::size_t split_candidates = 128;
   std::size_t batch = 4096;
 };
 
@@ -109,6 +113,7 @@ class Marvel final : public mapex::Searcher {
     s_.factors_only = p.get_bool("factors_only");
     const auto candidates = p.get_int("offchip_candidates");
     const auto orders = p.get_int("order_candidates");
+    const auto splits = p.get_int("split_candidates");
     s_.block_bytes = p.get_int("block_bytes");
     const auto par = p.get_int("max_parallel_dims");
     auto bad = [](const char* key, const std::string& what) {
@@ -118,10 +123,12 @@ class Marvel final : public mapex::Searcher {
       bad("min_utilization", "a PE-utilisation bound in [0, 1]");
     if (candidates < 1) bad("offchip_candidates", "at least 1 off-chip candidate");
     if (orders < 0) bad("order_candidates", "0 or more tilings to explore level-2 orders for");
+    if (splits < 0) bad("split_candidates", "0 (every tiling at once) or more");
     if (s_.block_bytes < 0) bad("block_bytes", "a block size >= 0 (0: the architecture's)");
     if (par < 0) bad("max_parallel_dims", "0 (any number) or more");
     s_.offchip_candidates = static_cast<std::size_t>(candidates);
     s_.order_candidates = static_cast<std::size_t>(orders);
+    s_.split_candidates = static_cast<std::size_t>(splits);
     s_.max_parallel_dims = static_cast<int>(par);
   }
 
@@ -175,9 +182,9 @@ class Marvel final : public mapex::Searcher {
 
     const auto& best = offchip.front();
     std::ostringstream why;
-    why << "marvel: " << considered << " off-chip points; level-3 tile ["
-        << dims_text(op, best.tile) << "] DMC " << best.dmc << " blocks/iteration, order "
-        << order_text(op, best.order) << ", layouts";
+    why << "marvel: " << static_cast<std::uint64_t>(considered)
+        << " off-chip points; level-3 tile [" << dims_text(op, best.tile) << "] DMC " << best.dmc
+        << " blocks/iteration, order " << order_text(op, best.order) << ", layouts";
     for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
       why << " " << op.tensors()[static_cast<std::size_t>(t)].name
           << mapex::db::format_layout(op, t, best.layouts[static_cast<std::size_t>(t)]);
@@ -244,26 +251,15 @@ class Marvel final : public mapex::Searcher {
     return o;
   }
 
-  /// Algorithm 2 on one off-chip mapping; returns (tilings, ordered)
-  /// evaluations.
-  std::pair<std::uint64_t, std::uint64_t> search_onchip(mapex::SearchContext& ctx,
-                                                        const mapex::db::OffchipChoice& choice,
-                                                        int outer, int dram, double p) const {
-    const auto& op = ctx.op();
-    const auto& arch = ctx.arch();
-    MapspaceOptions base = onchip_options(ctx, choice, outer, dram, p);
-    // Step 1: every tiling, level-2 order = level-3 order (unless the
-    // style constrains it).
-    MapspaceOptions step1 = base;
-    auto& l2_rule = step1.levels[static_cast<std::size_t>(outer)];
-    const bool l2_free = !l2_rule.order_constrained();
-    if (l2_free) l2_rule.orders = {choice.order};
-    const mapex::Mapspace tilings_space(op, arch, step1);
-    TopK top(s_.order_candidates);
-    std::uint64_t evaluated = 0;
-    mapex::Mapspace::Cursor cursor(tilings_space);
+  /// Streams a mapspace through the context in batches and offers every
+  /// result to `top`; returns the evaluations made.
+  std::uint64_t stream(mapex::SearchContext& ctx, const MapspaceOptions& options, TopK& top) const {
+    std::uint64_t index = ctx.evaluations();  // ties go to the earlier evaluation
+    const mapex::Mapspace space(ctx.op(), ctx.arch(), options);
+    mapex::Mapspace::Cursor cursor(space);
     std::vector<Mapping> batch;
     Mapping m;
+    std::uint64_t evaluated = 0;
     bool more = true;
     while (more && !ctx.exhausted()) {
       batch.clear();
@@ -271,24 +267,71 @@ class Marvel final : public mapex::Searcher {
       if (batch.empty()) break;
       const auto metrics = ctx.evaluate(batch);
       for (std::size_t i = 0; i < metrics.size(); ++i)
-        top.offer(mapex::objective_value(metrics[i], ctx.objective()), evaluated + i, batch[i]);
+        top.offer(mapex::objective_value(metrics[i], ctx.objective()), index++, batch[i]);
       evaluated += metrics.size();
       if (metrics.size() < batch.size()) break;
     }
+    return evaluated;
+  }
+
+  /// Fixes every level below `outer` to the tiles and splits of `m`
+  /// (spatial levels only when `splits_only`).
+  static void fix_below(MapspaceOptions& o, const mapex::Architecture& arch, const Mapping& m,
+                        int outer, bool splits_only) {
+    for (int i = 0; i < outer; ++i) {
+      const bool spatial = arch.levels()[static_cast<std::size_t>(i)].kind == LevelKind::kSpatial;
+      if (splits_only && !spatial) continue;
+      o.levels[static_cast<std::size_t>(i)].fixed = spatial ? m.level(i).split : m.level(i).tile;
+    }
+  }
+
+  /// Algorithm 2 on one off-chip mapping; returns (tilings, ordered)
+  /// evaluations.
+  std::pair<std::uint64_t, std::uint64_t> search_onchip(mapex::SearchContext& ctx,
+                                                        const mapex::db::OffchipChoice& choice,
+                                                        int outer, int dram, double p) const {
+    const auto& op = ctx.op();
+    const auto& arch = ctx.arch();
+    const MapspaceOptions base = onchip_options(ctx, choice, outer, dram, p);
+    // Level-2 order = level-3 order for the tiling steps, unless the style
+    // constrains it.
+    MapspaceOptions tiling = base;
+    auto& l2_rule = tiling.levels[static_cast<std::size_t>(outer)];
+    const bool l2_free = !l2_rule.order_constrained();
+    if (l2_free) l2_rule.orders = {choice.order};
+
+    TopK best_tilings(std::max<std::size_t>(1, s_.order_candidates));
+    std::uint64_t evaluated = 0;
+    const bool l1_buffer = arch.levels()[0].kind == LevelKind::kBuffer;
+    if (s_.split_candidates == 0 || !l1_buffer) {
+      evaluated += stream(ctx, tiling, best_tilings);
+    } else {
+      // Step 1: the degrees of parallelism, each PE holding one-element
+      // tiles (or what the style fixes); step 2: every level-1 tile under
+      // the `split_candidates` best of them.
+      MapspaceOptions splits = tiling;
+      auto& l1_fixed = splits.levels[0].fixed;
+      if (l1_fixed.empty()) l1_fixed.assign(static_cast<std::size_t>(op.num_dims()), 0);
+      for (auto& f : l1_fixed)
+        if (f == 0) f = 1;
+      TopK best_splits(s_.split_candidates);
+      evaluated += stream(ctx, splits, best_splits);
+      for (const auto& m : best_splits.mappings()) {
+        if (ctx.exhausted()) break;
+        MapspaceOptions tiles = tiling;
+        fix_below(tiles, arch, m, outer, true);
+        evaluated += stream(ctx, tiles, best_tilings);
+      }
+    }
     if (!l2_free || s_.order_candidates == 0) return {evaluated, 0};
 
-    // Step 2: every level-2 order on the best tilings.
+    // Step 3: every level-2 order on the best tilings.
     std::uint64_t ordered = 0;
-    for (const auto& t : top.mappings()) {
+    for (const auto& t : best_tilings.mappings()) {
       if (ctx.exhausted()) break;
-      MapspaceOptions step2 = base;
-      for (int i = 0; i < outer; ++i) {
-        auto& r = step2.levels[static_cast<std::size_t>(i)];
-        const auto& lm = t.level(i);
-        r.fixed = arch.levels()[static_cast<std::size_t>(i)].kind == LevelKind::kSpatial ? lm.split
-                                                                                         : lm.tile;
-      }
-      const mapex::Mapspace orders_space(op, arch, step2);
+      MapspaceOptions orders = base;
+      fix_below(orders, arch, t, outer, false);
+      const mapex::Mapspace orders_space(op, arch, orders);
       ordered += ctx.evaluate_space(orders_space).evaluated;
     }
     return {evaluated, ordered};
@@ -309,6 +352,9 @@ const mapex::ParamSpec kParams[] = {
     {"order_candidates", mapex::ParamType::kInt, "8",
      "Best tilings (with the level-3 order at level 2) whose every level-2 order is then "
      "evaluated; 0 keeps the level-3 order."},
+    {"split_candidates", mapex::ParamType::kInt, "128",
+     "Degrees of parallelism (ranked with one-element level-1 tiles) whose every level-1 tile "
+     "is then evaluated; 0 evaluates all level-1 tiles and splits jointly."},
     {"block_bytes", mapex::ParamType::kInt, "0",
      "DRAM block size in bytes for the DB model; 0 takes the architecture's DRAM block_bytes."},
     {"max_parallel_dims", mapex::ParamType::kInt, "0",
