@@ -24,7 +24,9 @@
 //
 // Mapping styles (Marvel §6: "parallelization and loop order constraints
 // on the on-chip mapping space") come from the job's mapspace constraints
-// and apply to the on-chip levels; DRAM's order is always Marvel's.
+// and apply to the on-chip levels: their parallel dimensions everywhere,
+// their level-2 orders in step 3 (steps 1-2 use one order they allow).
+// DRAM's order is always Marvel's, and the point-loop order is fixed.
 // Every evaluation goes through SearchContext (parallel, merged in
 // order), so the result is the same at any thread count.
 
@@ -229,6 +231,21 @@ class Marvel final : public mapex::Searcher {
     return values;
   }
 
+  /// One loop order a level's rule allows, as close to `preferred` as the
+  /// rule lets it be: the rule's first order, or `preferred` with the
+  /// loops that index the first stationary tensor moved outside the others
+  /// (which keeps that tensor stationary), or `preferred` itself.
+  static std::vector<DimId> representative_order(const mapex::Operator& op, const LevelRule& rule,
+                                                 std::vector<DimId> preferred) {
+    if (!rule.orders.empty()) return rule.orders.front();
+    if (!rule.stationary.empty()) {
+      const int t = rule.stationary.front();
+      std::stable_partition(preferred.begin(), preferred.end(),
+                            [&](DimId d) { return op.relevant(t, d); });
+    }
+    return preferred;
+  }
+
   /// The job's rules with the off-chip mapping fixed: level-3 tile and
   /// order, the point-loop order, the pruning options.
   MapspaceOptions onchip_options(const mapex::SearchContext& ctx,
@@ -246,8 +263,10 @@ class Marvel final : public mapex::Searcher {
     dram_rule.orders = {choice.order};
     dram_rule.stationary.clear();
     auto& l1 = o.levels[0];
-    if (arch.levels()[0].kind == LevelKind::kBuffer && !l1.order_constrained())
-      l1.orders = {identity_order(op.num_dims())};
+    if (arch.levels()[0].kind == LevelKind::kBuffer) {
+      l1.orders = {representative_order(op, l1, identity_order(op.num_dims()))};
+      l1.stationary.clear();
+    }
     return o;
   }
 
@@ -297,8 +316,8 @@ class Marvel final : public mapex::Searcher {
     // constrains it.
     MapspaceOptions tiling = base;
     auto& l2_rule = tiling.levels[static_cast<std::size_t>(outer)];
-    const bool l2_free = !l2_rule.order_constrained();
-    if (l2_free) l2_rule.orders = {choice.order};
+    l2_rule.orders = {representative_order(op, l2_rule, choice.order)};
+    l2_rule.stationary.clear();
 
     TopK best_tilings(std::max<std::size_t>(1, s_.order_candidates));
     std::uint64_t evaluated = 0;
@@ -323,7 +342,7 @@ class Marvel final : public mapex::Searcher {
         evaluated += stream(ctx, tiles, best_tilings);
       }
     }
-    if (!l2_free || s_.order_candidates == 0) return {evaluated, 0};
+    if (s_.order_candidates == 0) return {evaluated, 0};
 
     // Step 3: every level-2 order on the best tilings.
     std::uint64_t ordered = 0;
