@@ -6,6 +6,7 @@
 // on-chip part is another model's job (mdc, as in Marvel's decoupled search).
 
 #include <algorithm>
+#include <mapex/analysis.hpp>
 #include <mapex/db_locality.hpp>
 #include <mapex/plugin.hpp>
 
@@ -34,6 +35,7 @@ class BoundDb final : public mapex::BoundCostModel {
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
     if (auto error = mapping.structural_error(op_, arch_)) return error;
     if (!check_capacity_) return std::nullopt;
+    if (auto error = mapex::capacity_error(op_, arch_, mapping)) return error;
     const auto choice = model_.evaluate(tile_of(mapping), layouts_for(tile_of(mapping)));
     return capacity_error(choice);
   }
@@ -42,8 +44,13 @@ class BoundDb final : public mapex::BoundCostModel {
     if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
     const auto tile = tile_of(mapping);
     const auto choice = model_.evaluate(tile, layouts_for(tile));
-    if (check_capacity_)
+    if (check_capacity_) {
+      // On-chip tiles that overflow a buffer make the mapping illegal
+      // whatever its off-chip traffic; then the level-3 tile's blocks.
+      if (auto error = mapex::capacity_error(op_, arch_, mapping))
+        return mapex::Metrics::invalid(*error);
       if (auto error = capacity_error(choice)) return mapex::Metrics::invalid(*error);
+    }
     const auto traffic = model_.traffic(tile, mapping.level(dram_).order, choice.layouts);
 
     mapex::Metrics m;

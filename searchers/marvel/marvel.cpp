@@ -193,7 +193,9 @@ class Marvel final : public mapex::Searcher {
     why << "; on-chip " << tilings << " tilings + " << ordered << " level-2 orders";
     if (p != std::max(s_.min_utilization, base.min_utilization))
       why << " (PE-utilisation bound dropped: no mapping reached it)";
-    if (ctx.exhausted()) why << "; budget reached";
+    // The framework's convention for a search cut short (the full story
+    // is only worth telling for a finished one).
+    if (ctx.exhausted()) return {false, "budget"};
     return {false, why.str()};
   }
 

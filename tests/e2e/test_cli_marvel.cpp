@@ -189,7 +189,7 @@ TEST(CliDbLocality, BadParameters) {
     const std::string e =
         expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv", "--arch",
                     kData + "/tiny_arch.yaml", "--mapping", kData + "/tiny_conv_mapping.yaml",
-                    "--costmodel", "db_locality", "--costmodel-param", p});
+                    "--costmodel", "db_locality", "--param", p});
     EXPECT_NE(e.find(std::string(p).substr(0, std::string(p).find('='))), std::string::npos) << e;
   }
 }
