@@ -121,6 +121,32 @@ TEST(CliMarvel, MoreOffchipCandidatesNeverHurt) {
   EXPECT_GT(four["evaluations"].get<double>(), one["evaluations"].get<double>());
 }
 
+TEST(CliMarvel, JointTilingsAndFixedOrdersAreOptions) {
+  const auto coord =
+      json_of(run_cli(marvel_search({"--searcher", "marvel", "--param", "split_candidates=2"})));
+  const auto joint =
+      json_of(run_cli(marvel_search({"--searcher", "marvel", "--param", "split_candidates=0"})));
+  const auto fixed = json_of(run_cli(marvel_search(
+      {"--searcher", "marvel", "--param", "split_candidates=2", "--param", "order_candidates=0"})));
+  EXPECT_GT(joint["evaluations"].get<double>(), coord["evaluations"].get<double>());
+  EXPECT_LT(fixed["evaluations"].get<double>(), coord["evaluations"].get<double>());
+  EXPECT_NE(std::string(fixed["stop_reason"]).find("+ 0 level-2 orders"), std::string::npos);
+  // Level-2 orders can only help the best tilings.
+  EXPECT_LE(coord["metrics"]["latency_cycles"].get<double>(),
+            fixed["metrics"]["latency_cycles"].get<double>());
+}
+
+TEST(CliMarvel, UtilisationBoundDroppedForALayerTooSmall) {
+  const std::string net = write(
+      "marvel_one.yaml", "network: one\nlayers:\n  - {name: g, type: gemm, M: 1, N: 1, K: 2}\n");
+  const auto j = json_of(run_cli({"search", "--workload", net, "--arch", kData + "/tiny_arch.yaml",
+                                  "--searcher", "marvel", "--costmodel", "mdc", "--param",
+                                  "min_utilization=1", "--format", "json"}));
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_NE(std::string(j["stop_reason"]).find("PE-utilisation bound dropped"), std::string::npos)
+      << j["stop_reason"];
+}
+
 TEST(CliMarvel, StylesConstrainTheOnChipSpace) {
   const auto j =
       json_of(run_cli(marvel_search({"--searcher", "marvel", "--style", "dmazerunner"})));
