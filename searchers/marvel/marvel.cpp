@@ -53,7 +53,7 @@ struct Settings {
   std::size_t offchip_candidates = 1;
   std::int64_t block_bytes = 0;
   int max_parallel_dims = 0;
-  std::size_t order_candidates = 8;
+  std::size_t order_candidates = 32;
   std::size_t split_candidates = 128;
   std::size_t batch = 4096;
 };
@@ -370,7 +370,7 @@ const mapex::ParamSpec kParams[] = {
     {"offchip_candidates", mapex::ParamType::kInt, "1",
      "Off-chip mappings (lowest DMC first) whose on-chip sub-space is searched; more trades "
      "time for quality."},
-    {"order_candidates", mapex::ParamType::kInt, "8",
+    {"order_candidates", mapex::ParamType::kInt, "32",
      "Best tilings (with the level-3 order at level 2) whose every level-2 order is then "
      "evaluated; 0 keeps the level-3 order."},
     {"split_candidates", mapex::ParamType::kInt, "128",
