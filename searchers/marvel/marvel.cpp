@@ -47,6 +47,11 @@ using mapex::LevelRule;
 using mapex::Mapping;
 using mapex::MapspaceOptions;
 
+/// Level-3 tiles the off-chip search enumerates at most (factors-only
+/// tiles of real layers stay under 1e6; every size of a large layer does
+/// not).
+constexpr double kMaxOffchipTiles = 2e8;
+
 struct Settings {
   double min_utilization = 0.1;
   bool factors_only = true;
@@ -152,6 +157,14 @@ class Marvel final : public mapex::Searcher {
                            : arch.levels()[static_cast<std::size_t>(dram)].block_bytes;
     const mapex::db::Model model(op, block_bytes, arch.word_bytes());
     const auto values = tile_values(op, base, outer);
+    double tiles = 1;
+    for (const auto& v : values) tiles *= static_cast<double>(v.size());
+    if (tiles > kMaxOffchipTiles)
+      throw mapex::InputError(mapex::SourceLocation{}, "factors_only",
+                              "searcher 'marvel': the off-chip sub-space of '" + op.name() +
+                                  "' has " + std::to_string(static_cast<long long>(tiles)) +
+                                  " level-3 tiles, too many to enumerate; keep factors_only=true "
+                                  "or fix some level-3 tile sizes");
     double considered = 0;
     const auto offchip = mapex::db::search_offchip(model, values, mapex::db::usable_bytes(l2),
                                                    s_.offchip_candidates, &considered);

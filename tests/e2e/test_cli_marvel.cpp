@@ -189,6 +189,14 @@ TEST(CliMarvel, L2TooSmallForAnyTile) {
   EXPECT_NE(e.find("L2 (128 B"), std::string::npos) << e;
 }
 
+TEST(CliMarvel, OffchipSpaceTooLargeWithoutFactorsOnly) {
+  const std::string e =
+      expect_bad({"search", "--workload", MAPEX_EXPERIMENTS_DIR "/workloads/vgg16.yaml", "--layer",
+                  "conv1_2", "--arch", MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p2.yaml",
+                  "--searcher", "marvel", "--costmodel", "mdc", "--param", "factors_only=false"});
+  EXPECT_NE(e.find("too many to enumerate"), std::string::npos) << e;
+}
+
 TEST(CliMarvel, BadParameters) {
   for (const char* p : {"min_utilization=1.5", "offchip_candidates=0", "order_candidates=-1",
                         "block_bytes=-4", "max_parallel_dims=-1", "nonsense=1"}) {
