@@ -1,0 +1,232 @@
+// End-to-end tests of the marvel searcher and the db_locality cost model
+// through the real CLI: results, reproducibility at any thread count,
+// agreement with exhaustive search on a small layer, and every bad-input
+// path (exit 2, one line saying what is wrong).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+namespace mapex {
+namespace {
+
+using test::run_cli;
+const std::string kData = MAPEX_TEST_DATA_DIR;
+const std::string kWork = MAPEX_TEST_WORK_DIR;
+
+std::string write(const std::string& name, const std::string& text) {
+  const std::string path = kWork + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::vector<std::string> marvel_search(std::vector<std::string> extra) {
+  std::vector<std::string> args{"search",
+                                "--workload",
+                                kData + "/tiny_net.yaml",
+                                "--layer",
+                                "conv",
+                                "--arch",
+                                kData + "/tiny_arch.yaml",
+                                "--costmodel",
+                                "mdc",
+                                "--format",
+                                "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+nlohmann::json json_of(const test::CliResult& r) {
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+std::string expect_bad(const std::vector<std::string>& args) {
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_EQ(r.err.rfind("mapex: error: ", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  return r.err;
+}
+
+TEST(CliMarvel, FindsAMappingAndSaysWhatItChose) {
+  const auto j = json_of(run_cli(marvel_search({"--searcher", "marvel"})));
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_GT(j["evaluations"].get<double>(), 0);
+  const std::string why = j["stop_reason"];
+  EXPECT_NE(why.find("level-3 tile"), std::string::npos) << why;
+  EXPECT_NE(why.find("DMC"), std::string::npos) << why;
+  EXPECT_NE(why.find("layouts"), std::string::npos) << why;
+}
+
+TEST(CliMarvel, SameResultAtAnyThreadCount) {
+  for (const char* objective : {"latency", "energy", "edp"}) {
+    const auto one = json_of(
+        run_cli(marvel_search({"--searcher", "marvel", "--objective", objective, "-j", "1"})));
+    const auto two = json_of(
+        run_cli(marvel_search({"--searcher", "marvel", "--objective", objective, "-j", "2"})));
+    EXPECT_EQ(one["mapping_yaml"], two["mapping_yaml"]) << objective;
+    EXPECT_EQ(one["evaluations"], two["evaluations"]) << objective;
+  }
+}
+
+// The exhaustive optimum of the factors-only space Marvel draws from (any
+// number of split dimensions, utilisation >= 0.1). The conv run fixes the
+// point-loop and DRAM orders, which mdc does not read, to stay fast.
+TEST(CliMarvel, CloseToExhaustiveWithFarFewerEvaluations) {
+  struct Case {
+    const char* layer;
+    std::vector<std::string> constraints;
+  };
+  for (const Case& c :
+       {Case{"conv", {"--constraints", kData + "/marvel_exhaustive_constraints.yaml"}},
+        Case{"gemm", {"--max-parallel-dims", "3", "--min-utilization", "0.1"}}}) {
+    std::vector<std::string> base{"search",
+                                  "--workload",
+                                  kData + "/marvel_small_net.yaml",
+                                  "--layer",
+                                  c.layer,
+                                  "--arch",
+                                  kData + "/tiny_arch.yaml",
+                                  "--costmodel",
+                                  "mdc",
+                                  "--format",
+                                  "json"};
+    auto ex_args = base;
+    ex_args.insert(ex_args.end(), {"--searcher", "exhaustive"});
+    ex_args.insert(ex_args.end(), c.constraints.begin(), c.constraints.end());
+    auto mv_args = base;
+    mv_args.insert(mv_args.end(), {"--searcher", "marvel"});
+    const auto ex = json_of(run_cli(ex_args));
+    const auto mv = json_of(run_cli(mv_args));
+    ASSERT_EQ(ex["complete"], true);
+    const double best = ex["metrics"]["latency_cycles"];
+    const double found = mv["metrics"]["latency_cycles"];
+    EXPECT_LE(found, best * 1.05) << c.layer << ": exhaustive " << best << ", marvel " << found;
+    EXPECT_GE(found, best) << c.layer;  // exhaustive covers Marvel's space
+    EXPECT_LT(mv["evaluations"].get<double>() * 5, ex["evaluations"].get<double>()) << c.layer;
+  }
+}
+
+TEST(CliMarvel, MoreOffchipCandidatesNeverHurt) {
+  const auto one = json_of(run_cli(marvel_search({"--searcher", "marvel"})));
+  const auto four =
+      json_of(run_cli(marvel_search({"--searcher", "marvel", "--param", "offchip_candidates=4"})));
+  EXPECT_LE(four["metrics"]["latency_cycles"].get<double>(),
+            one["metrics"]["latency_cycles"].get<double>());
+  EXPECT_GT(four["evaluations"].get<double>(), one["evaluations"].get<double>());
+}
+
+TEST(CliMarvel, JointTilingsAndFixedOrdersAreOptions) {
+  const auto coord =
+      json_of(run_cli(marvel_search({"--searcher", "marvel", "--param", "split_candidates=2"})));
+  const auto joint =
+      json_of(run_cli(marvel_search({"--searcher", "marvel", "--param", "split_candidates=0"})));
+  const auto fixed = json_of(run_cli(marvel_search(
+      {"--searcher", "marvel", "--param", "split_candidates=2", "--param", "order_candidates=0"})));
+  EXPECT_GT(joint["evaluations"].get<double>(), coord["evaluations"].get<double>());
+  EXPECT_LT(fixed["evaluations"].get<double>(), coord["evaluations"].get<double>());
+  EXPECT_NE(std::string(fixed["stop_reason"]).find("+ 0 level-2 orders"), std::string::npos);
+  // Level-2 orders can only help the best tilings.
+  EXPECT_LE(coord["metrics"]["latency_cycles"].get<double>(),
+            fixed["metrics"]["latency_cycles"].get<double>());
+}
+
+TEST(CliMarvel, UtilisationBoundDroppedForALayerTooSmall) {
+  const std::string net = write(
+      "marvel_one.yaml", "network: one\nlayers:\n  - {name: g, type: gemm, M: 1, N: 1, K: 2}\n");
+  const auto j = json_of(run_cli({"search", "--workload", net, "--arch", kData + "/tiny_arch.yaml",
+                                  "--searcher", "marvel", "--costmodel", "mdc", "--param",
+                                  "min_utilization=1", "--format", "json"}));
+  EXPECT_EQ(j["status"], "ok");
+  EXPECT_NE(std::string(j["stop_reason"]).find("PE-utilisation bound dropped"), std::string::npos)
+      << j["stop_reason"];
+}
+
+TEST(CliMarvel, StylesConstrainTheOnChipSpace) {
+  const auto j =
+      json_of(run_cli(marvel_search({"--searcher", "marvel", "--style", "dmazerunner"})));
+  EXPECT_EQ(j["status"], "ok");
+  // dMazeRunner-like: only K is split across the PEs.
+  const std::string yaml = j["mapping_yaml"];
+  const auto open = yaml.find("split: {", yaml.find("PEs:"));
+  ASSERT_NE(open, std::string::npos) << yaml;
+  const auto split = yaml.substr(open, yaml.find('}', open) - open);
+  EXPECT_NE(split.find("K:"), std::string::npos) << split;
+  for (const char* dim : {"C:", "P:", "Q:", "R:", "S:"})
+    EXPECT_EQ(split.find(dim), std::string::npos) << split;
+}
+
+TEST(CliMarvel, NonConformableOperatorNamesTheRule) {
+  const std::string bad =
+      write("marvel_diag.yaml",
+            "network: d\nlayers:\n  - name: windows\n    type: loopnest\n"
+            "    dims: {I: 8, J: 8}\n    tensors:\n"
+            "      - {name: A, role: input, subscripts: [I + J, I + J*2]}\n"
+            "      - {name: B, role: output, reduction: sum, subscripts: [I, J]}\n");
+  const std::string e =
+      expect_bad({"search", "--workload", bad, "--arch", kData + "/tiny_arch.yaml", "--searcher",
+                  "marvel", "--costmodel", "mdc"});
+  EXPECT_NE(e.find("not conformable"), std::string::npos) << e;
+  EXPECT_NE(e.find("rule 3"), std::string::npos) << e;
+}
+
+TEST(CliMarvel, L2TooSmallForAnyTile) {
+  std::ifstream in(kData + "/tiny_arch.yaml");
+  std::string arch((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = arch.find("size_bytes: 2048");
+  ASSERT_NE(at, std::string::npos);
+  arch.replace(at, 16, "size_bytes: 128");
+  const std::string path = write("marvel_small_l2.yaml", arch);
+  const std::string e =
+      expect_bad({"search", "--workload", kData + "/tiny_net.yaml", "--layer", "conv", "--arch",
+                  path, "--searcher", "marvel", "--costmodel", "mdc"});
+  EXPECT_NE(e.find("cannot hold even a minimal level-3 tile"), std::string::npos) << e;
+  EXPECT_NE(e.find("L2 (128 B"), std::string::npos) << e;
+}
+
+TEST(CliMarvel, OffchipSpaceTooLargeWithoutFactorsOnly) {
+  const std::string e =
+      expect_bad({"search", "--workload", MAPEX_EXPERIMENTS_DIR "/workloads/vgg16.yaml", "--layer",
+                  "conv1_2", "--arch", MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p2.yaml",
+                  "--searcher", "marvel", "--costmodel", "mdc", "--param", "factors_only=false"});
+  EXPECT_NE(e.find("too many to enumerate"), std::string::npos) << e;
+}
+
+TEST(CliMarvel, BadParameters) {
+  for (const char* p : {"min_utilization=1.5", "offchip_candidates=0", "order_candidates=-1",
+                        "block_bytes=-4", "max_parallel_dims=-1", "nonsense=1"}) {
+    const std::string e = expect_bad(marvel_search({"--searcher", "marvel", "--param", p}));
+    const std::string key = std::string(p).substr(0, std::string(p).find('='));
+    EXPECT_NE(e.find(key), std::string::npos) << e;
+  }
+}
+
+TEST(CliDbLocality, EvaluatesOffchipTraffic) {
+  const auto r =
+      run_cli({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv", "--arch",
+               kData + "/tiny_arch.yaml", "--mapping", kData + "/tiny_conv_mapping.yaml",
+               "--costmodel", "db_locality", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["metrics"]["valid"], true) << r.out;
+  EXPECT_GT(j["metrics"]["latency_cycles"].get<double>(), 0);
+  EXPECT_GT(j["metrics"]["energy_pj"].get<double>(), 0);
+}
+
+TEST(CliDbLocality, BadParameters) {
+  for (const char* p : {"layout=diagonal", "block_bytes=-1"}) {
+    const std::string e =
+        expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv", "--arch",
+                    kData + "/tiny_arch.yaml", "--mapping", kData + "/tiny_conv_mapping.yaml",
+                    "--costmodel", "db_locality", "--param", p});
+    EXPECT_NE(e.find(std::string(p).substr(0, std::string(p).find('='))), std::string::npos) << e;
+  }
+}
+
+}  // namespace
+}  // namespace mapex
