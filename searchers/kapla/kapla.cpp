@@ -202,12 +202,18 @@ class Solver {
     return out;
   }
 
-  /// Cost descending (§IV-C): enlarge while the key improves.
+  /// Cost descending (§IV-C): enlarge while the key improves. Returns the
+  /// point of the descent with the lowest objective (evalCost), so that a
+  /// step that cut accesses at the price of more energy elsewhere (hops,
+  /// idle units) is not carried into the next level.
   Mapping descend(Mapping cur, size_t k, bool stacking) {
-    std::vector<double> cur_key = key(evaluate_one(cur), k);
+    const Metrics& start = evaluate_one(cur);
+    std::vector<double> cur_key = key(start, k);
+    Mapping best_point = cur;
+    double best_value = mapex::objective_value(start, ctx_.objective());
     for (;;) {
       auto cands = candidates(cur, k, stacking);
-      if (cands.empty()) return cur;
+      if (cands.empty()) break;
       const auto results = evaluate(cands);
       size_t best = cands.size();
       std::vector<double> best_key;
@@ -218,10 +224,16 @@ class Solver {
           best_key = std::move(k_i);
         }
       }
-      if (!(best_key < cur_key)) return cur;
+      if (!(best_key < cur_key)) break;
+      const double v = mapex::objective_value(results[best], ctx_.objective());
       cur = std::move(cands[best]);
       cur_key = std::move(best_key);
+      if (v < best_value) {
+        best_value = v;
+        best_point = cur;
+      }
     }
+    return best_point;
   }
 
   std::vector<Metrics> last_;

@@ -167,8 +167,8 @@ TEST(CliPlugins, ListsTheBuiltInsWithKindVersionAbi) {
   const auto r = run_cli({"plugins"});
   ASSERT_EQ(r.status, 0) << r.err;
   for (const char* row :
-       {"| roofline | costmodel | 1.0.0 | 1 |", "| exhaustive | searcher | 1.0.0 | 1 |",
-        "| random | searcher | 1.0.0 | 1 |"})
+       {"| roofline | costmodel | 1.0.0 | 2 |", "| exhaustive | searcher | 1.0.0 | 2 |",
+        "| random | searcher | 1.0.0 | 2 |"})
     EXPECT_NE(r.out.find(row), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("victory_condition (int, default 0)"), std::string::npos) << r.out;
 }
@@ -178,14 +178,14 @@ TEST(CliPlugins, BrokenPluginsAreReportedNotFatal) {
                                        "/broken_abi:" MAPEX_TEST_PLUGIN_DIR "/no_entry"});
   EXPECT_EQ(r.status, 0);
   EXPECT_NE(r.out.find("| roofline |"), std::string::npos);
-  EXPECT_NE(r.err.find("ABI 101"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ABI 102"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("does not export"), std::string::npos) << r.err;
 }
 
 TEST(CliVersion, PrintsVersionAndAbi) {
   const auto r = run_cli({"version"});
   EXPECT_EQ(r.status, 0);
-  EXPECT_NE(r.out.find("plugin ABI 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plugin ABI 2"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ cmake -S "$template" -B "$work" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 cmake --build "$work" >/dev/null
 test -f "$work/ideal_compute.so"
 listing=$(MAPEX_PLUGIN_PATH="$work" "$mapex" plugins)
-echo "$listing" | grep -E '^\| ideal_compute \| costmodel \| 1\.0\.0 \| 1 \|' >/dev/null || {
+abi=$("$mapex" version | sed -n 's/.*plugin ABI \([0-9]*\).*/\1/p')
+echo "$listing" | grep -E "^\| ideal_compute \| costmodel \| 1\.0\.0 \| $abi \|" >/dev/null || {
   echo "template plugin not listed:"; echo "$listing"; exit 1; }
 out=$(MAPEX_PLUGIN_PATH="$work" "$mapex" evaluate --workload "$data/tiny_net.yaml" --layer conv \
   --arch "$data/tiny_arch.yaml" --mapping "$data/tiny_conv_mapping.yaml" --costmodel ideal_compute \
