@@ -98,7 +98,11 @@ struct BudgetExhausted {};
 class Solver {
  public:
   explicit Solver(mapex::SearchContext& ctx)
-      : ctx_(ctx), op_(ctx.op()), arch_(ctx.arch()), plan_(make_plan(ctx.arch())) {}
+      : ctx_(ctx),
+        op_(ctx.op()),
+        arch_(ctx.arch()),
+        plan_(make_plan(ctx.arch())),
+        factors_only_(ctx.mapspace().options().factors_only) {}
 
   mapex::SearchOutcome run() {
     try {
@@ -133,6 +137,7 @@ class Solver {
   const mapex::Operator& op_;
   const mapex::Architecture& arch_;
   Plan plan_;
+  bool factors_only_;
 
   const std::string& level_name(size_t k) const {
     return arch_.levels()[static_cast<size_t>(plan_.buffers[k])].name;
@@ -184,7 +189,19 @@ class Solver {
       const std::int64_t bound = op_.dims()[du].bound;
       const std::int64_t now =
           stacking ? cur.level(plan_.array_above[k]).split[du] : cur.level(b).tile[du];
+      const std::int64_t split =
+          plan_.array_above[k] >= 0 ? cur.level(plan_.array_above[k]).split[du] : 1;
+      const std::int64_t tile = cur.level(b).tile[du];
+      const std::int64_t below = b > 0 ? cur.span(op_, arch_, b - 1)[du] : 1;
       for (std::int64_t v = now + 1; v <= bound; ++v) {
+        // In a factors-only space the stacked span must divide the bound
+        // and the tile must be a multiple of the span below: skip the
+        // sizes the mapspace would refuse without building them.
+        if (factors_only_) {
+          const std::int64_t span = stacking ? tile * v : v * split;
+          if (span <= bound && bound % span != 0) continue;
+          if (!stacking && v % below != 0) continue;
+        }
         Mapping m = cur;
         (stacking ? m.level(plan_.array_above[k]).split[du] : m.level(b).tile[du]) = v;
         propagate(m, k);
