@@ -93,6 +93,20 @@ def main():
 
     summary = []
     for (experiment, objective, arch), items in sorted(per_exp.items()):
+        searchers = set()
+        for _, by in items:
+            searchers.update(by)
+        if searchers == {"kapla"}:
+            # Whole-network scheduling by kapla alone: one line per network.
+            ks = [by["kapla"] for _, by in items]
+            networks = sorted({k["workload"] for k in ks})
+            out.append(f"\n## {experiment}: {arch}, objective {objective}\n")
+            out.append(f"kapla alone on {', '.join(networks)}: {len(ks)} layers scheduled, "
+                       f"{sum(k['evaluations'] for k in ks)} evaluations, "
+                       f"{sum(k['seconds'] for k in ks):.1f} s of job wall time in all "
+                       f"(slowest layer {max(k['seconds'] for k in ks):.2f} s), "
+                       f"total energy {sum(k['energy'] for k in ks):.4g} pJ.\n")
+            continue
         out.append(f"\n## {experiment}: {arch}, objective {objective}\n")
         out.append("| layer | kapla | exhaustive | random | kapla vs S | kapla vs R | "
                    "evals kapla / S / R | time kapla / S (s) | speed-up |")
