@@ -56,6 +56,21 @@ def read(paths):
     return rows
 
 
+def run_times(paths):
+    """Elapsed, user and system seconds of each run, from the `.time` file
+    that scripts/kapla_results writes beside each result file."""
+    out = {}
+    for path in paths:
+        try:
+            with open(path[:-3] + ".time") as f:
+                elapsed, user, system = (float(x) for x in f.read().split()[:3])
+        except (OSError, ValueError):
+            continue
+        with h5py.File(path, "r") as f:
+            out[text(f.attrs["experiment_name"])] = (elapsed, user + system)
+    return out
+
+
 def geo_mean(values):
     values = [v for v in values if v > 0]
     if not values:
@@ -69,6 +84,7 @@ def main():
     parser.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
     rows = read(args.results)
+    times = run_times(args.results)
     groups = collections.defaultdict(dict)
     for r in rows:
         if r["status"] != "ok":
@@ -106,6 +122,10 @@ def main():
                        f"{sum(k['seconds'] for k in ks):.1f} s of job wall time in all "
                        f"(slowest layer {max(k['seconds'] for k in ks):.2f} s), "
                        f"total energy {sum(k['energy'] for k in ks):.4g} pJ.\n")
+            if experiment in times:
+                elapsed, cpu = times[experiment]
+                out.append(f"The whole run took {elapsed:.1f} s elapsed and {cpu:.1f} s of CPU "
+                           "time on two worker threads.\n")
             continue
         out.append(f"\n## {experiment}: {arch}, objective {objective}\n")
         out.append("| layer | kapla | exhaustive | random | kapla vs S | kapla vs R | "
