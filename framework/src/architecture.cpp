@@ -85,6 +85,7 @@ std::uint64_t Architecture::content_hash() const {
     mix_value(h, l.noc.multicast);
     mix_value(h, l.noc.reduction);
     mix_value(h, l.noc.forwarding);
+    mix_value(h, l.idle_energy_pj_per_cycle);
   }
   return h;
 }
@@ -109,7 +110,8 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
     if (l.kind == LevelKind::kBuffer) {
       ++buffers;
       if (l.size_bytes <= 0)
-        throw InputError(where + ": buffer '" + l.name + "' needs a positive size_bytes");
+        throw InputError(where + ": buffer level '" + l.name + "' has size_bytes " +
+                         std::to_string(l.size_bytes) + "; it needs a positive size");
     }
     if (l.kind == LevelKind::kSpatial) {
       if (l.shape.empty())
@@ -135,6 +137,32 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
   a.levels_ = std::move(levels);
   return a;
 }
+
+namespace {
+
+// A zero or negative size is a common slip when deriving a chip from a
+// preset: name the level, not only the key (KAPLA §III-C template levels).
+std::int64_t level_size(const std::string& origin, const YAML::Node& node,
+                        const std::string& level) {
+  const std::int64_t bytes = yaml::as_int(origin, node, "size_bytes");
+  if (bytes <= 0)
+    yaml::fail(origin, node, "size_bytes",
+               "level '" + level + "' has size " + std::to_string(bytes) +
+                   " bytes; a buffer needs a positive size");
+  return bytes;
+}
+
+std::int64_t level_shape(const std::string& origin, const YAML::Node& node,
+                         const std::string& level) {
+  const std::int64_t n = yaml::as_int(origin, node, "shape");
+  if (n <= 0)
+    yaml::fail(origin, node, "shape",
+               "level '" + level + "' has an array dimension of " + std::to_string(n) +
+                   "; every dimension needs at least one unit");
+  return n;
+}
+
+}  // namespace
 
 Architecture Architecture::load(const std::string& path) {
   return parse(yaml::read_text(path), path);
@@ -177,10 +205,11 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
     const std::string kind = yaml::as_string(origin, kind_node, "kind");
     if (kind == "buffer") {
       l.kind = LevelKind::kBuffer;
-      l.size_bytes = m.positive_int("size_bytes");
+      l.size_bytes = level_size(origin, m.required("size_bytes"), l.name);
       l.double_buffered = m.boolean("double_buffered", true);
       l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
       l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
+      l.idle_energy_pj_per_cycle = m.non_negative_double("idle_energy_pj_per_cycle", 0);
       if (m.has("bandwidth_gbps"))
         l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
       else
@@ -197,9 +226,9 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
       l.kind = LevelKind::kSpatial;
       const YAML::Node shape = m.required("shape");
       if (shape.IsScalar()) {
-        l.shape.push_back(yaml::as_positive_int(origin, shape, "shape"));
+        l.shape.push_back(level_shape(origin, shape, l.name));
       } else if (shape.IsSequence() && shape.size() > 0) {
-        for (const auto& s : shape) l.shape.push_back(yaml::as_positive_int(origin, s, "shape"));
+        for (const auto& s : shape) l.shape.push_back(level_shape(origin, s, l.name));
       } else {
         yaml::fail(origin, shape, "shape", "expected a positive integer or a list of them");
       }
@@ -211,6 +240,7 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
       l.noc.reduction = noc.boolean("reduction", true);
       l.noc.forwarding = noc.boolean("forwarding", false);
       noc.finish();
+      l.idle_energy_pj_per_cycle = m.non_negative_double("idle_energy_pj_per_cycle", 0);
     } else {
       yaml::fail(origin, kind_node, "kind", "expected buffer, spatial or dram, got '" + kind + "'");
     }

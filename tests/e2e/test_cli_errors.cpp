@@ -95,6 +95,44 @@ TEST_F(BadInput, ZeroDimension) {
   EXPECT_HAS(e, "zero_net.yaml:6:8: key 'K': expected a positive integer, got '0'");
 }
 
+TEST_F(BadInput, ZeroSizeLevelNamesTheLevel) {
+  // KAPLA's hardware template (§III-C): a level of size zero is refused
+  // with the level named, for a buffer and for an array dimension.
+  std::string arch = slurp(kData + "/tiny_arch.yaml");
+  arch.replace(arch.find("size_bytes: 2048"), 16, "size_bytes: 0");
+  write("zero_arch.yaml", arch);
+  std::string e =
+      run_bad("zero_level.yaml", "name: x\nworkloads: [" + kData +
+                                     "/tiny_net.yaml]\narchitectures: [zero_arch.yaml]\n"
+                                     "searchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "zero_arch.yaml:20:17: key 'size_bytes': level 'L2' has size 0 bytes");
+  arch = slurp(kData + "/tiny_arch.yaml");
+  arch.replace(arch.find("shape: [2, 2]"), 13, "shape: [2, 0]");
+  write("zero_array.yaml", arch);
+  e = run_bad("zero_array_exp.yaml", "name: x\nworkloads: [" + kData +
+                                         "/tiny_net.yaml]\narchitectures: [zero_array.yaml]\n"
+                                         "searchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "key 'shape': level 'PEs' has an array dimension of 0");
+}
+
+TEST_F(BadInput, CyclicAndMismatchedGraphsNameTheLayer) {
+  write("cyclic_net.yaml",
+        "network: n\nlayers:\n  - {name: a, type: fc, C: 4, K: 4, inputs: [b]}\n"
+        "  - {name: b, type: fc, C: 4, K: 4, inputs: [a]}\n");
+  std::string e =
+      run_bad("cyclic.yaml", "name: x\nworkloads: [cyclic_net.yaml]\narchitectures: [" + kData +
+                                 "/tiny_arch.yaml]\nsearchers: [random]\n"
+                                 "costmodels: [roofline]\n");
+  EXPECT_HAS(e, "layer 'b' is not defined before 'a'");
+  write("mismatch_net.yaml",
+        "network: n\ntraining: true\nlayers:\n  - {name: a, type: fc, C: 4, K: 8, inputs: []}\n"
+        "  - {name: b, type: fc, C: 6, K: 4}\n");
+  e = run_bad("mismatch.yaml", "name: x\nworkloads: [mismatch_net.yaml]\narchitectures: [" + kData +
+                                   "/tiny_arch.yaml]\nsearchers: [random]\n"
+                                   "costmodels: [roofline]\n");
+  EXPECT_HAS(e, "layer 'b' reads 6 channels but its producers give 8");
+}
+
 TEST_F(BadInput, SubscriptNamesUnknownDimension) {
   write("subscript_net.yaml",
         "network: n\nlayers:\n  - name: a\n    type: loopnest\n    dims: {I: 4, J: 4}\n"
@@ -136,7 +174,7 @@ TEST_F(BadInput, UnknownPlugin) {
   text.replace(text.find("searchers: [random]"), 19, "searchers: [annealing]");
   const std::string e = run_bad("unknown_plugin.yaml", text);
   EXPECT_HAS(e, "unknown_plugin.yaml:5:13");
-  EXPECT_HAS(e, "unknown searcher 'annealing' (known: exhaustive, flash, marvel, random)");
+  EXPECT_HAS(e, "unknown searcher 'annealing' (known: exhaustive, flash, kapla, marvel, random)");
 }
 
 TEST_F(BadInput, UnknownSearcherParameter) {

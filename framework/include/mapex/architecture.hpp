@@ -23,7 +23,9 @@ struct Noc {
   double hop_energy_pj = 0;  ///< per word per hop
   bool multicast = true;     ///< one read feeds every child that needs it
   bool reduction = true;     ///< partial sums are reduced in the network
-  bool forwarding = false;   ///< neighbour-to-neighbour forwarding
+  /// Neighbour-to-neighbour forwarding (KAPLA §III-C "same-level
+  /// transfers"): systolic flow in a PE array, buffer sharing across nodes.
+  bool forwarding = false;
 };
 
 struct Level {
@@ -40,6 +42,9 @@ struct Level {
   // Spatial levels.
   std::vector<std::int64_t> shape;
   Noc noc;
+  /// Static energy of the whole level (all its instances) per cycle the
+  /// chip runs, charged over the latency (KAPLA §III-C, Fig. 4 idle_cost).
+  double idle_energy_pj_per_cycle = 0;
 
   /// Number of children of a spatial level (product of the shape); 1 else.
   std::int64_t fanout() const;

@@ -24,6 +24,23 @@ class Network {
   /// Index of the layer called `name`, or -1.
   int find_layer(const std::string& name) const;
 
+  /// The training graph of an inference network (KAPLA §II-A): the forward
+  /// layers, then for every layer in reverse order its error propagation
+  /// `<layer>.bwd_data` (the gradient of its first input; left out for a
+  /// layer that reads the network input) and its weight gradient
+  /// `<layer>.bwd_weight` (the gradient of each further input, e.g. the
+  /// weights). Both are the layer's loop nest with the roles turned round:
+  /// the output gradient is read, the input or weight gradient written. A
+  /// backward layer depends on the backward data layers of the forward
+  /// layer's consumers (or on the layer itself when nothing consumes it:
+  /// the loss), and a weight gradient also on the layer's producers.
+  Network training() const;
+
+  /// Builds a network from layers in topological order. Throws InputError
+  /// naming the layer when a producer is not an earlier layer (which
+  /// rules out cycles) or names are not unique.
+  static Network make(std::string name, std::vector<Layer> layers);
+
   /// Loads a network file (see README, "Workload files"); the file may also
   /// hold a single operator. Validates everything: names unique, shapes
   /// positive, producers earlier in the list and channel counts that match.

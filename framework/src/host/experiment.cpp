@@ -179,14 +179,19 @@ DseOptions read_dse(const std::string& file, const YAML::Node& node) {
   return d;
 }
 
-// A workload variant with another batch size: the file's `batch` and name
-// are replaced before it is parsed, so every layer's N follows.
-Network network_with_batch(const std::string& path, const Assignment& a) {
+// A workload variant with another batch size or its training graph (KAPLA
+// §II-A): the file's `batch`, `training` and name are replaced before it is
+// parsed, so every layer's N follows and backward layers are generated.
+Network network_variant(const std::string& path, const std::vector<Assignment>& point) {
   YAML::Node root = yaml::load_file(path);
-  const std::int64_t batch = yaml::as_positive_int(a.where.file, a.value, a.key);
-  root["batch"] = batch;
+  for (const auto& a : point) {
+    if (a.key == "batch")
+      root["batch"] = yaml::as_positive_int(a.where.file, a.value, a.key);
+    else
+      root["training"] = yaml::as_bool(a.where.file, a.value, a.key);
+  }
   const std::string name = root["network"] ? root["network"].as<std::string>() : "network";
-  root["network"] = variant_name(name, {a});
+  root["network"] = variant_name(name, point);
   YAML::Emitter emitter;
   emitter << root;
   return Network::parse(emitter.c_str(), path);
@@ -257,12 +262,13 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
     if (sweep) {
       if (!sweep->filters.empty())
         throw InputError(sweep->filters.front().where(), "filter",
-                         "workload sweeps take no filter (only batch is swept)");
+                         "workload sweeps take no filter (only batch and training are swept)");
       for (const auto& point : sweep->points(path)) {
         for (const auto& a : point)
-          if (a.key != "batch")
-            throw InputError(a.key_where, a.key, "names no workload parameter; expected batch");
-        variants.push_back(network_with_batch(use.path, point.front()));
+          if (a.key != "batch" && a.key != "training")
+            throw InputError(a.key_where, a.key,
+                             "names no workload parameter; expected batch or training");
+        variants.push_back(network_variant(use.path, point));
       }
     }
     if (wanted.empty()) {
@@ -281,7 +287,14 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
       e.workloads.push_back(std::move(use));
     } else {
       for (auto& net : variants) {
-        WorkloadUse v{use.path, std::move(net), use.layers};
+        // A training graph has more layers than the file: without a list
+        // of layers, all of them (backward ones included) are run.
+        std::vector<int> layers = use.layers;
+        if (wanted.empty()) {
+          layers.clear();
+          for (size_t i = 0; i < net.layers().size(); ++i) layers.push_back(static_cast<int>(i));
+        }
+        WorkloadUse v{use.path, std::move(net), std::move(layers)};
         e.workloads.push_back(std::move(v));
       }
     }

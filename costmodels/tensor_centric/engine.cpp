@@ -1,0 +1,336 @@
+// KAPLA's tensor-centric cost model (§IV-A "Cost model"), computed from the
+// directives a canonical mapping stands for (§III-B):
+//
+// - `tensor` sizes give what every buffer holds (validity: all tensors fit,
+//   `shr` included; parallelism: the stacks fit the array shape);
+// - `update`s over `tensor`s give the accesses between each pair of
+//   adjacent data levels: the stacked tile of a tensor is loaded once per
+//   iteration of the loops outside and including the innermost loop that
+//   indexes it (loops inside that one reuse it), and consecutive loads of
+//   that loop share their overlap (a sliding window keeps it; §III-B, "new
+//   data evict the old");
+// - `stack`s give the copies: with next-level broadcast the parent sends
+//   each word once; with same-level forwarding only the unique words come
+//   from the parent and neighbours serve the rest (§III-C), one hop each;
+//   buffer sharing stores a replicated tensor once over `shr` buffers;
+// - energy = accesses x access cost + hops x hop cost + MACs + idle, and
+//   latency is a roofline over the MACs, every memory level and every NoC.
+
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <mapex/directives.hpp>
+#include <sstream>
+
+namespace mapex::tc {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+std::vector<double> as_extent(const std::vector<std::int64_t>& v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+/// Data levels (buffers and DRAM), innermost first, and for each the spatial
+/// levels between it and the next data level.
+struct Plan {
+  std::vector<int> data;
+  std::vector<std::vector<int>> spatial_above;  ///< per data level
+};
+
+Plan make_plan(const Architecture& arch) {
+  Plan p;
+  std::vector<int> pending;
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial) {
+      pending.push_back(i);
+      continue;
+    }
+    if (!p.data.empty()) p.spatial_above.back() = pending;
+    pending.clear();
+    p.data.push_back(i);
+    p.spatial_above.emplace_back();
+  }
+  return p;
+}
+
+/// One loop of a data level over the stacked tiles of the level below.
+struct Loop {
+  DimId dim;
+  std::int64_t trips;
+  int level;  ///< architecture index of the data level that owns it
+};
+
+}  // namespace
+
+bool fits_array(std::vector<std::int64_t> factors, const std::vector<std::int64_t>& shape) {
+  factors.erase(std::remove(factors.begin(), factors.end(), 1), factors.end());
+  std::sort(factors.rbegin(), factors.rend());
+  std::vector<std::int64_t> room = shape;
+  // Depth-first placement, largest factor first: a handful of factors and
+  // axes at most, so this is cheap.
+  auto place = [&](auto&& self, size_t i) -> bool {
+    if (i == factors.size()) return true;
+    for (auto& r : room) {
+      if (factors[i] > r) continue;
+      const std::int64_t before = r;
+      r = r / factors[i];
+      if (self(self, i + 1)) return true;
+      r = before;
+    }
+    return false;
+  };
+  return place(place, 0);
+}
+
+std::optional<std::string> validity_error(const Operator& op, const Architecture& arch,
+                                          const Mapping& mapping) {
+  if (auto err = mapping.structural_error(op, arch)) return err;
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const Level& level = arch.levels()[static_cast<size_t>(i)];
+    if (level.kind == LevelKind::kSpatial) {
+      if (!fits_array(mapping.level(i).split, level.shape)) {
+        std::ostringstream why;
+        why << level.name << ": the stacks (";
+        bool first = true;
+        for (DimId d = 0; d < op.num_dims(); ++d)
+          if (mapping.level(i).split[static_cast<size_t>(d)] > 1) {
+            why << (first ? "" : " x ") << op.dims()[static_cast<size_t>(d)].name
+                << mapping.level(i).split[static_cast<size_t>(d)];
+            first = false;
+          }
+        why << ") do not fit the array shape";
+        for (size_t a = 0; a < level.shape.size(); ++a) why << (a ? "x" : " ") << level.shape[a];
+        return why.str();
+      }
+      continue;
+    }
+    if (level.kind != LevelKind::kBuffer) continue;
+    const auto extent = as_extent(mapping.level(i).tile);
+    double words = 0;
+    for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
+      const double fp = op.tensors()[static_cast<size_t>(t)].footprint(extent);
+      words += std::ceil(fp / static_cast<double>(sharing_factor(op, arch, mapping, i, t)));
+    }
+    const double bytes = words * arch.word_bytes() * (level.double_buffered ? 2 : 1);
+    if (bytes > static_cast<double>(level.size_bytes)) {
+      std::ostringstream why;
+      why << level.name << ": tensors need " << bytes << " B"
+          << (level.double_buffered ? " (double-buffered)" : "") << ", capacity "
+          << level.size_bytes << " B";
+      return why.str();
+    }
+  }
+  return std::nullopt;
+}
+
+Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+  if (auto reason = validity_error(op, arch, mapping)) return Metrics::invalid(*reason);
+  const Plan plan = make_plan(arch);
+  const auto num_tensors = op.tensors().size();
+  const double macs = static_cast<double>(op.macs());
+
+  // Per architecture level and tensor: words read out of / written into it.
+  std::vector<std::vector<double>> reads(arch.levels().size(), std::vector<double>(num_tensors));
+  std::vector<std::vector<double>> writes = reads;
+  std::vector<double> hops(arch.levels().size(), 0);       // per spatial level
+  std::vector<double> noc_words(arch.levels().size(), 0);  // per spatial level
+
+  // Loops of every data level over the stacked tiles below, outermost level
+  // first and, within a level, outermost loop first (the updates, §III-B).
+  std::vector<std::vector<Loop>> level_loops(plan.data.size());
+  std::vector<std::vector<std::int64_t>> span(plan.data.size());  // stacked span per data level
+  for (size_t k = 0; k < plan.data.size(); ++k) {
+    const int top = plan.spatial_above[k].empty() ? plan.data[k] : plan.spatial_above[k].back();
+    span[k] = mapping.span(op, arch, top);
+  }
+  for (size_t k = 1; k < plan.data.size(); ++k) {
+    const auto& lm = mapping.level(plan.data[k]);
+    for (DimId d : lm.order) {
+      const auto du = static_cast<size_t>(d);
+      const std::int64_t trips = ceil_div(lm.tile[du], span[k - 1][du]);
+      if (trips > 1) level_loops[k].push_back(Loop{d, trips, plan.data[k]});
+    }
+  }
+
+  // Compute: every PE runs its innermost tile once per iteration of all the
+  // loops above (edge tiles included).
+  double serial = 1;
+  for (auto t : mapping.level(plan.data[0]).tile) serial *= static_cast<double>(t);
+  for (const auto& loops : level_loops)
+    for (const auto& l : loops) serial *= static_cast<double>(l.trips);
+  const double compute_cycles = serial / arch.macs_per_pe();
+
+  // MACs read their operands from the innermost buffer and update the
+  // output there.
+  const int d0 = plan.data[0];
+  for (size_t t = 0; t < num_tensors; ++t) {
+    reads[static_cast<size_t>(d0)][t] += macs;
+    if (op.tensors()[t].role == TensorRole::kOutput) writes[static_cast<size_t>(d0)][t] += macs;
+  }
+
+  // Used instances of each data level: the product of the splits above it.
+  auto used_instances = [&](int level) {
+    double u = 1;
+    for (int i = level + 1; i < arch.num_levels(); ++i)
+      if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial)
+        for (auto s : mapping.level(i).split) u *= static_cast<double>(s);
+    return u;
+  };
+
+  for (size_t k = 0; k + 1 < plan.data.size(); ++k) {
+    const int child = plan.data[k];
+    const int parent = plan.data[k + 1];
+    const auto& tile = mapping.level(child).tile;
+    // Loops that run while a stacked child tile is resident or reloaded.
+    std::vector<Loop> outside;
+    for (size_t j = plan.data.size() - 1; j > k; --j)
+      outside.insert(outside.end(), level_loops[j].begin(), level_loops[j].end());
+    const std::vector<int>& arrays = plan.spatial_above[k];
+    double units = 1;
+    for (int s : arrays)
+      for (auto f : mapping.level(s).split) units *= static_cast<double>(f);
+    const Level* noc =
+        arrays.empty() ? nullptr : &arch.levels()[static_cast<size_t>(arrays.back())];
+    const bool broadcast = !noc || noc->noc.multicast;
+    const bool forward = noc && noc->noc.forwarding;
+    const bool reduce = !noc || noc->noc.reduction || forward;
+    double unicast_distance = 1;
+    if (noc) {
+      double sum = 0;
+      for (auto a : noc->shape) sum += static_cast<double>(a);
+      unicast_distance = std::max(1.0, sum / 2);
+    }
+
+    for (size_t t = 0; t < num_tensors; ++t) {
+      const Tensor& tensor = op.tensors()[t];
+      const int ti = static_cast<int>(t);
+      const double fp_span = tensor.footprint(as_extent(span[k]));
+      const double fp_tile = tensor.footprint(as_extent(tile));
+      // Innermost loop (over all levels above) that indexes the tensor.
+      int p = -1;
+      for (int i = 0; i < static_cast<int>(outside.size()); ++i)
+        if (op.relevant(ti, outside[static_cast<size_t>(i)].dim)) p = i;
+      double loads_outer = 1, distinct = 1, all = 1;
+      double sweep = fp_span;  // unique words of one sweep of loop p
+      if (p >= 0) {
+        for (int i = 0; i < p; ++i) {
+          const auto& l = outside[static_cast<size_t>(i)];
+          loads_outer *= static_cast<double>(l.trips);
+          all *= static_cast<double>(l.trips);
+          if (op.relevant(ti, l.dim)) distinct *= static_cast<double>(l.trips);
+        }
+        const Loop& lp = outside[static_cast<size_t>(p)];
+        all *= static_cast<double>(lp.trips);
+        distinct *= static_cast<double>(lp.trips);
+        auto extended = as_extent(span[k]);
+        const auto du = static_cast<size_t>(lp.dim);
+        extended[du] =
+            static_cast<double>(std::min(mapping.level(lp.level).tile[du], span[k][du] * lp.trips));
+        sweep = std::min(static_cast<double>(lp.trips) * fp_span, tensor.footprint(extended));
+      }
+      // W: unique words crossing into the stacked tiles; C: words the
+      // units hold in total (replicas and halos included).
+      const double w = loads_outer * sweep;
+      const double copies = fp_span > 0 ? units * fp_tile / fp_span : 1;
+      const double c = w * std::max(1.0, copies);
+      const double shr = static_cast<double>(sharing_factor(op, arch, mapping, child, ti));
+      const double from_parent = (broadcast || forward) ? w : c;
+      const double neighbour = forward ? c - w : 0;
+      const double delivered = forward ? w : c;
+      const double hop_words = delivered * (broadcast ? 1 : unicast_distance) + neighbour;
+      auto& pr = reads[static_cast<size_t>(parent)][t];
+      auto& pw = writes[static_cast<size_t>(parent)][t];
+      auto& cr = reads[static_cast<size_t>(child)][t];
+      auto& cw = writes[static_cast<size_t>(child)][t];
+      if (tensor.role == TensorRole::kOutput) {
+        // Partial sums go up after every residency (reduced on the way when
+        // the network can) and come back down except on the first visit.
+        const double first = all > 0 ? w * distinct / all : w;
+        const double up = reduce ? w : c;
+        const double down = w - first;
+        pw += up;
+        pr += down;
+        cr += c;
+        cw += down * std::max(1.0, copies);
+        if (noc) {
+          const auto s = static_cast<size_t>(arrays.back());
+          noc_words[s] += up + down;
+          hops[s] += up + down * std::max(1.0, copies);
+        }
+      } else {
+        pr += from_parent;
+        cw += c / shr;
+        cr += neighbour;
+        if (noc) {
+          const auto s = static_cast<size_t>(arrays.back());
+          noc_words[s] += from_parent;
+          hops[s] += hop_words;
+        }
+      }
+    }
+  }
+
+  Metrics m;
+  m.valid = true;
+  m.macs = macs;
+  m.compute_cycles = compute_cycles;
+  m.latency_cycles = compute_cycles;
+  m.bound_by = "compute";
+  const double mac_energy = macs * arch.mac_energy_pj();
+  m.energy_breakdown_pj.emplace_back("mac", mac_energy);
+  double energy = mac_energy;
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const Level& level = arch.levels()[static_cast<size_t>(i)];
+    LevelMetrics lm;
+    lm.level = level.name;
+    double words = 0;
+    if (level.kind == LevelKind::kSpatial) {
+      lm.energy_pj = hops[static_cast<size_t>(i)] * level.noc.hop_energy_pj;
+      const double per_cycle =
+          arch.bytes_per_cycle(level.noc.bandwidth_gbps) * used_instances(i) / arch.word_bytes();
+      lm.transfer_cycles = noc_words[static_cast<size_t>(i)] / per_cycle;
+    } else {
+      for (size_t t = 0; t < num_tensors; ++t) {
+        const double r = reads[static_cast<size_t>(i)][t];
+        const double w = writes[static_cast<size_t>(i)][t];
+        lm.tensors.push_back(TensorAccess{op.tensors()[t].name, r, w});
+        lm.energy_pj += r * level.read_energy_pj + w * level.write_energy_pj;
+        words += r + w;
+      }
+      if (level.kind == LevelKind::kBuffer) {
+        lm.capacity_bytes = static_cast<double>(level.size_bytes);
+        const auto extent = as_extent(mapping.level(i).tile);
+        for (int t = 0; t < static_cast<int>(num_tensors); ++t)
+          lm.required_bytes +=
+              std::ceil(op.tensors()[static_cast<size_t>(t)].footprint(extent) /
+                        static_cast<double>(sharing_factor(op, arch, mapping, i, t))) *
+              arch.word_bytes() * (level.double_buffered ? 2 : 1);
+      }
+      if (level.bandwidth_gbps) {
+        const double instances = level.kind == LevelKind::kDram ? 1 : used_instances(i);
+        lm.transfer_cycles =
+            words * arch.word_bytes() / (arch.bytes_per_cycle(*level.bandwidth_gbps) * instances);
+      }
+    }
+    if (lm.transfer_cycles > m.latency_cycles) {
+      m.latency_cycles = lm.transfer_cycles;
+      m.bound_by = level.name;
+    }
+    energy += lm.energy_pj;
+    m.energy_breakdown_pj.emplace_back(level.name, lm.energy_pj);
+    m.levels.push_back(std::move(lm));
+  }
+  double idle = 0;
+  for (const auto& level : arch.levels()) idle += level.idle_energy_pj_per_cycle;
+  idle *= m.latency_cycles;
+  m.energy_breakdown_pj.emplace_back("idle", idle);
+  m.energy_pj = energy + idle;
+  const double peak = static_cast<double>(arch.num_pes()) * arch.macs_per_pe();
+  m.utilization = m.latency_cycles > 0 ? macs / (m.latency_cycles * peak) : 0;
+  return m;
+}
+
+}  // namespace mapex::tc
