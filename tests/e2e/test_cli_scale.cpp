@@ -285,7 +285,8 @@ TEST(MaestroCaseStudy, ExperimentExpandsIntoTheCappedDesignSpace) {
     EXPECT_LT(a.arch.num_pes(), 1024) << a.arch.name();
     EXPECT_EQ(a.arch.name().rfind("maestro_dse[PE_array.shape=", 0), 0u);
   }
-  EXPECT_EQ(expand_jobs(e).size(), 2 * e.architectures.size());
+  // Two layers x two styles (KC-P, YR-P) per design point.
+  EXPECT_EQ(expand_jobs(e).size(), 4 * e.architectures.size());
 }
 
 TEST(Report, GeometricMeansBaselineRatiosAndDesignPoints) {
@@ -360,22 +361,34 @@ TEST(Sweep, CapsDropDesignPoints) {
   EXPECT_EQ(f.attributes.at("design_points_over_caps"), "2");
 }
 
-TEST(Interrupt, SigtermSavesFinishedJobsAndResumeCompletesThem) {
-  const std::string out = kWork + "/sigterm.h5";
+// SIGINT (Ctrl-C) and SIGTERM (a scheduler's stop) both stop taking jobs,
+// keep every finished one and exit 128 + the signal number.
+struct StopSignal {
+  int number;
+  const char* name;
+  int exit_status;
+};
+
+class Interrupt : public ::testing::TestWithParam<StopSignal> {};
+
+TEST_P(Interrupt, SavesFinishedJobsAndResumeCompletesThem) {
+  const StopSignal sig = GetParam();
+  const std::string out = kWork + "/" + sig.name + ".h5";
+  const std::string log_file = kWork + "/" + sig.name + ".log";
   std::remove(out.c_str());
-  const pid_t pid = spawn_cli({"run", kSweep, "-o", out, "-j", "2"}, kWork + "/sigterm.log");
+  const pid_t pid = spawn_cli({"run", kSweep, "-o", out, "-j", "2"}, log_file);
   // Wait until some jobs are in the file, then interrupt.
   for (int i = 0; i < 3000; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    if (slurp(kWork + "/sigterm.log").find("[3/") != std::string::npos) break;
+    if (slurp(log_file).find("[3/") != std::string::npos) break;
   }
-  kill(pid, SIGTERM);
+  kill(pid, sig.number);
   const int status = wait_status(pid);
-  const std::string log = slurp(kWork + "/sigterm.log");
+  const std::string log = slurp(log_file);
   const ResultFile partial = read_results(out);
   if (partial.jobs.size() == kSweepJobs) GTEST_SKIP() << "the run finished before the signal";
-  EXPECT_EQ(status, 143) << log;
-  EXPECT_NE(log.find("interrupted by SIGTERM"), std::string::npos) << log;
+  EXPECT_EQ(status, sig.exit_status) << log;
+  EXPECT_NE(log.find(std::string("interrupted by ") + sig.name), std::string::npos) << log;
   EXPECT_NE(log.find("--resume"), std::string::npos) << log;
   EXPECT_GE(partial.jobs.size(), 3u);
 
@@ -387,7 +400,12 @@ TEST(Interrupt, SigtermSavesFinishedJobsAndResumeCompletesThem) {
   expect_same_jobs(reference(), read_results(out));
 }
 
-TEST(Interrupt, SigkillAtRandomMomentsKeepsFlushedJobs) {
+INSTANTIATE_TEST_SUITE_P(Signals, Interrupt,
+                         ::testing::Values(StopSignal{SIGTERM, "SIGTERM", 143},
+                                           StopSignal{SIGINT, "SIGINT", 130}),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+TEST(Sigkill, AtRandomMomentsKeepsFlushedJobs) {
   const std::string out = kWork + "/sigkill.h5";
   std::remove(out.c_str());
   std::mt19937 rng(12345);
@@ -458,7 +476,7 @@ TEST(Mpi, BadInputOnEveryRankIsExitTwoAndOneMessage) {
       {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
        "ASAN_OPTIONS=detect_leaks=0"},
       MAPEX_MPIEXEC);
-  EXPECT_NE(r.status, 0);
+  EXPECT_EQ(r.status, 2);
   EXPECT_NE(r.err.find("mapex: error: " + guard + ": cannot read as a mapex result file"),
             std::string::npos)
       << r.err;
@@ -468,7 +486,7 @@ TEST(Mpi, BadInputOnEveryRankIsExitTwoAndOneMessage) {
                                   {"OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
                                    "ASAN_OPTIONS=detect_leaks=0"},
                                   MAPEX_MPIEXEC);
-  EXPECT_NE(unwritable.status, 0);
+  EXPECT_EQ(unwritable.status, 2);
   EXPECT_NE(unwritable.err.find("cannot create the result file"), std::string::npos)
       << unwritable.err;
 }

@@ -44,7 +44,12 @@ std::string with_arch_sweep(const std::string& sweep_body, const std::string& ex
 
 class BadSweep : public ::testing::Test {
  protected:
-  void SetUp() override { guard_ = write("sweep_guard.h5", "results that must survive"); }
+  // One guard per test: ctest runs these tests as parallel processes, and a
+  // shared guard being rewritten by one test reads as damaged in another.
+  void SetUp() override {
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    guard_ = write("sweep_guard_" + test + ".h5", "results that must survive");
+  }
   std::string run_bad(const std::string& name, const std::string& experiment,
                       std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"run", write(name, experiment), "-o", guard_};

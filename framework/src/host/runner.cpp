@@ -1,13 +1,15 @@
 #include "host/runner.hpp"
 
-#include <tbb/concurrent_queue.h>
 #include <tbb/parallel_for_each.h>
 #include <tbb/task_arena.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <exception>
 #include <mapex/analysis.hpp>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -87,12 +89,49 @@ namespace {
 // Thrown from the progress callback to abandon a search after a stop.
 struct Abandoned {};
 
+// Finished results, handed from the workers to the consuming thread by
+// value; nullopt marks the end. A mutex and a condition variable rather than
+// TBB's concurrent queue: the traffic is one item per job, and
+// ThreadSanitizer sees this hand-over, whereas Debian's libtbb is not
+// instrumented and its queue's showed as a race.
+class ResultChannel {
+ public:
+  // Notifies under the lock: once the consumer has taken the end marker it
+  // may destroy the channel, and no producer may still be inside notify.
+  void push(std::optional<JobResult> item) {
+    const std::lock_guard lock(mutex_);
+    items_.push_back(std::move(item));
+    ready_.notify_one();
+  }
+  std::optional<JobResult> pop() {
+    std::unique_lock lock(mutex_);
+    ready_.wait(lock, [&] { return !items_.empty(); });
+    return take();
+  }
+  /// Waits until `deadline` at most; false when nothing came.
+  bool pop_until(std::chrono::steady_clock::time_point deadline, std::optional<JobResult>& out) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_until(lock, deadline, [&] { return !items_.empty(); })) return false;
+    out = take();
+    return true;
+  }
+
+ private:
+  std::optional<JobResult> take() {
+    std::optional<JobResult> item = std::move(items_.front());
+    items_.pop_front();
+    return item;
+  }
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::optional<JobResult>> items_;
+};
+
 }  // namespace
 
 RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
                     const std::vector<Job>& jobs, const RunOptions& options) {
-  // Finished results travel by value through the queue to the one consumer.
-  tbb::concurrent_bounded_queue<std::optional<JobResult>> finished;
+  ResultChannel finished;
   std::atomic<std::uint64_t> total_evaluations{0};
   std::atomic<std::size_t> abandoned{0};
   auto stopped = [&] { return options.stop && options.stop->load(std::memory_order_relaxed); };
@@ -151,14 +190,12 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
           r.clock_mhz = au.arch.clock_mhz();
           r.area_mm2 = au.cost.area_mm2;
           r.power_mw = au.cost.power_mw;
-          MAPEX_TSAN_RELEASE(&finished);
           finished.push(std::move(r));
         });
       });
     } catch (...) {
       failure = std::current_exception();
     }
-    MAPEX_TSAN_RELEASE(&finished);
     finished.push(std::nullopt);
   });
 
@@ -168,9 +205,7 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
   std::vector<JobResult> batch;
   bool end = false;
   while (!end) {
-    std::optional<JobResult> item;
-    finished.pop(item);
-    MAPEX_TSAN_ACQUIRE(&finished);
+    std::optional<JobResult> item = finished.pop();
     batch.clear();
     if (item)
       batch.push_back(std::move(*item));
@@ -183,12 +218,7 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
     const auto deadline = std::chrono::steady_clock::now() + options.batch_window;
     while (!end && batch.size() < 4096) {
       std::optional<JobResult> more;
-      if (!finished.try_pop(more)) {
-        if (std::chrono::steady_clock::now() >= deadline) break;
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        continue;
-      }
-      MAPEX_TSAN_ACQUIRE(&finished);
+      if (!finished.pop_until(deadline, more)) break;
       if (!more) {
         end = true;
         break;
