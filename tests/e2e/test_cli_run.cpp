@@ -95,6 +95,22 @@ TEST(CliRun, QuietPrintsNoProgress) {
   EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
+TEST(CliRun, OnATerminalDrawsALiveBar) {
+  // util-linux's `script` gives the run a pseudo-terminal, as a user's shell
+  // would; the bar redraws in place with jobs, evaluation rate and ETA.
+  const std::string out = kWork + "/bar.h5";
+  const std::string command =
+      std::string(MAPEX_BINARY) + " run " + kData + "/e2e_experiment.yaml -o " + out + " -j 1";
+  const auto r = run_cli({"-qec", command, "/dev/null"}, {}, "/usr/bin/script");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\r["), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("] 4/4 jobs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" eval/s  elapsed "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ETA 00:00"), std::string::npos) << r.out;
+  // The bar replaces the per-job lines.
+  EXPECT_EQ(r.out.find("[4/4] "), std::string::npos) << r.out;
+}
+
 TEST(CliRun, AFailingJobIsRecordedAndTheOthersFinish) {
   const std::string exp = kWork + "/failing.yaml";
   {
