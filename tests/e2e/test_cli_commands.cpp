@@ -161,7 +161,10 @@ TEST(CliMapspace, EmptySpaceIsSaidNotSilent) {
   args[3] = "fc";
   const auto r = run_cli(cmd("mapspace", args));
   EXPECT_EQ(r.status, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("the space is empty"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the mapspace is empty after constraints: no mapping is left once 'PE "
+                       "utilisation >= 1'"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(CliPlugins, ListsTheBuiltInsWithKindVersionAbi) {

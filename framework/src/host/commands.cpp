@@ -458,6 +458,8 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
       j["onchip"] = sub->onchip.str();
       j["onchip_valid"] = sub->onchip_valid.str();
     }
+    if (valid == 0)
+      j["empty"] = space.empty_reason().value_or("the mapspace is empty after constraints");
     out << j.dump(2) << "\n";
     return valid == 0 ? kExitFailed : kExitOk;
   }
@@ -492,7 +494,10 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
         << "\n";
   }
   if (valid == 0) {
-    out << "\nthe space is empty: no mapping satisfies every constraint\n";
+    // Consistent constraints that leave nothing (contradictions are caught
+    // by `resolve` as bad input): name the rule that emptied the space.
+    const auto reason = space.empty_reason();
+    out << "\n" << reason.value_or("the mapspace is empty after constraints") << "\n";
     return kExitFailed;
   }
   return kExitOk;
