@@ -648,12 +648,13 @@ std::size_t expect_steps_match(const Operator& op, const Architecture& arch,
 }
 
 /// A two-level spatial chip (KAPLA's multi-node chips): register file per
-/// PE / 2 x 2 PE array / global buffer per node / 2 nodes / DRAM.
+/// PE / 2 x 2 PE array / global buffer per node / a row of 4 nodes / DRAM
+/// (rank 1: one split dimension, though the fan-out would allow two).
 Architecture multinode(std::int64_t regf_bytes, std::int64_t gbuf_bytes) {
   return Architecture::make(
       "multinode", 1000, 8, 1, 1,
       {test::buffer("REGF", regf_bytes, 1, 1), test::spatial("PEs", {2, 2}),
-       test::buffer("GBUF", gbuf_bytes, 5, 5), test::spatial("nodes", {2}), test::dram(100)});
+       test::buffer("GBUF", gbuf_bytes, 5, 5), test::spatial("nodes", {4}), test::dram(100)});
 }
 
 TEST(MapspaceTwoSpatialLevels, EveryCountStepMatchesEnumeration) {
