@@ -153,6 +153,95 @@ void apply_style(const std::string& style, const SourceLocation& where, const Op
     }
 }
 
+/// Fixed tiles and splits that no mapping can satisfy together are bad
+/// input, not an empty space: the user wrote a contradiction, and the
+/// message says which key and why (issue "Mapspace at full strength", Bad
+/// input). Checked per spatial level (the splits must fit its fan-out and
+/// its number of split dimensions) and per dimension up the chain of levels
+/// (spans grow outwards; with factors-only tiles each span divides the next
+/// and the bound, Marvel §5.2).
+void check_fixed_values(const ConstraintSpec& spec, const Operator& op, const Architecture& arch,
+                        const std::vector<LevelRule>& rules,
+                        const std::vector<SourceLocation>& where) {
+  const int n = op.num_dims();
+  const int L = arch.num_levels();
+  auto fixed = [&](int level, DimId d) -> std::int64_t {
+    const LevelRule& r = rules[static_cast<size_t>(level)];
+    return r.fixed.empty() ? 0 : r.fixed[static_cast<size_t>(d)];
+  };
+  auto dim = [&](DimId d) { return op.dims()[static_cast<size_t>(d)].name; };
+  for (int i = 0; i + 1 < L; ++i) {
+    const Level& l = arch.levels()[static_cast<size_t>(i)];
+    if (l.kind != LevelKind::kSpatial) continue;
+    std::int64_t product = 1;
+    std::vector<std::string> split;
+    for (DimId d = 0; d < n; ++d)
+      if (fixed(i, d) > 1) {
+        product *= fixed(i, d);
+        split.push_back(dim(d) + "=" + std::to_string(fixed(i, d)));
+      }
+    std::string factors;
+    for (const auto& s : split) factors += (factors.empty() ? "" : " x ") + s;
+    if (product > l.fanout())
+      throw InputError(where[static_cast<size_t>(i)], "fixed",
+                       "the fixed splits on '" + l.name + "' (" + factors + ") need " +
+                           std::to_string(product) + " children, more than its fan-out of " +
+                           std::to_string(l.fanout()));
+    const int max_parallel =
+        spec.max_parallel_dims > 0 ? spec.max_parallel_dims : static_cast<int>(l.shape.size());
+    if (static_cast<int>(split.size()) > max_parallel)
+      throw InputError(
+          where[static_cast<size_t>(i)], "fixed",
+          "'" + l.name + "' must split " + std::to_string(split.size()) + " dimensions (" +
+              factors + ") but may split at most " + std::to_string(max_parallel) +
+              (spec.max_parallel_dims > 0 ? " (max_parallel_dims)"
+                                          : " (the rank of its array; raise max_parallel_dims)"));
+  }
+  for (DimId d = 0; d < n; ++d) {
+    const std::int64_t bound = op.dims()[static_cast<size_t>(d)].bound;
+    // Every span at the current level is at least `least` and, with
+    // factors-only tiles, a multiple of it: the last fixed tile below times
+    // the fixed splits since (Mapping::span).
+    std::int64_t least = 1;
+    std::string why;  // where `least` comes from, for messages
+    for (int i = 0; i + 1 < L; ++i) {
+      const Level& l = arch.levels()[static_cast<size_t>(i)];
+      const std::int64_t v = fixed(i, d);
+      if (v == 0) continue;
+      const bool spatial = l.kind == LevelKind::kSpatial;
+      const std::string what = std::string(spatial ? "split " : "tile ") + std::to_string(v) +
+                               " of '" + dim(d) + "' on '" + l.name + "'";
+      if (spec.factors_only && bound % v != 0)
+        throw InputError(where[static_cast<size_t>(i)], "fixed",
+                         what + " does not divide the bound " + std::to_string(bound) +
+                             ", and factors_only allows only tiles and splits that do (set "
+                             "factors_only: false, or --edge-tiles, for edge tiles)");
+      if (spatial) {
+        if (spec.factors_only && bound % (least * v) != 0)
+          throw InputError(where[static_cast<size_t>(i)], "fixed",
+                           what + " on top of the " + std::to_string(least) + " below it (" + why +
+                               ") spans " + std::to_string(least * v) +
+                               ", which does not divide the bound " + std::to_string(bound) +
+                               " (factors_only)");
+        least = std::min(least * v, bound);
+        why += (why.empty() ? "" : " x ") + ("split " + std::to_string(v) + " on '" + l.name + "'");
+        continue;
+      }
+      if (v < least)
+        throw InputError(
+            where[static_cast<size_t>(i)], "fixed",
+            what + " is smaller than the " + std::to_string(least) + " it must hold (" + why + ")");
+      if (spec.factors_only && v % least != 0)
+        throw InputError(where[static_cast<size_t>(i)], "fixed",
+                         what + " is not a multiple of the " + std::to_string(least) +
+                             " it holds (" + why +
+                             "), and factors_only needs each tile to divide the next");
+      least = v;
+      why = "tile " + std::to_string(v) + " on '" + l.name + "'";
+    }
+  }
+}
+
 }  // namespace
 
 const std::vector<std::string>& style_names() {
@@ -181,6 +270,9 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
   const int n = op.num_dims();
   std::vector<LevelRule> rules(static_cast<size_t>(arch.num_levels()));
   if (!spec.style.empty()) apply_style(spec.style, spec.style_where, op, arch, rules);
+  // Where each level's rules were written, for messages: the level's entry
+  // in the spec, else the style that set them.
+  std::vector<SourceLocation> where(static_cast<size_t>(arch.num_levels()), spec.style_where);
 
   for (const auto& ls : spec.levels) {
     const int index = arch.find_level(ls.level);
@@ -193,6 +285,7 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
     }
     const Level& l = arch.levels()[static_cast<size_t>(index)];
     LevelRule& r = rules[static_cast<size_t>(index)];
+    where[static_cast<size_t>(index)] = ls.where;
     const bool spatial = l.kind == LevelKind::kSpatial;
     if (ls.parallel) {
       if (!spatial)
@@ -249,6 +342,7 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
                              op.dims()[static_cast<size_t>(d)].name +
                              "' but may not split it (parallel dimensions)");
   }
+  check_fixed_values(spec, op, arch, rules, where);
   const bool any = std::any_of(rules.begin(), rules.end(), [](const LevelRule& r) {
     return r.parallel_mask != ~std::uint64_t{0} || !r.fixed.empty() || r.order_constrained();
   });

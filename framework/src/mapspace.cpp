@@ -708,6 +708,24 @@ std::vector<CountStep> Mapspace::count_steps(bool with_capacity) const {
   return out;
 }
 
+std::optional<std::string> Mapspace::empty_reason() const {
+  if (size() != 0) {
+    if (!options_.check_capacity) return std::nullopt;
+    Cursor cursor(*this);
+    Mapping first;
+    if (cursor.next(first)) return std::nullopt;
+  }
+  const auto steps = count_steps(size() != 0);
+  std::string before = "the space of " + op_->name() + " on " + arch_->name();
+  for (const auto& step : steps) {
+    if (step.size == 0)
+      return "the mapspace is empty after constraints: no mapping is left once '" + step.rule +
+             "' is applied (" + before + ")";
+    before = format_count(step.size) + " mappings before it";
+  }
+  return "the mapspace is empty after constraints";  // not reached: the last step is 0
+}
+
 std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const {
   const Operator& op = *op_;
   const Architecture& arch = *arch_;

@@ -17,6 +17,9 @@ class Exhaustive final : public mapex::Searcher {
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
     const auto sweep = ctx.evaluate_space(ctx.mapspace(), pareto_);
+    // The whole space streamed and nothing in it: it is empty (the sweep
+    // is exact), not merely unlucky.
+    if (sweep.complete && sweep.evaluated == 0) return {true, mapex::kEmptyMapspace};
     if (sweep.complete) return {true, "space exhausted"};
     return {false, "budget"};
   }

@@ -25,6 +25,9 @@ class RandomSearch final : public mapex::Searcher {
       throw mapex::InputError(mapex::SourceLocation{}, "victory_condition",
                               "searcher 'random' needs a budget (evaluations or seconds) or a "
                               "victory_condition, or it would never stop");
+    // An empty space (exact count 0, Mapspace::size) has nothing to draw:
+    // say so rather than fail every draw.
+    if (ctx.mapspace().size() == 0) return {true, mapex::kEmptyMapspace};
     std::mt19937_64 rng(ctx.seed());
     std::uint64_t streak = 0;  // consecutive samples without improvement
     std::vector<mapex::Mapping> batch;
@@ -38,8 +41,16 @@ class RandomSearch final : public mapex::Searcher {
         if (!m) break;
         batch.push_back(std::move(*m));
       }
-      if (batch.empty())
+      if (batch.empty()) {
+        // Every draw overflowed a buffer: when no mapping fits at all (the
+        // enumeration finds none), the space is empty after capacity.
+        if (ctx.evaluations() == 0) {
+          mapex::Mapspace::Cursor cursor(ctx.mapspace());
+          mapex::Mapping first;
+          if (!cursor.next(first)) return {true, mapex::kEmptyMapspace};
+        }
         return {false, "no valid mapping in " + std::to_string(attempts_) + " draws"};
+      }
       const std::uint64_t before = ctx.evaluations();
       const std::size_t trace_before = ctx.trace().size();
       const auto results = ctx.evaluate(batch);

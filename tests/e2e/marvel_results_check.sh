@@ -14,4 +14,22 @@ grep -q "over dMazeRunner-like | [0-9.]*x | 2.35x" "$doc" || { cat "$doc"; exit 
 grep -q "over Interstellar-like | [0-9.]*x | 1.15x" "$doc" || { cat "$doc"; exit 1; }
 grep -q "| marvel_small | tiny | [0-9.]*x | [0-9.]*x | [0-9.]*x |" "$doc" || { cat "$doc"; exit 1; }
 grep -q "Not run (results/marvel_fig12.h5 missing)" "$doc" || { cat "$doc"; exit 1; }
+# The quality section from a small JSON of scripts/marvel_quality: the
+# evaluation ratio is against the exhaustive search's evaluations (100x
+# here, not met), the whole-space ratio beside it (1.0e+04x), and the
+# ResNet50 time is for all layers together.
+cat >"$work/quality.json" <<'EOF'
+{"quality": [{"layer": "l1", "exhaustive_cycles": 100, "marvel_cycles": 104, "gap": 0.04,
+  "exhaustive_complete": true, "exhaustive_evaluations": 100000, "marvel_evaluations": 1000,
+  "space_size": "10000000"}], "geomean_gap": 0.04,
+ "resnet50_p2_seconds": {"latency": 61.0}}
+EOF
+/usr/bin/python3 "$script" --results "$work" --quality "$work/quality.json" --notes /nonexistent \
+  -o "$work/quality.md"
+doc="$work/quality.md"
+grep -q "| l1 | 100 | 104 | 4.00% | 100000 | yes | 1000 | 100x | 1.00e+07 | 1.0e+04x |" "$doc" || { cat "$doc"; exit 1; }
+grep -q "within 5% of the exhaustive optimum: met" "$doc" || { cat "$doc"; exit 1; }
+grep -q "fewer evaluations than the exhaustive search: not met (0 of 1 layers" "$doc" || { cat "$doc"; exit 1; }
+grep -q "all 53 CONV2D layers of ResNet50 on P2 together" "$doc" || { cat "$doc"; exit 1; }
+grep -q "latency: 61.0 s (not met)" "$doc" || { cat "$doc"; exit 1; }
 echo "marvel results document written from $work/marvel_fig9.h5"

@@ -140,6 +140,42 @@ TEST(CliMapspace, ExplainsConstraintsAndSubspaces) {
   EXPECT_NE(table.out.find("loop-order rules"), std::string::npos) << table.out;
 }
 
+TEST(CliSearch, RandomStopsAtMaxSecondsWithReasonBudget) {
+  // Neither an evaluation budget nor a victory condition: only --max-seconds
+  // can end this search.
+  const auto r = run_cli(
+      cmd("search", tiny({"--searcher", "random", "--max-seconds", "0.3", "--format", "json"})));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["stop_reason"], "budget");
+  EXPECT_FALSE(j["complete"].get<bool>());
+  EXPECT_GT(j["evaluations"].get<std::uint64_t>(), 0u);
+  EXPECT_GE(j["wall_seconds"].get<double>(), 0.3);  // not before the budget is spent
+}
+
+TEST(CliMapspace, ExplainShowsTheEdgeTilePruningStep) {
+  const auto json = run_cli(cmd("mapspace", tiny({"--explain", "--format", "json"})));
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  // Factors-only tiles prune the space with edge tiles, which --edge-tiles
+  // counts as its own first step.
+  const auto edges = run_cli(cmd("mapspace", tiny({"--edge-tiles", "--format", "json"})));
+  ASSERT_EQ(edges.status, 0) << edges.err;
+  const auto e = nlohmann::json::parse(edges.out);
+  EXPECT_EQ(j["with_edge_tiles"], e["steps"][0]["mappings"]);
+  EXPECT_GT(std::stod(j["with_edge_tiles"].get<std::string>()),
+            std::stod(j["steps"][0]["mappings"].get<std::string>()));
+  const auto table = run_cli(cmd("mapspace", tiny({"--explain"})));
+  ASSERT_EQ(table.status, 0) << table.err;
+  const auto row =
+      table.out.find("| tiles with edge tiles, splits within fan-outs, all loop orders | " +
+                     e["steps"][0]["mappings"].get<std::string>());
+  EXPECT_NE(row, std::string::npos) << table.out;
+  EXPECT_LT(row, table.out.find("| tiles dividing the bounds")) << table.out;
+  // Without --explain, and with --edge-tiles, there is no such extra row.
+  EXPECT_FALSE(e.contains("with_edge_tiles"));
+}
+
 TEST(CliMapspace, BadConstraintsExitTwo) {
   for (const auto& args : {tiny({"--style", "banana"}), tiny({"--min-utilization", "1.5"}),
                            tiny({"--constraints", kData + "/bad_constraints.yaml"}),
@@ -161,7 +197,10 @@ TEST(CliMapspace, EmptySpaceIsSaidNotSilent) {
   args[3] = "fc";
   const auto r = run_cli(cmd("mapspace", args));
   EXPECT_EQ(r.status, 1) << r.out << r.err;
-  EXPECT_NE(r.out.find("the space is empty"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the mapspace is empty after constraints: no mapping is left once 'PE "
+                       "utilisation >= 1'"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(CliPlugins, ListsTheBuiltInsWithKindVersionAbi) {

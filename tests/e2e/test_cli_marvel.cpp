@@ -77,14 +77,22 @@ TEST(CliMarvel, SameResultAtAnyThreadCount) {
 // The exhaustive optimum of the factors-only space Marvel draws from (any
 // number of split dimensions, utilisation >= 0.1). The conv run fixes the
 // point-loop and DRAM orders, which mdc does not read, to stay fast.
+// Issue 5's targets are within 5% of the optimum with at least 1,000x fewer
+// evaluations than the exhaustive search; these spaces are small (they must
+// be enumerated in seconds), so the ratio Marvel reaches on them is far
+// below 1,000x. Both searches are deterministic: the bounds below are the
+// ratios these cases reach (conv 69,197 / 2,378 = 29.1x; gemm 15,822 / 357
+// = 44.3x, both at a gap of 0%) with about 15% margin, so a searcher that
+// evaluates notably more fails here.
 TEST(CliMarvel, CloseToExhaustiveWithFarFewerEvaluations) {
   struct Case {
     const char* layer;
     std::vector<std::string> constraints;
+    double min_ratio;  ///< exhaustive evaluations / Marvel's evaluations
   };
   for (const Case& c :
-       {Case{"conv", {"--constraints", kData + "/marvel_exhaustive_constraints.yaml"}},
-        Case{"gemm", {"--max-parallel-dims", "3", "--min-utilization", "0.1"}}}) {
+       {Case{"conv", {"--constraints", kData + "/marvel_exhaustive_constraints.yaml"}, 25},
+        Case{"gemm", {"--max-parallel-dims", "3", "--min-utilization", "0.1"}, 38}}) {
     std::vector<std::string> base{"search",
                                   "--workload",
                                   kData + "/marvel_small_net.yaml",
@@ -108,7 +116,9 @@ TEST(CliMarvel, CloseToExhaustiveWithFarFewerEvaluations) {
     const double found = mv["metrics"]["latency_cycles"];
     EXPECT_LE(found, best * 1.05) << c.layer << ": exhaustive " << best << ", marvel " << found;
     EXPECT_GE(found, best) << c.layer;  // exhaustive covers Marvel's space
-    EXPECT_LT(mv["evaluations"].get<double>() * 5, ex["evaluations"].get<double>()) << c.layer;
+    const double ratio = ex["evaluations"].get<double>() / mv["evaluations"].get<double>();
+    EXPECT_GE(ratio, c.min_ratio) << c.layer << ": " << ex["evaluations"] << " exhaustive, "
+                                  << mv["evaluations"] << " marvel";
   }
 }
 

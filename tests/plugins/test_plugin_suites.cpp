@@ -7,6 +7,8 @@
 #include <tbb/task_arena.h>
 
 #include <cmath>
+#include <limits>
+#include <mapex/constraints.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/mapspace.hpp>
 #include <random>
@@ -112,6 +114,91 @@ TEST_P(SearcherSuite, InvalidMappingsDoNotStopTheSearch) {
 INSTANTIATE_TEST_SUITE_P(AllSearchers, SearcherSuite,
                          ::testing::ValuesIn(names_of(PluginKind::kSearcher)),
                          [](const auto& p) { return p.param; });
+
+// The random searcher's own stopping rules (issue "Mapspace at full
+// strength", item 6): a time budget, and the victory condition.
+
+JobResult random_search(const Operator& op, const Architecture& arch, Budget budget,
+                        std::uint64_t seed, std::map<std::string, std::string> params) {
+  const auto searcher = registry().make_searcher("random", params);
+  const auto model = registry().make_costmodel("roofline", {});
+  SearchRequest r;
+  r.op = &op;
+  r.arch = &arch;
+  r.searcher = searcher.get();
+  r.costmodel = model.get();
+  r.budget = budget;
+  r.seed = seed;
+  r.keep_trace = true;
+  JobResult result;
+  tbb::task_arena arena(2);
+  arena.execute([&] { result = run_search(r); });
+  return result;
+}
+
+TEST(RandomSearcher, SecondsBudgetStopsTheSearchWithReasonBudget) {
+  // No evaluation budget and no victory condition: only the clock stops it.
+  const Operator op = make_conv2d("c", Conv2dShape{1, 16, 32, 8, 8, 3, 3});
+  const Architecture arch = test::chip({4, 4}, 512);
+  const JobResult r = random_search(op, arch, Budget{0, 0.2}, 3, {});
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  EXPECT_EQ(r.stop_reason, "budget");
+  EXPECT_FALSE(r.complete);
+  EXPECT_GT(r.evaluations, 0u);
+  // It stops when the budget is spent, not before (the clock starts with
+  // the search, after this wall time's start).
+  EXPECT_GE(r.wall_seconds, 0.2);
+}
+
+TEST(RandomSearcher, VictoryConditionStopsAfterExactlyNSamplesWithoutImprovement) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 8, 16, 6, 6, 3, 3});
+  const Architecture arch = test::chip({2, 2}, 64);
+  const std::uint64_t victory = 40, seed = 9;
+  // Batches of 16 do not divide 40: the searcher must still stop exactly.
+  const JobResult r =
+      random_search(op, arch, Budget{}, seed,
+                    {{"victory_condition", std::to_string(victory)}, {"batch_size", "16"}});
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  EXPECT_EQ(r.stop_reason, "victory condition");
+  EXPECT_FALSE(r.complete);
+  ASSERT_FALSE(r.trace.empty());
+  EXPECT_EQ(r.evaluations, r.trace.back().evaluation + victory);
+
+  // The same draws replayed one by one: the seed fixes the samples, so the
+  // count of evaluations until `victory` in a row fail to improve is known.
+  const Mapspace space(op, arch, resolve(ConstraintSpec{}, op, arch));
+  const auto model = registry().make_costmodel("roofline", {})->bind(op, arch);
+  std::mt19937_64 rng(seed);
+  double best = std::numeric_limits<double>::infinity();
+  std::uint64_t evaluations = 0, streak = 0, last_improvement = 0;
+  while (streak < victory) {
+    const auto m = space.sample(rng, 1000);
+    ASSERT_TRUE(m);
+    Metrics metrics;
+    if (auto reason = model->precheck(*m))
+      metrics = Metrics::invalid(*reason);
+    else
+      metrics = model->evaluate(*m);
+    ++evaluations;
+    const double value = objective_value(metrics, Objective::kLatency);
+    if (value < best) {
+      best = value;
+      streak = 0;
+      last_improvement = evaluations;
+    } else {
+      ++streak;
+    }
+  }
+  EXPECT_EQ(r.evaluations, evaluations);
+  EXPECT_EQ(r.trace.back().evaluation, last_improvement);
+  EXPECT_EQ(r.best.latency_cycles, best);
+  // Reproducible with the seed.
+  const JobResult again =
+      random_search(op, arch, Budget{}, seed,
+                    {{"victory_condition", std::to_string(victory)}, {"batch_size", "16"}});
+  EXPECT_EQ(again.evaluations, r.evaluations);
+  EXPECT_EQ(again.mapping_yaml, r.mapping_yaml);
+}
 
 class CostModelSuite : public ::testing::TestWithParam<std::string> {
  protected:

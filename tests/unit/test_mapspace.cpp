@@ -459,5 +459,311 @@ TEST(Constraints, StylesSplitTheirDimensionsOnly) {
   }
 }
 
+// --- any chain of levels: counts step by step against brute force -------------
+
+/// Which rules the general reference applies (the steps of count_steps).
+struct RefRules {
+  bool parallel = true, fixed = true, orders = true, utilization = true, capacity = true;
+};
+
+/// Every mapping of `op` on any chain of buffer and spatial levels ending in
+/// DRAM, by brute force, restated from the definitions (Marvel §5,
+/// generalised): per dimension a value per level (a tile on a buffer, at
+/// least the span below it; a split on a spatial level, with no idle
+/// child); then per level the fan-out, the split-dimension limit, allowed
+/// and fixed values; the utilisation bound over all spatial levels; buffer
+/// capacity; and every order of the free loops of each data level, filtered
+/// by the order rules. Counts the mappings, and collects them when `out`.
+std::uint64_t brute_force_chain(const Operator& op, const Architecture& arch,
+                                const MapspaceOptions& o, RefRules rules,
+                                std::set<std::string>* out = nullptr) {
+  const int n = op.num_dims();
+  const int L = arch.num_levels();
+  auto level = [&](int i) -> const Level& { return arch.levels()[static_cast<size_t>(i)]; };
+  auto fixed = [&](int i, DimId d) -> std::int64_t {
+    if (o.levels.empty() || o.levels[static_cast<size_t>(i)].fixed.empty()) return 0;
+    return o.levels[static_cast<size_t>(i)].fixed[static_cast<size_t>(d)];
+  };
+  // Per dimension: every chain of values for levels 0 .. L-2.
+  std::vector<std::vector<std::vector<std::int64_t>>> chains(static_cast<size_t>(n));
+  for (DimId d = 0; d < n; ++d) {
+    const std::int64_t b = op.dims()[static_cast<size_t>(d)].bound;
+    std::vector<std::int64_t> values;
+    std::function<void(int, std::int64_t)> grow = [&](int i, std::int64_t child) {
+      if (i == L - 1) {
+        if (o.factors_only && !divides(child, b)) return;
+        chains[static_cast<size_t>(d)].push_back(values);
+        return;
+      }
+      const bool spatial = level(i).kind == LevelKind::kSpatial;
+      const std::int64_t top = spatial ? level(i).fanout() : b;
+      for (std::int64_t v = 1; v <= top; ++v) {
+        std::int64_t span = v;
+        if (spatial) {
+          if (child * (v - 1) >= b) continue;  // an idle child
+          span = std::min(child * v, b);
+          if (o.factors_only && span != child * v) continue;
+        } else if (v < child) {
+          continue;
+        }
+        if (o.factors_only && !(divides(child, span) && divides(span, b))) continue;
+        if (rules.fixed && fixed(i, d) && fixed(i, d) != v) continue;
+        values.push_back(v);
+        grow(i + 1, span);
+        values.pop_back();
+      }
+    };
+    grow(0, 1);
+  }
+  std::uint64_t count = 0;
+  std::vector<std::size_t> idx(static_cast<size_t>(n), 0);
+  Mapping m = Mapping::trivial(op, arch);
+  std::vector<int> data_levels;
+  for (int i = 0; i < L; ++i)
+    if (level(i).holds_data()) data_levels.push_back(i);
+  std::function<void(int)> rec = [&](int d) {
+    if (d < n) {
+      for (idx[static_cast<size_t>(d)] = 0;
+           idx[static_cast<size_t>(d)] < chains[static_cast<size_t>(d)].size();
+           ++idx[static_cast<size_t>(d)])
+        rec(d + 1);
+      return;
+    }
+    double used = 1;
+    for (int i = 0; i + 1 < L; ++i) {
+      auto& target = level(i).kind == LevelKind::kSpatial ? m.level(i).split : m.level(i).tile;
+      for (DimId e = 0; e < n; ++e)
+        target[static_cast<size_t>(e)] =
+            chains[static_cast<size_t>(e)][idx[static_cast<size_t>(e)]][static_cast<size_t>(i)];
+      if (level(i).kind != LevelKind::kSpatial) continue;
+      std::int64_t product = 1;
+      int parallel = 0;
+      for (DimId e = 0; e < n; ++e) {
+        const std::int64_t s = m.level(i).split[static_cast<size_t>(e)];
+        product *= s;
+        parallel += s > 1;
+        if (rules.parallel && s > 1 && !o.levels.empty() &&
+            !(o.levels[static_cast<size_t>(i)].parallel_mask >> e & 1u))
+          return;
+      }
+      const int max_par = !rules.parallel           ? n
+                          : o.max_parallel_dims > 0 ? o.max_parallel_dims
+                                                    : static_cast<int>(level(i).shape.size());
+      if (product > level(i).fanout() || parallel > max_par) return;
+      used *= static_cast<double>(product);
+    }
+    if (rules.utilization && used < o.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9)
+      return;
+    if (rules.capacity && o.check_capacity && capacity_error(op, arch, m)) return;
+    // Free loops of each data level: more than one trip over the span below.
+    std::vector<std::vector<DimId>> free(data_levels.size());
+    for (size_t k = 0; k < data_levels.size(); ++k) {
+      const int i = data_levels[k];
+      const auto span = m.span(op, arch, i);
+      const auto below =
+          i > 0 ? m.span(op, arch, i - 1) : std::vector<std::int64_t>(static_cast<size_t>(n), 1);
+      for (DimId e = 0; e < n; ++e) {
+        const auto eu = static_cast<size_t>(e);
+        if ((span[eu] + below[eu] - 1) / below[eu] > 1) free[k].push_back(e);
+      }
+    }
+    std::function<void(size_t)> orders = [&](size_t k) {
+      if (k == data_levels.size()) {
+        ++count;
+        if (out) out->insert(m.to_yaml(op, arch));
+        return;
+      }
+      std::vector<DimId> perm = free[k];
+      do {
+        if (rules.orders && !o.levels.empty()) {
+          const LevelRule& r = o.levels[static_cast<size_t>(data_levels[k])];
+          bool ok = r.orders.empty();
+          for (const auto& full : r.orders) {
+            std::vector<DimId> restricted;
+            for (DimId e : full)
+              if (std::count(perm.begin(), perm.end(), e)) restricted.push_back(e);
+            ok = ok || restricted == perm;
+          }
+          bool stat = r.stationary.empty();
+          for (int t : r.stationary) {
+            bool seen_irrelevant = false, good = true;
+            for (DimId e : perm) {
+              const bool rel = op.tensors()[static_cast<size_t>(t)].relevant(e);
+              if (!rel) seen_irrelevant = true;
+              if (rel && seen_irrelevant) good = false;
+            }
+            stat = stat || good;
+          }
+          if (!ok || !stat) continue;
+        }
+        auto& order = m.level(data_levels[k]).order;
+        order.clear();
+        for (DimId e = 0; e < n; ++e)
+          if (!std::count(perm.begin(), perm.end(), e)) order.push_back(e);
+        order.insert(order.end(), perm.begin(), perm.end());
+        orders(k + 1);
+      } while (std::next_permutation(perm.begin(), perm.end()));
+    };
+    orders(0);
+  };
+  rec(0);
+  return count;
+}
+
+/// The rules in force after each step of count_steps, by its rule text.
+RefRules rules_after(const std::string& rule, RefRules r) {
+  if (rule.rfind("tiles ", 0) == 0) return {false, false, false, false, false};
+  if (rule.rfind("parallel dimensions", 0) == 0) r.parallel = true;
+  if (rule == "fixed tiles and splits") r.fixed = true;
+  if (rule == "loop-order rules") r.fixed = r.orders = true;
+  if (rule.rfind("PE utilisation", 0) == 0) r.fixed = r.orders = r.utilization = true;
+  if (rule.rfind("buffer capacity", 0) == 0) r = RefRules{};
+  return r;
+}
+
+/// Checks every step of the count table, the valid count and the streamed
+/// space against the reference; returns the number of steps checked.
+std::size_t expect_steps_match(const Operator& op, const Architecture& arch,
+                               const MapspaceOptions& o) {
+  const Mapspace space(op, arch, o);
+  const auto steps = space.count_steps();
+  RefRules r{false, false, false, false, false};
+  for (const auto& step : steps) {
+    r = rules_after(step.rule, r);
+    // Before capacity the fixed rule is switched on with the orders, as
+    // count_steps does when no value is fixed.
+    EXPECT_EQ(step.size, BigInt(brute_force_chain(op, arch, o, r))) << step.rule;
+  }
+  // The last step is the valid space; the stream is exactly that set.
+  std::set<std::string> expected;
+  const std::uint64_t valid = brute_force_chain(op, arch, o, RefRules{}, &expected);
+  EXPECT_GT(valid, 0u);                          // a test of something
+  EXPECT_LT(BigInt(valid), steps.front().size);  // and the rules prune
+  EXPECT_EQ(space.count_valid(), BigInt(valid));
+  EXPECT_EQ(steps.back().size, BigInt(valid));
+  const auto got = stream(space);
+  EXPECT_EQ(got.size(), expected.size());
+  EXPECT_EQ(std::set<std::string>(got.begin(), got.end()), expected);
+  return steps.size();
+}
+
+/// A two-level spatial chip (KAPLA's multi-node chips): register file per
+/// PE / 2 x 2 PE array / global buffer per node / a row of 4 nodes / DRAM
+/// (rank 1: one split dimension, though the fan-out would allow two).
+Architecture multinode(std::int64_t regf_bytes, std::int64_t gbuf_bytes) {
+  return Architecture::make(
+      "multinode", 1000, 8, 1, 1,
+      {test::buffer("REGF", regf_bytes, 1, 1), test::spatial("PEs", {2, 2}),
+       test::buffer("GBUF", gbuf_bytes, 5, 5), test::spatial("nodes", {4}), test::dram(100)});
+}
+
+TEST(MapspaceTwoSpatialLevels, EveryCountStepMatchesEnumeration) {
+  const Operator op = make_gemm("g", 4, 3, 2);
+  const Architecture arch = multinode(8, 48);
+  ConstraintSpec spec;
+  spec.min_utilization = 0.25;
+  LevelConstraintSpec nodes, gbuf, regf;
+  nodes.level = "nodes";
+  nodes.parallel = std::vector<std::string>{"M", "N"};
+  gbuf.level = "GBUF";
+  gbuf.stationary = {"B"};
+  regf.level = "REGF";
+  regf.fixed = {{"K", 1}};
+  spec.levels = {nodes, gbuf, regf};
+  const MapspaceOptions o = resolve(spec, op, arch);
+  // tiles, parallel, fixed, orders, utilisation, capacity.
+  EXPECT_EQ(expect_steps_match(op, arch, o), 6u);
+}
+
+TEST(MapspaceTwoSpatialLevels, EdgeTilesMatchEnumeration) {
+  const Operator op = make_gemm("g", 3, 2, 2);
+  const Architecture arch = multinode(8, 32);
+  ConstraintSpec spec;
+  spec.factors_only = false;
+  spec.max_parallel_dims = 1;
+  expect_steps_match(op, arch, resolve(spec, op, arch));
+}
+
+// The mapping styles (Marvel §6's baselines) on a small convolution: each
+// style's count steps and stream against the reference.
+class MapspaceStyles : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MapspaceStyles, EveryCountStepMatchesEnumeration) {
+  // K = P = R = 2 and the rest 1 (three free loops at most, so orders stay
+  // few): row_stationary has filter rows and output rows to split.
+  const Operator op =
+      make_conv2d("c", Conv2dShape{.N = 1, .C = 1, .K = 2, .H = 3, .W = 1, .R = 2, .S = 1});
+  const Architecture arch = chip({2, 2}, 16);
+  ConstraintSpec spec;
+  spec.style = GetParam();
+  const MapspaceOptions o = resolve(spec, op, arch);
+  EXPECT_EQ(o.style, GetParam());
+  EXPECT_GE(expect_steps_match(op, arch, o), 3u);
+  // The multi-node chip too: the style binds the PE array, not the nodes.
+  const Architecture two = multinode(16, 64);
+  expect_steps_match(op, two, resolve(spec, op, two));
+}
+
+INSTANTIATE_TEST_SUITE_P(Styles, MapspaceStyles, ::testing::ValuesIn(style_names()),
+                         [](const auto& p) { return p.param; });
+
+TEST(MapspaceSubspaces, OffChipAndOnChipCountsMatchEnumeration) {
+  const Operator op = make_gemm("g", 4, 3, 2);
+  // An L2 of 20 B, double-buffered: the whole problem (26 words) does not
+  // fit, some tiles do.
+  const Architecture arch =
+      Architecture::make("small_l2", 1000, 8, 1, 1,
+                         {test::buffer("L1", 8, 1, 1), test::spatial("PEs", {2, 2}),
+                          test::buffer("L2", 20, 5, 5), test::dram(100)});
+  MapspaceOptions o;  // factors-only, capacity checked
+  const Mapspace space(op, arch, o);
+  const int ob = space.outer_buffer();
+  ASSERT_EQ(ob, 2);
+  const Level& l2 = arch.levels()[2];
+
+  // Off-chip: every L2 tile (a divisor of each bound) x the orders of the
+  // DRAM loops it leaves; those that fit L2; the layouts.
+  BigInt offchip = 0, fitting = 0, fitting_tiles = 0;
+  std::vector<std::int64_t> tile(3, 1);
+  for (tile[0] = 1; tile[0] <= 4; ++tile[0])
+    for (tile[1] = 1; tile[1] <= 3; ++tile[1])
+      for (tile[2] = 1; tile[2] <= 2; ++tile[2]) {
+        int loops = 0;
+        bool ok = true;
+        for (DimId d = 0; d < 3; ++d) {
+          const std::int64_t b = op.dims()[static_cast<size_t>(d)].bound;
+          ok = ok && divides(tile[static_cast<size_t>(d)], b);
+          loops += tile[static_cast<size_t>(d)] < b;
+        }
+        if (!ok) continue;
+        const int orders = loops == 0 ? 1 : loops == 1 ? 1 : loops == 2 ? 2 : 6;
+        offchip += orders;
+        if (required_bytes(op, arch, ob, tile) <= static_cast<double>(l2.size_bytes)) {
+          fitting += orders;
+          fitting_tiles += 1;
+        }
+      }
+  // On-chip for one L2 tile: the mappings with that tile, without the
+  // DRAM order, before and after capacity.
+  // 8 words, doubled (double-buffered): fits the 20 B L2.
+  const std::vector<std::int64_t> outer{2, 1, 2};
+  MapspaceOptions fixed = o;
+  fixed.levels.assign(4, LevelRule{});
+  fixed.levels[2].fixed = outer;
+  const int dram_orders = 2;  // M and N loop at DRAM
+  const std::uint64_t onchip = brute_force_chain(op, arch, fixed, {true, true, true, true, false});
+  const std::uint64_t onchip_valid = brute_force_chain(op, arch, fixed, RefRules{});
+
+  const SubspaceCounts sub = space.subspaces(outer);
+  EXPECT_EQ(sub.offchip, offchip);
+  EXPECT_EQ(sub.offchip_fitting, fitting);
+  EXPECT_EQ(sub.offchip_fitting_tiles, fitting_tiles);
+  EXPECT_LT(sub.offchip_fitting, sub.offchip);  // the capacity check prunes
+  EXPECT_EQ(sub.layouts, 8);                    // 2! per rank-2 tensor, three tensors
+  EXPECT_EQ(sub.onchip * dram_orders, BigInt(onchip));
+  EXPECT_EQ(sub.onchip_valid * dram_orders, BigInt(onchip_valid));
+  EXPECT_GT(sub.onchip_valid, 0);
+}
+
 }  // namespace
 }  // namespace mapex

@@ -90,7 +90,12 @@ struct MapspaceOptions {
 /// the spec's locations) for an unknown level, dimension or tensor, a rule
 /// on a level of the wrong kind, a fixed split beyond the fan-out or a
 /// fixed tile beyond the bound, a utilisation bound outside [0, 1], an
-/// order that is not a permutation, and a style that does not apply.
+/// order that is not a permutation, and a style that does not apply; and
+/// for fixed values no mapping can meet together: splits on one level
+/// whose product exceeds its fan-out or that split more dimensions than
+/// `max_parallel_dims` allows, a fixed tile or split that does not divide
+/// the bound (factors-only), and a fixed tile smaller than what it must
+/// hold (a fixed tile below times the fixed splits between).
 MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Architecture& arch);
 
 /// Loads a constraints file (the keys of an experiment's `mapspace:` block;

@@ -95,6 +95,13 @@ class Mapspace {
   /// (when `with_capacity`).
   std::vector<CountStep> count_steps(bool with_capacity = true) const;
 
+  /// When the space holds no valid mapping: why, naming the constraint that
+  /// emptied it (the first step of count_steps() that reaches zero, buffer
+  /// capacity included), as "the mapspace is empty after constraints: ...".
+  /// Nothing when a valid mapping exists. Costs the count tables and, when
+  /// only capacity could empty the space, a walk to the first valid tiling.
+  std::optional<std::string> empty_reason() const;
+
   /// Number of span chains of dimension `d` (for tests and reports).
   std::size_t num_chains(DimId d) const;
   /// Index of the buffer right below DRAM (Marvel's level 3), or -1 when

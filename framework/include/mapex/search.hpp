@@ -57,6 +57,11 @@ struct SpaceSweep {
   std::uint64_t evaluated = 0;
 };
 
+/// The stop reason of a searcher that found no valid mapping in its space
+/// at all (exact count, or enumeration, gave zero); the framework then
+/// reports which constraint emptied the space (Mapspace::empty_reason).
+inline constexpr const char* kEmptyMapspace = "empty mapspace";
+
 /// What a searcher reports when it returns.
 struct SearchOutcome {
   /// True when the searcher covered its whole space (exhaustive finished).

@@ -398,9 +398,10 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
                                                  "workload YAML")("layer", po::value(&layer),
                                                                   "layer of the workload")(
       "arch", po::value(&arch_path)->required(), "architecture YAML")(
-      "explain", po::bool_switch(&explain), "also show how many mappings each rule rejects")(
-      "subspaces", po::bool_switch(&subspaces),
-      "also show Marvel's off-chip and on-chip sub-spaces")(
+      "explain", po::bool_switch(&explain),
+      "also show how many mappings each rule rejects, from the space with edge tiles (seconds "
+      "on large layers)")("subspaces", po::bool_switch(&subspaces),
+                          "also show Marvel's off-chip and on-chip sub-spaces")(
       "no-valid-count", po::bool_switch(&no_valid_count),
       "skip counting the mappings that fit the buffers (it walks every valid tiling)")(
       "outer-tile", po::value(&outer),
@@ -422,6 +423,14 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   const Mapspace space(op, arch, resolve(constraints.build(), op, arch));
   const auto steps = space.count_steps(!no_valid_count);
   const BigInt valid = steps.back().size;
+  // With factors-only tiles (Marvel §5.2's pruning), --explain also shows
+  // the space with edge tiles, so the first pruning step is counted too.
+  std::optional<BigInt> with_edge_tiles;
+  if (explain && space.options().factors_only) {
+    MapspaceOptions edges = space.options();
+    edges.factors_only = false;
+    with_edge_tiles = Mapspace(op, arch, edges).count_steps(false).front().size;
+  }
 
   std::optional<SubspaceCounts> sub;
   std::vector<std::int64_t> outer_tile;
@@ -444,6 +453,7 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
     for (const auto& st : steps)
       steps_json.push_back({{"rule", st.rule}, {"mappings", st.size.str()}});
     j["steps"] = steps_json;
+    if (with_edge_tiles) j["with_edge_tiles"] = with_edge_tiles->str();
     j["size"] = space.size().str();
     if (no_valid_count || !space.options().check_capacity)
       j["valid"] = no_valid_count ? nlohmann::ordered_json() : nlohmann::ordered_json(valid.str());
@@ -458,6 +468,8 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
       j["onchip"] = sub->onchip.str();
       j["onchip_valid"] = sub->onchip_valid.str();
     }
+    if (valid == 0)
+      j["empty"] = space.empty_reason().value_or("the mapspace is empty after constraints");
     out << j.dump(2) << "\n";
     return valid == 0 ? kExitFailed : kExitOk;
   }
@@ -469,11 +481,17 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
         << " tile chains\n";
   out << "\n| constraint added | mappings |" << (explain ? " rejected by it |" : "")
       << "\n|---|---|" << (explain ? "---|" : "") << "\n";
+  if (with_edge_tiles)
+    out << "| tiles with edge tiles, splits within fan-outs, all loop orders | "
+        << format_count(*with_edge_tiles) << " | - |\n";
   for (size_t i = 0; i < steps.size(); ++i) {
     out << "| " << steps[i].rule << " | " << format_count(steps[i].size) << " |";
-    if (explain)
-      out << " " << (i == 0 ? std::string("-") : format_count(steps[i - 1].size - steps[i].size))
-          << " |";
+    if (explain) {
+      const BigInt* before = i > 0             ? &steps[i - 1].size
+                             : with_edge_tiles ? &*with_edge_tiles
+                                               : nullptr;
+      out << " " << (before ? format_count(*before - steps[i].size) : std::string("-")) << " |";
+    }
     out << "\n";
   }
   if (sub) {
@@ -492,7 +510,10 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
         << "\n";
   }
   if (valid == 0) {
-    out << "\nthe space is empty: no mapping satisfies every constraint\n";
+    // Consistent constraints that leave nothing (contradictions are caught
+    // by `resolve` as bad input): name the rule that emptied the space.
+    const auto reason = space.empty_reason();
+    out << "\n" << reason.value_or("the mapspace is empty after constraints") << "\n";
     return kExitFailed;
   }
   return kExitOk;

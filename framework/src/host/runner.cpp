@@ -55,7 +55,14 @@ JobResult run_search(const SearchRequest& r,
       result.mapping_summary = ctx.best_mapping()->summary(*r.op, *r.arch);
     } else {
       result.status = JobStatus::kNoValidMapping;
-      result.error = ctx.evaluations() == 0
+      // A searcher that found its space empty says so; the message then
+      // names the constraint that emptied it rather than the searcher's
+      // symptom (nothing evaluated, or no sample drawn).
+      std::optional<std::string> empty;
+      if (ctx.evaluations() == 0 && outcome.stop_reason == kEmptyMapspace)
+        empty = space.empty_reason();
+      result.error = empty ? *empty
+                     : ctx.evaluations() == 0
                          ? "no mapping was evaluated (" + outcome.stop_reason + ")"
                          : "none of " + std::to_string(ctx.evaluations()) + " mappings was valid";
     }

@@ -1,0 +1,146 @@
+// Contradictory constraints are bad input (exit 2, file, line, key and
+// why), and a consistent but empty space is said to be empty, naming the
+// constraint that emptied it (issue "Mapspace at full strength", Bad input),
+// for `mapex mapspace` and for the exhaustive and random searchers.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.hpp"
+
+namespace mapex {
+namespace {
+
+using test::run_cli;
+const std::string kData = MAPEX_TEST_DATA_DIR;
+
+/// Writes a constraints file into the test work directory; returns its path.
+std::string constraints_file(const std::string& name, const std::string& text) {
+  const std::string path = std::string(MAPEX_TEST_WORK_DIR) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::vector<std::string> tiny(const std::string& command, const std::string& layer,
+                              std::vector<std::string> extra) {
+  std::vector<std::string> args{command, "--workload", kData + "/tiny_net.yaml", "--layer",
+                                layer,   "--arch",     kData + "/tiny_arch.yaml"};
+  if (command == "search") extra.insert(extra.end(), {"--searcher", "exhaustive"});
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+struct Contradiction {
+  std::string name;
+  std::string yaml;
+  std::string where;  ///< file:line of the offending entry
+  std::string why;    ///< what the message must say
+  std::string layer = "conv";
+};
+
+// The tiny chip: L1 (64 B) | PEs (2 x 2) | L2 (2 KB) | DRAM; conv has
+// K = 8, C = 4, P = Q = 4, R = S = 3.
+const std::vector<Contradiction> kContradictions = {
+    {"fanout.yaml", "levels:\n  PEs: {fixed: {K: 4, C: 2}}\n",
+     "fanout.yaml:2:", "need 8 children, more than its fan-out of 4"},
+    {"parallel.yaml", "max_parallel_dims: 1\nlevels:\n  PEs: {fixed: {K: 2, C: 2}}\n",
+     "parallel.yaml:3:", "must split 2 dimensions (K=2 x C=2) but may split at most 1"},
+    {"tile_divides.yaml", "levels:\n  L1: {fixed: {K: 3}}\n",
+     "tile_divides.yaml:2:", "tile 3 of 'K' on 'L1' does not divide the bound 8"},
+    {"split_divides.yaml", "levels:\n  PEs: {fixed: {C: 3}}\n",
+     "split_divides.yaml:2:", "split 3 of 'C' on 'PEs' does not divide the bound 4"},
+    {"split_span.yaml", "levels:\n  L1: {fixed: {C: 2}}\n  PEs: {fixed: {C: 4}}\n",
+     "split_span.yaml:3:", "spans 8, which does not divide the bound 4"},
+    {"l1_over_l2.yaml", "levels:\n  L1: {fixed: {K: 4}}\n  L2: {fixed: {K: 2}}\n",
+     "l1_over_l2.yaml:3:",
+     "tile 2 of 'K' on 'L2' is smaller than the 4 it must hold (tile 4 on 'L1')"},
+    // fc: K = 6; 3 divides it but is not a multiple of the L1 tile 2.
+    {"l2_multiple.yaml", "levels:\n  L1: {fixed: {K: 2}}\n  L2: {fixed: {K: 3}}\n",
+     "l2_multiple.yaml:3:", "tile 3 of 'K' on 'L2' is not a multiple of the 2 it holds", "fc"},
+    {"utilization.yaml", "min_utilization: 1.5\n",
+     "utilization.yaml:1:", "expected a fraction of the PEs in [0, 1]"},
+};
+
+TEST(CliConstraints, ContradictionsExitTwoWithFileKeyAndWhy) {
+  for (const auto& c : kContradictions) {
+    const std::string path = constraints_file(c.name, c.yaml);
+    for (const std::string command : {"mapspace", "search"}) {
+      const auto r = run_cli(tiny(command, c.layer, {"--constraints", path}));
+      EXPECT_EQ(r.status, 2) << command << " " << c.name << "\n" << r.out << r.err;
+      EXPECT_NE(r.err.find(c.where), std::string::npos) << command << " " << r.err;
+      EXPECT_NE(r.err.find(c.why), std::string::npos) << command << " " << r.err;
+      EXPECT_EQ(r.out, "") << command << " " << c.name;
+    }
+  }
+}
+
+TEST(CliConstraints, EdgeTilesMakeANonDividingTileConsistent) {
+  // The same fixed tile is fine once edge tiles are allowed.
+  const std::string path = constraints_file("tile_divides_edge.yaml", kContradictions[3].yaml);
+  const auto r = run_cli(tiny("mapspace", "conv", {"--constraints", path, "--edge-tiles"}));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+}
+
+TEST(CliConstraints, ConsistentFixedValuesAreAccepted) {
+  // L1 tile 2 inside L2 tile 4 with a split of 2 between: consistent.
+  const std::string path =
+      constraints_file("consistent.yaml",
+                       "levels:\n  L1: {fixed: {K: 2}}\n  PEs: {fixed: {K: 2}}\n  L2: "
+                       "{fixed: {K: 4}}\n");
+  const auto r = run_cli(tiny("mapspace", "conv", {"--constraints", path, "--no-valid-count"}));
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+}
+
+// fc with K = 6 split over K only (dMazeRunner-like) uses at most 3 of the
+// 4 PEs: asking for all 4 is consistent but leaves nothing.
+const std::vector<std::string> kUtilisationEmpty = {"--style", "dmazerunner", "--min-utilization",
+                                                    "1"};
+const std::string kUtilisationWhy =
+    "the mapspace is empty after constraints: no mapping is left once 'PE utilisation >= 1' is "
+    "applied";
+// fc with a whole C = 128 row of weights in L1 (64 B) fits no mapping: the
+// space is empty after buffer capacity only.
+const std::string kCapacityYaml = "levels:\n  L1: {fixed: {C: 128}}\n";
+const std::string kCapacityWhy =
+    "the mapspace is empty after constraints: no mapping is left once 'buffer capacity";
+
+TEST(CliConstraints, EmptyMapspaceNamesTheRuleThatEmptiedIt) {
+  const auto r = run_cli(tiny("mapspace", "fc", kUtilisationEmpty));
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find(kUtilisationWhy), std::string::npos) << r.out;
+  const std::string path = constraints_file("capacity_empty.yaml", kCapacityYaml);
+  const auto c = run_cli(tiny("mapspace", "fc", {"--constraints", path, "--format", "json"}));
+  EXPECT_EQ(c.status, 1) << c.out << c.err;
+  const auto j = nlohmann::json::parse(c.out);
+  EXPECT_EQ(j["valid"], "0");
+  EXPECT_NE(j["empty"].get<std::string>().find(kCapacityWhy), std::string::npos) << c.out;
+}
+
+TEST(CliConstraints, SearchersSayTheMapspaceIsEmpty) {
+  const std::string path = constraints_file("capacity_empty_search.yaml", kCapacityYaml);
+  for (const std::string searcher : {"exhaustive", "random"}) {
+    for (const auto& [extra, why] :
+         {std::make_pair(kUtilisationEmpty, kUtilisationWhy),
+          std::make_pair(std::vector<std::string>{"--constraints", path}, kCapacityWhy)}) {
+      auto args = tiny("mapspace", "fc", extra);
+      args[0] = "search";
+      args.insert(args.end(),
+                  {"--searcher", searcher, "--max-evaluations", "100", "--format", "json"});
+      const auto r = run_cli(args);
+      EXPECT_EQ(r.status, 1) << searcher << "\n" << r.out << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["status"], "no_valid_mapping") << searcher;
+      EXPECT_EQ(j["evaluations"], 0) << searcher;
+      EXPECT_EQ(j["stop_reason"], "empty mapspace") << searcher;
+      EXPECT_NE(j["error"].get<std::string>().find(why), std::string::npos)
+          << searcher << ": " << j["error"];
+      EXPECT_EQ(j["error"].get<std::string>().find("no mapping was evaluated"), std::string::npos);
+      EXPECT_EQ(j["error"].get<std::string>().find("draws"), std::string::npos);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mapex
