@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -146,6 +147,8 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
   std::map<std::string, int> excluded;
   std::map<std::string, std::pair<double, std::string>> worst;
   int evaluated = 0, errors = 0;
+  // MAPEX_GOLDEN_DUMP=1 lists every row and column off by more than 1%.
+  const bool dump = std::getenv("MAPEX_GOLDEN_DUMP") != nullptr;
   std::string first_error;
   for (const auto& r : rows) {
     if (r.at("status") != "ok") continue;
@@ -184,6 +187,10 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
     ++evaluated;
     const std::string why = deviation(r);
     if (!why.empty()) ++excluded[why];
+    if (dump && !why.empty())
+      std::cout << "excl " << why << " " << r.at("case_id") << "/" << name << " macs "
+                << res.num_macs << " expected " << r.at("num_macs_expected") << " runtime "
+                << res.runtime_cycles << " maestro " << r.at("runtime_cycles") << "\n";
     for (const auto& c : kColumns) {
       const double theirs = num(r, c.ref);
       if (std::isnan(theirs)) continue;
@@ -195,6 +202,9 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
         t->within1 += e <= 0.01;
         t->within10 += e <= 0.10;
       }
+      if (dump && e > 0.01 && why.empty())
+        std::cout << "off " << c.name << " " << r.at("case_id") << "/" << name << " ours "
+                  << res.*c.field << " maestro " << theirs << "\n";
       if (c.target && why.empty()) {
         Tally& t = target[c.name];
         ++t.checked;
