@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
@@ -245,13 +246,41 @@ TEST(MdcEngine, L1RequirementIsDoubleBufferedTile) {
   EXPECT_EQ(r.num_macs, 4 * 2 * 9 * 9);
 }
 
-TEST(MdcEngine, RejectsTileLargerThanDimensionInsteadOfNaN) {
+TEST(MdcEngine, TileLargerThanDimensionGivesTrueCountNotNaN) {
   // The reference case where MAESTRO reports 0 MACs and NaN throughput: an
-  // output tile of 10 columns on 9 input columns (refdata quirks).
+  // output tile of 10 columns on 9 input columns (refdata quirks). The true
+  // iteration space clips the tile to the dimension; MAESTRO's cannot, so
+  // its compatible mode refuses the layer instead of printing NaN.
   const std::string dir = std::string(MAPEX_MAESTRO_REFDATA) + "/cases/A__late_3x3__yxp_os__hw256";
   const Network net = load_mapping(dir + "/mapping.m");
   const Hardware hw = load_hardware(dir + "/hw.m");
-  EXPECT_THROW(engine::analyse(engine::compile(net.layers.at(0), hw, false)), InputError);
+  const Result r = engine::analyse(engine::compile(net.layers.at(0), hw, false));
+  EXPECT_EQ(r.num_macs, net.layers.at(0).true_macs());
+  EXPECT_GT(r.runtime_cycles, 0);
+  EXPECT_TRUE(std::isfinite(r.energy_total_macunits));
+  EXPECT_THROW(engine::analyse(engine::compile(net.layers.at(0), hw, false, true)), InputError);
+}
+
+TEST(MdcEngine, StridedTilesCountOnlyRealOutputs) {
+  // X tile of 10 input columns moving by 8 on a stride-2 3x3 layer: MAESTRO
+  // rewrites it to 9 columns moving by 8, i.e. 4 output columns, but counts
+  // 9 - 3 + 1 = 7 of them (README "Deviations").
+  const std::string text =
+      "Network n {\nLayer l {\nType: CONV\nStride { X: 2, Y: 2 }\n"
+      "Dimensions { K: 2, C: 2, R: 3, S: 3, Y: 17, X: 17 }\nDataflow {\n"
+      "SpatialMap(Sz(R),1) Y;\nTemporalMap(10,8) X;\nCluster(4, P);\n"
+      "SpatialMap(Sz(S),1) X;\n}\n}\n}\n";
+  const Network net = parse_mapping(text, "t.m");
+  Hardware hw;
+  hw.num_pes = 16;
+  const Layer& l = net.layers.at(0);
+  EXPECT_EQ(l.true_macs(), 2 * 2 * 9 * 8 * 8);
+  const Result r = engine::analyse(engine::compile(l, hw, false));
+  EXPECT_EQ(r.num_macs, l.true_macs());
+  EXPECT_EQ(r.input_l1_rd, r.num_macs);
+  EXPECT_EQ(r.output_l1_wr, r.num_macs);
+  const Result m = engine::analyse(engine::compile(l, hw, false, true));
+  EXPECT_GT(m.num_macs, r.num_macs);
 }
 
 TEST(MdcEngine, DepthwiseAndGemmAreNative) {
