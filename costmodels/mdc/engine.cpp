@@ -607,7 +607,16 @@ struct Analyser {
         std::int64_t out_size = 1;
         for (int k = 0; k < P.num_coupled[2]; ++k) {
           const int x = P.coupled[2][k];
-          out_size *= (P.conv && sliding_of(x) >= 0) ? dims[x] - dims[sliding_of(x)] + 1 : dims[x];
+          // The output tensor is read out of L2 once. MAESTRO sizes it as
+          // Y - R + 1 rows whatever the stride; its true size is
+          // (Y - R) / stride + 1 (§III-B).
+          const int s = P.conv ? sliding_of(x) : -1;
+          if (s < 0)
+            out_size *= dims[x];
+          else if (P.maestro_compat)
+            out_size *= dims[x] - dims[s] + 1;
+          else
+            out_size *= outputs_of(dims[x], dims[s], P.stride[x]);
         }
         top->l2_size[2] = 2 * egress;
         top->l2_rd[2] = out_size;
@@ -786,6 +795,7 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
     stride[kY] = layer.stride_y;
     stride[kX] = layer.stride_x;
   }
+  std::memcpy(p.stride, stride, sizeof stride);
 
   // Tensors and their coupled dimensions (MAESTRO §III, Table 1).
   auto set = [&](int t, std::initializer_list<int> dims) {

@@ -51,6 +51,7 @@ struct Plan {
   Level levels[kMaxLevels];
   int num_levels = 0;
   std::int64_t full_dims[kNumDims];  // level-0 dims incl. Y', X'
+  std::int64_t stride[kNumDims];     // the layer's stride on Y and X, 1 elsewhere
   Hardware hw;
   std::int64_t true_macs = 0;
   // false (default): the true iteration space, in which a tile of a window

