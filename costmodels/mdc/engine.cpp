@@ -10,9 +10,11 @@
 // sub-units sharing a tile, partial sums reduced across them), from which
 // come the NoC traffic, its delay (bandwidth and latency), the compute
 // delay (recursively the sub-level's runtime, or the MACs of one PE), and
-// the buffer accesses. The rules and the edge handling reproduce MAESTRO's
-// published behaviour (refdata/maestro/README.md); where MAESTRO's numbers
-// are wrong, the deviation is listed in README.md next to this file.
+// the buffer accesses. By default the cases span the true iteration space
+// (only real output positions, every spatial unit with work); with
+// Plan::maestro_compat they follow MAESTRO's published behaviour
+// (refdata/maestro/README.md), miscounts included. Each difference is
+// listed under "Deviations from MAESTRO" in README.md next to this file.
 
 #include "engine.hpp"
 
