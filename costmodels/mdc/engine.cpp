@@ -987,8 +987,10 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
       if (dim <= map) edge = 1;
       L.num_edge_sub = edge;
     }
-    compute_mapping_sizes(L, p.conv);
-    if (!p.maestro_compat) true_tile_sizes(L, p.conv);
+    if (p.maestro_compat)
+      compute_mapping_sizes(L, p.conv);
+    else
+      true_tile_sizes(L, p.conv);  // MAESTRO's sizes, then the true edges and outputs
     // The level below works on this level's tiles.
     std::int64_t lower[kNumDims];
     for (int d = 0; d < kNumDims; ++d) lower[d] = 0;

@@ -67,8 +67,9 @@ struct Plan {
 /// `maestro_compat` selects MAESTRO's iteration space (see Plan).
 Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_compat = false);
 
-/// Runs the analysis. Throws InputError when an iteration case has no work
-/// (a tile larger than its dimension), where MAESTRO prints NaN.
+/// Runs the analysis. Throws InputError when the layer gets no work: in
+/// maestro_compat mode when a tile is larger than its dimension (MAESTRO
+/// prints NaN there); in the true space only when no window fits at all.
 Result analyse(const Plan& plan);
 
 }  // namespace mapex::mdc::engine
