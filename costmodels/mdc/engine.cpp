@@ -1017,15 +1017,18 @@ Result analyse(const Plan& p) {
   out.num_macs = static_cast<double>(top.macs);
   out.true_macs = static_cast<double>(p.true_macs);
   out.runtime_cycles = static_cast<double>(r.runtime);
-  // L1 requirement: the innermost level's tiles, double-buffered; the output
-  // tile is taken over input rows/columns as MAESTRO does.
+  // L1 requirement: the innermost level's tiles, double-buffered. MAESTRO
+  // sizes the output tile over input rows/columns (a 3x3 window's one
+  // output counted as 9); the true tile counts output positions.
   const Level& inner = p.levels[p.num_levels - 1];
   double l1[3];
   for (int t = 0; t < 3; ++t) {
     std::int64_t v = 1;
     for (int k = 0; k < p.num_coupled[t]; ++k) {
       const int d = p.coupled[t][k];
-      if (inner.dir_of_dim[d] >= 0) v *= inner.mapped[d];
+      if (inner.dir_of_dim[d] < 0) continue;
+      const bool output_rows = t == 2 && p.conv && !p.maestro_compat && sliding_of(d) >= 0;
+      v *= inner.mapped[output_rows ? output_of(d) : d];
     }
     l1[t] = 2.0 * static_cast<double>(v);
   }

@@ -238,12 +238,20 @@ TEST(MdcEngine, L1RequirementIsDoubleBufferedTile) {
   const Result r = run(layer_text("K: 4, C: 2, R: 3, S: 3, Y: 5, X: 5",
                                   "SpatialMap(1,1) K;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\n"),
                        4);
-  // input C2 x Y3 x X3, filter K1 C2 R3 S3, output K1 x Y3 x X3 (MAESTRO
-  // sizes the output tile on input rows).
+  // input C2 x Y3 x X3, filter K1 C2 R3 S3, output K1 x Y'1 x X'1 (MAESTRO,
+  // and maestro_compat, size the output tile on input rows: K1 x Y3 x X3).
   EXPECT_EQ(r.input_l1_size_req, 2 * 18);
   EXPECT_EQ(r.filter_l1_size_req, 2 * 18);
-  EXPECT_EQ(r.output_l1_size_req, 2 * 9);
+  EXPECT_EQ(r.output_l1_size_req, 2 * 1);
   EXPECT_EQ(r.num_macs, 4 * 2 * 9 * 9);
+  const Network net =
+      parse_mapping(layer_text("K: 4, C: 2, R: 3, S: 3, Y: 5, X: 5",
+                               "SpatialMap(1,1) K;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\n"),
+                    "t.m");
+  Hardware hw;
+  hw.num_pes = 4;
+  EXPECT_EQ(engine::analyse(engine::compile(net.layers.at(0), hw, false, true)).output_l1_size_req,
+            2 * 9);
 }
 
 TEST(MdcEngine, TileLargerThanDimensionGivesTrueCountNotNaN) {
