@@ -49,6 +49,7 @@ const char* const kUsage =
     "  evaluate --workload W --arch A --mapping M [--layer L] [--costmodel roofline]\n"
     "           [--param k=v ...] [--format table|csv|json]\n"
     "  evaluate --maestro MAPPING.m --hw HW.m [--costmodel mdc] [--format table|csv|json]\n"
+    "           [--maestro-compat]\n"
     "  check    --workload W [--layer L]\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
