@@ -120,8 +120,9 @@ StateList true_states(const Level& L, const Dir& d, std::int64_t dim) {
   StateList out;
   const Tiles t = tiles_of(L, d, dim);
   if (!d.spatial) {
-    if (dim <= d.size) {
-      out.s[out.n++] = State{kInit, true, dim < d.size, false, 1};
+    const std::int64_t span = real_span(L, d);
+    if (dim <= span) {
+      out.s[out.n++] = State{kInit, true, dim < span, false, 1};
       return out;
     }
     out.s[out.n++] = State{kInit, false, false, false, 1};
