@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <mapex/error.hpp>
+#include <optional>
 
 namespace mapex::mdc::engine {
 namespace {
@@ -547,17 +548,18 @@ struct Analyser {
     // A sub-level reached from an edge tile of the level above works on
     // smaller dimensions than it was compiled for; its edge tiles and busy
     // units follow those dimensions (MAESTRO keeps the compiled ones).
-    Level resized;
+    // (std::optional: the copy lives on the stack and is made only when needed.)
+    std::optional<Level> resized;
     if (!P.maestro_compat) {
       bool same = true;
       for (int i = 0; i < lp->num_dirs; ++i)
         same = same && lp->dims[lp->dirs[i].dim] == dims[lp->dirs[i].dim];
       if (!same) {
-        resized = *lp;
-        for (int i = 0; i < resized.num_dirs; ++i)
-          resized.dims[resized.dirs[i].dim] = dims[resized.dirs[i].dim];
-        true_tile_sizes(resized, P.conv);
-        lp = &resized;
+        resized.emplace(*lp);
+        for (int i = 0; i < resized->num_dirs; ++i)
+          resized->dims[resized->dirs[i].dim] = dims[resized->dirs[i].dim];
+        true_tile_sizes(*resized, P.conv);
+        lp = &*resized;
       }
     }
     const Level& L = *lp;
