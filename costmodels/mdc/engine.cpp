@@ -10,9 +10,11 @@
 // sub-units sharing a tile, partial sums reduced across them), from which
 // come the NoC traffic, its delay (bandwidth and latency), the compute
 // delay (recursively the sub-level's runtime, or the MACs of one PE), and
-// the buffer accesses. The rules and the edge handling reproduce MAESTRO's
-// published behaviour (refdata/maestro/README.md); where MAESTRO's numbers
-// are wrong, the deviation is listed in README.md next to this file.
+// the buffer accesses. By default the cases span the true iteration space
+// (only real output positions, every spatial unit with work); with
+// Plan::maestro_compat they follow MAESTRO's published behaviour
+// (refdata/maestro/README.md), miscounts included. Each difference is
+// listed under "Deviations from MAESTRO" in README.md next to this file.
 
 #include "engine.hpp"
 
@@ -20,6 +22,7 @@
 #include <cmath>
 #include <cstring>
 #include <mapex/error.hpp>
+#include <optional>
 
 namespace mapex::mdc::engine {
 namespace {
@@ -41,6 +44,55 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b !=
 int sliding_of(int d) { return d == kY ? kR : (d == kX ? kS : -1); }
 int output_of(int d) { return d == kY ? kYo : (d == kX ? kXo : d); }
 
+// Output positions whose window lies in `rows` input rows (or columns) when
+// the filter tile is `filter` and consecutive windows start `stride` rows
+// apart: the paper's output size (Y - R) / stride + 1 (§III-B, Table 1),
+// applied to a tile. MAESTRO uses `rows - filter + 1` whatever the stride.
+std::int64_t outputs_of(std::int64_t rows, std::int64_t filter, std::int64_t stride) {
+  return rows >= filter ? (rows - filter) / stride + 1 : 0;
+}
+
+// The smallest tile of dimension `d` that has work at level `L`: a window
+// dimension needs the rows of one filter tile, any other dimension one index.
+std::int64_t min_work(const Level& L, int d) {
+  const int s = sliding_of(d);
+  return s < 0 ? 1 : std::max<std::int64_t>(L.mapped[s], 1);
+}
+
+// Tiles of a directive over `dim` indices: how many full tiles fit, and
+// whether indices past the last full tile are left that hold work (for a
+// window dimension, one more output position: `work` = the filter tile).
+struct Tiles {
+  std::int64_t full = 0;
+  std::int64_t edge = 0;  // indices from the next tile position to the end
+  bool partial = false;
+};
+Tiles tiles_of(std::int64_t dim, std::int64_t map, std::int64_t ofs, std::int64_t work,
+               bool window) {
+  Tiles t;
+  t.full = dim >= map ? (dim - map) / ofs + 1 : 0;
+  t.edge = dim - t.full * ofs;
+  const bool uncovered = t.full == 0 ? dim > 0 : (t.full - 1) * ofs + map < dim;
+  t.partial = window ? t.edge >= work && t.edge > 0 && t.edge < map : uncovered;
+  return t;
+}
+// Input rows a tile of a window dimension really spans. With a filter
+// smaller than the stride, MAESTRO's rewrite packs the o windows of a tile
+// into o*R rows while the tile moves by o*s; at the top level the tile still
+// starts at real input rows, so whether it fits is decided on its real span
+// (o-1)*s + R (else a tile past the end would claim o outputs).
+std::int64_t real_span(const Level& L, const Dir& d) {
+  const int s = sliding_of(d.dim);
+  if (s < 0 || L.edge_stride[d.dim] == L.out_stride[d.dim]) return d.size;
+  const std::int64_t r = std::max<std::int64_t>(L.mapped[s], 1);
+  return (std::max<std::int64_t>(d.size / r, 1) - 1) * L.edge_stride[d.dim] + r;
+}
+Tiles tiles_of(const Level& L, const Dir& d, std::int64_t dim) {
+  return tiles_of(dim, real_span(L, d), d.offset, min_work(L, d.dim), sliding_of(d.dim) >= 0);
+}
+
+void compute_mapping_sizes(Level& L, bool conv);
+
 // ---- iteration states (§IV-B) ------------------------------------------------
 
 enum Pos : std::uint8_t { kInit, kSteady, kEdge };
@@ -59,6 +111,89 @@ struct StateList {
   int n = 0;
 };
 
+// The true iteration states (maestro_compat off). They differ from
+// MAESTRO's in two ways: an edge step whose remainder holds no output
+// window is no case at all (MAESTRO analyses it with zero or negative
+// output rows), and a spatial edge step keeps every unit with work, full
+// ones and the partial one (MAESTRO drops one full unit when the last is
+// partial). The first spatial step's flags are MAESTRO's.
+StateList true_states(const Level& L, const Dir& d, std::int64_t dim) {
+  StateList out;
+  const Tiles t = tiles_of(L, d, dim);
+  if (!d.spatial) {
+    const std::int64_t span = real_span(L, d);
+    if (dim <= span) {
+      out.s[out.n++] = State{kInit, true, dim < span, false, 1};
+      return out;
+    }
+    out.s[out.n++] = State{kInit, false, false, false, 1};
+    if (t.full > 1) out.s[out.n++] = State{kSteady, false, false, false, t.full - 1};
+    if (t.partial) out.s[out.n++] = State{kEdge, false, false, false, 1};
+    return out;
+  }
+  const std::int64_t n = L.num_sub;
+  const std::int64_t coverage = real_span(L, d) + d.offset * (n - 1);
+  if (dim <= coverage) {
+    const bool edge = dim < coverage;
+    out.s[out.n++] = State{kInit, true, edge, edge, 1};
+    return out;
+  }
+  const std::int64_t steps = t.full / n;
+  out.s[out.n++] = State{kInit, false, false, false, 1};
+  if (steps > 1) out.s[out.n++] = State{kSteady, false, false, false, steps - 1};
+  if (t.full + (t.partial ? 1 : 0) > steps * n)
+    out.s[out.n++] = State{kEdge, false, false, t.partial, 1};
+  return out;
+}
+
+// Tile sizes of the true iteration space for the level's current `dims`,
+// starting from MAESTRO's (compute_mapping_sizes): an output tile counts
+// the window positions its stride reaches (§III-B) instead of MAESTRO's
+// `rows - filter + 1`, an edge tile exists only when it holds work, and a
+// spatial edge step has as many busy units as tiles with work remain.
+void true_tile_sizes(Level& L, bool conv) {
+  compute_mapping_sizes(L, conv);
+  for (int i = 0; i < L.num_dirs; ++i) {
+    const Dir& d = L.dirs[i];
+    const Tiles t = tiles_of(L, d, L.dims[d.dim]);
+    if (t.partial) {
+      L.mapped_edge[d.dim] = t.edge;
+      L.unique_edge[d.dim] =
+          std::max<std::int64_t>(t.edge - std::max<std::int64_t>(d.size - d.offset, 0), 0);
+    } else if (L.dims[d.dim] >= d.size) {
+      L.mapped_edge[d.dim] = d.size;
+    }
+  }
+  if (conv) {
+    for (int i = 0; i < L.num_dirs; ++i) {
+      const Dir& d = L.dirs[i];
+      const int s = sliding_of(d.dim);
+      if (s < 0) continue;
+      const int o = output_of(d.dim);
+      const std::int64_t step = std::max<std::int64_t>(d.offset / L.out_stride[d.dim], 1);
+      L.mapped[o] = outputs_of(d.size, L.mapped[s], L.out_stride[d.dim]);
+      L.unique[o] = std::min(L.mapped[o], step);
+      L.mapped_edge[o] = outputs_of(L.mapped_edge[d.dim], L.mapped_edge[s], L.edge_stride[d.dim]);
+      // A packed edge tile (filter < stride) holds only its windows' rows.
+      if (L.edge_stride[d.dim] != L.out_stride[d.dim] && L.mapped_edge[d.dim] != d.size)
+        L.mapped_edge[d.dim] = L.mapped_edge[o] * L.mapped_edge[s];
+      L.unique_edge[o] = std::max<std::int64_t>(
+          L.mapped_edge[o] - std::max<std::int64_t>(L.mapped[o] - step, 0), 0);
+    }
+  }
+  int spatial = -1;
+  for (int i = 0; i < L.num_dirs && spatial < 0; ++i)
+    if (L.dirs[i].spatial) spatial = i;
+  if (spatial < 0) return;
+  const Dir& d = L.dirs[spatial];
+  const Tiles t = tiles_of(L, d, L.dims[d.dim]);
+  const std::int64_t total = t.full + (t.partial ? 1 : 0);
+  const std::int64_t busy = total <= L.num_sub ? total : total - (t.full / L.num_sub) * L.num_sub;
+  L.num_edge_sub = std::max<std::int64_t>(busy, 1);
+  L.has_partial = t.partial;
+}
+
+// MAESTRO's iteration states (maestro_compat on).
 StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
   StateList out;
   const std::int64_t map = d.size, ofs = d.offset;
@@ -95,6 +230,10 @@ struct Case {
   const Plan& P;
   const Level& L;
   const State* st[kMaxDirectives];
+  // In MAESTRO's iteration space a spatial edge with one busy unit gives
+  // that unit the edge tile even when it is full; in the true one only the
+  // partial unit (edge_pe) has the edge tile.
+  bool single_edge_unit() const { return P.maestro_compat && L.num_edge_sub == 1; }
 
   bool coupled(int t, int d) const {
     for (int i = 0; i < P.num_coupled[t]; ++i)
@@ -112,7 +251,7 @@ struct Case {
       if (!d.spatial) {
         v *= edge(i) ? L.mapped_edge[d.dim] : L.mapped[d.dim];
       } else if (edge(i)) {
-        if (L.num_edge_sub == 1) {
+        if (single_edge_unit()) {
           if (first || edge_pe) v *= L.mapped_edge[d.dim];
         } else {
           v *= edge_pe ? L.mapped_edge[d.dim] : L.mapped[d.dim];
@@ -188,10 +327,12 @@ struct Case {
             v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
             break;
           case kEdge:
-            if (L.num_edge_sub == 1) {
+            if (single_edge_unit()) {
               if (first || edge_pe) v *= L.mapped_edge[x];
+            } else if (edge_pe) {
+              v *= (first && !P.maestro_compat) ? L.mapped_edge[x] : L.unique_edge[x];
             } else {
-              v *= edge_pe ? L.unique_edge[x] : (first ? L.mapped[x] : unique_or_one(L.unique[x]));
+              v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
             }
             break;
         }
@@ -219,7 +360,7 @@ struct Case {
       switch (st[i]->pos) {
         case kInit:
           if (edge(i) && edge_pe) {
-            if (L.num_edge_sub == 1)
+            if (single_edge_unit() || (first && !P.maestro_compat))
               v *= L.mapped_edge[a];
             else
               v *= reuse_at_edge ? L.unique_edge[a] : L.mapped_edge[a];
@@ -231,12 +372,14 @@ struct Case {
           v *= first ? L.mapped[a] : unique_or_one(L.unique[a]);
           break;
         case kEdge:
-          if (L.num_edge_sub == 1) {
+          if (single_edge_unit()) {
             // MAESTRO takes the input-space edge tile here (not the output
-            // one); kept because its outputs depend on it.
+            // one): README "Deviations", spatial edges.
             if (first || edge_pe) v *= L.mapped_edge[x];
+          } else if (edge_pe) {
+            v *= (first && !P.maestro_compat) ? L.mapped_edge[a] : L.unique_edge[a];
           } else {
-            v *= edge_pe ? L.unique_edge[a] : (first ? L.mapped[a] : unique_or_one(L.unique[a]));
+            v *= first ? L.mapped[a] : unique_or_one(L.unique[a]);
           }
           break;
       }
@@ -295,13 +438,20 @@ struct Case {
   }
   // Partial sums on the critical path: those of the first (fullest) unit.
   std::int64_t critical_psums() const {
-    const Spatial s = spatial_of(2, false);
+    const Spatial s = spatial_of(2, !P.maestro_compat);
     if (s.edge && L.num_edge_sub == 1 && s.edge_pe) return pe_egress(true, true, true);
     return pe_egress(true, true, false);
   }
   // MACs over all sub-units in this case.
   std::int64_t all_psums() const {
     const Spatial s = spatial_of(2, true);
+    // True count: every busy unit's distinct work (a unit whose tile
+    // overlaps its neighbour's adds only the new outputs and reductions).
+    // MAESTRO's first spatial step flags its last unit as an edge unit even
+    // when its tile is full; only a real partial tile reduces the work.
+    if (!P.maestro_compat)
+      return over_units(
+          s, [&](bool first, bool ep) { return pe_egress(true, first, ep && L.has_partial); }, 0);
     if (!s.edge) return L.num_sub * pe_egress(true, true, false);
     std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? pe_egress(true, true, true)
                                                         : pe_egress(true, true, false);
@@ -383,7 +533,7 @@ struct Analyser {
       if (!d.spatial) {
         if (s.is_edge()) v = L.mapped_edge[d.dim];
       } else if ((s.pos == kInit && s.is_edge()) || s.pos == kEdge) {
-        if (L.num_edge_sub == 1 || edge_pe) v = L.mapped_edge[d.dim];
+        if (c.single_edge_unit() || edge_pe) v = L.mapped_edge[d.dim];
       }
       out[d.dim] = v;
     }
@@ -394,12 +544,32 @@ struct Analyser {
   }
 
   SubResult level(int li, const std::int64_t* dims, Top* top) {
-    const Level& L = P.levels[li];
+    const Level* lp = &P.levels[li];
+    // A sub-level reached from an edge tile of the level above works on
+    // smaller dimensions than it was compiled for; its edge tiles and busy
+    // units follow those dimensions (MAESTRO keeps the compiled ones).
+    // (std::optional: the copy lives on the stack and is made only when needed.)
+    std::optional<Level> resized;
+    if (!P.maestro_compat) {
+      bool same = true;
+      for (int i = 0; i < lp->num_dirs; ++i)
+        same = same && lp->dims[lp->dirs[i].dim] == dims[lp->dirs[i].dim];
+      if (!same) {
+        resized.emplace(*lp);
+        for (int i = 0; i < resized->num_dirs; ++i)
+          resized->dims[resized->dirs[i].dim] = dims[resized->dirs[i].dim];
+        true_tile_sizes(*resized, P.conv);
+        lp = &*resized;
+      }
+    }
+    const Level& L = *lp;
     const bool innermost = li == P.num_levels - 1;
     StateList lists[kMaxDirectives];
     std::int64_t total_cases = 1;
     for (int i = 0; i < L.num_dirs; ++i) {
-      lists[i] = directive_states(L, L.dirs[i], dims[L.dirs[i].dim]);
+      const std::int64_t dim = dims[L.dirs[i].dim];
+      lists[i] =
+          P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, L.dirs[i], dim);
       total_cases *= lists[i].n;
     }
     int first_spatial = -1;
@@ -442,7 +612,16 @@ struct Analyser {
         std::int64_t out_size = 1;
         for (int k = 0; k < P.num_coupled[2]; ++k) {
           const int x = P.coupled[2][k];
-          out_size *= (P.conv && sliding_of(x) >= 0) ? dims[x] - dims[sliding_of(x)] + 1 : dims[x];
+          // The output tensor is read out of L2 once. MAESTRO sizes it as
+          // Y - R + 1 rows whatever the stride; its true size is
+          // (Y - R) / stride + 1 (§III-B).
+          const int s = P.conv ? sliding_of(x) : -1;
+          if (s < 0)
+            out_size *= dims[x];
+          else if (P.maestro_compat)
+            out_size *= dims[x] - dims[s] + 1;
+          else
+            out_size *= outputs_of(dims[x], dims[s], P.stride[x]);
         }
         top->l2_size[2] = 2 * egress;
         top->l2_rd[2] = out_size;
@@ -514,9 +693,17 @@ struct Analyser {
         const std::int64_t in_off = (top->l2_size[0] + top->l2_size[1]) / P.hw.offchip_bw / 2;
         const std::int64_t out_off = top->l2_size[2] / P.hw.offchip_bw / 2;
         outstanding = std::max(in_off, std::max(outstanding, out_off));
-        std::int64_t req = std::max(top->offchip, top->l2_size[2] / compute_nz);
-        req = std::max(req, (top->l2_size[0] + top->l2_size[1]) / compute_nz);
-        top->offchip = req / 2;
+        std::int64_t req = std::max(top->l2_size[2] / compute_nz,
+                                    (top->l2_size[0] + top->l2_size[1]) / compute_nz);
+        if (P.maestro_compat) {
+          // MAESTRO halves its running maximum once per case, so the result
+          // depends on the order of the cases.
+          top->offchip = std::max(top->offchip, req) / 2;
+        } else {
+          // The refill rate needed by the busiest case, halved once because
+          // the double-buffered L2 tile refills over two compute steps.
+          top->offchip = std::max(top->offchip, req);
+        }
       }
       runtime += occ * outstanding;
       if (top) top->macs += occ * psums_all;
@@ -539,6 +726,7 @@ struct Analyser {
     if (top && occurrences > 0) {
       const long double n = static_cast<long double>(occurrences);
       top->avg_bw /= n;
+      if (!P.maestro_compat) top->offchip /= 2;
       top->ingress_avg /= n;
       top->egress_avg /= n;
       top->compute_avg /= n;
@@ -579,8 +767,9 @@ void compute_mapping_sizes(Level& L, bool conv) {
 
 }  // namespace
 
-Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
+Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_compat) {
   Plan p;
+  p.maestro_compat = maestro_compat;
   p.type = layer.type;
   p.conv = layer.type != LayerType::kGemm;
   p.hw = hw;
@@ -611,6 +800,7 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
     stride[kY] = layer.stride_y;
     stride[kX] = layer.stride_x;
   }
+  std::memcpy(p.stride, stride, sizeof stride);
 
   // Tensors and their coupled dimensions (MAESTRO §III, Table 1).
   auto set = [&](int t, std::initializer_list<int> dims) {
@@ -745,11 +935,16 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
     }
     // Stride (MAESTRO's outer stride): an input-row map covering at least a
     // filter becomes o output rows: size o*min(s,R) + max(R-s,0), offset o*s.
+    // With R < s the rows of each output are packed together, so below the
+    // top level consecutive windows are R rows apart, not s.
+    for (int d = 0; d < kNumDims; ++d) L.out_stride[d] = L.edge_stride[d] = 1;
     for (int i = 0; i < L.num_dirs && p.conv; ++i) {
       Dir& d = L.dirs[i];
       const int s_dim = sliding_of(d.dim);
       if (s_dim < 0 || stride[d.dim] == 1) continue;
       const std::int64_t s = stride[d.dim], r = p.full_dims[s_dim];
+      L.out_stride[d.dim] = r < s ? r : s;
+      L.edge_stride[d.dim] = g == 0 ? s : L.out_stride[d.dim];
       if (d.size < r) continue;
       const std::int64_t o = (d.size + s - r) / s;
       d.size = o * std::min(s, r) + std::max<std::int64_t>(r - s, 0);
@@ -795,7 +990,10 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch) {
       if (dim <= map) edge = 1;
       L.num_edge_sub = edge;
     }
-    compute_mapping_sizes(L, p.conv);
+    if (p.maestro_compat)
+      compute_mapping_sizes(L, p.conv);
+    else
+      true_tile_sizes(L, p.conv);  // MAESTRO's sizes, then the true edges and outputs
     // The level below works on this level's tiles.
     std::int64_t lower[kNumDims];
     for (int d = 0; d < kNumDims; ++d) lower[d] = 0;
@@ -822,15 +1020,18 @@ Result analyse(const Plan& p) {
   out.num_macs = static_cast<double>(top.macs);
   out.true_macs = static_cast<double>(p.true_macs);
   out.runtime_cycles = static_cast<double>(r.runtime);
-  // L1 requirement: the innermost level's tiles, double-buffered; the output
-  // tile is taken over input rows/columns as MAESTRO does.
+  // L1 requirement: the innermost level's tiles, double-buffered. MAESTRO
+  // sizes the output tile over input rows/columns (a 3x3 window's one
+  // output counted as 9); the true tile counts output positions.
   const Level& inner = p.levels[p.num_levels - 1];
   double l1[3];
   for (int t = 0; t < 3; ++t) {
     std::int64_t v = 1;
     for (int k = 0; k < p.num_coupled[t]; ++k) {
       const int d = p.coupled[t][k];
-      if (inner.dir_of_dim[d] >= 0) v *= inner.mapped[d];
+      if (inner.dir_of_dim[d] < 0) continue;
+      const bool output_rows = t == 2 && p.conv && !p.maestro_compat && sliding_of(d) >= 0;
+      v *= inner.mapped[output_rows ? output_of(d) : d];
     }
     l1[t] = 2.0 * static_cast<double>(v);
   }

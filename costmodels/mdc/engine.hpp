@@ -31,9 +31,15 @@ struct Level {
   std::int64_t dims[kNumDims];    // the level's dimension sizes
   std::int64_t num_sub = 1;       // sub-units (PEs or sub-clusters)
   std::int64_t num_edge_sub = 1;  // sub-units busy in a spatial edge step
+  bool has_partial = false;       // true iteration space: the last busy unit's tile is partial
   // Tile sizes per dimension: mapped, unique (new per step), and the same
   // at the dimension's edge (MAESTRO §IV-A, temporal/spatial reuse).
   std::int64_t mapped[kNumDims], unique[kNumDims], mapped_edge[kNumDims], unique_edge[kNumDims];
+  // Stride of a window dimension (Y, X) inside this level's tiles, for a
+  // full tile and for the edge tile: the layer's stride, or the filter size
+  // where MAESTRO's stride rewrite packs each output's rows together
+  // (filter < stride, below the top level). 1 for other dimensions.
+  std::int64_t out_stride[kNumDims], edge_stride[kNumDims];
 };
 
 struct Plan {
@@ -45,17 +51,25 @@ struct Plan {
   Level levels[kMaxLevels];
   int num_levels = 0;
   std::int64_t full_dims[kNumDims];  // level-0 dims incl. Y', X'
+  std::int64_t stride[kNumDims];     // the layer's stride on Y and X, 1 elsewhere
   Hardware hw;
   std::int64_t true_macs = 0;
+  // false (default): the true iteration space, in which a tile of a window
+  // dimension produces only the output positions its stride reaches and a
+  // spatial edge step keeps every unit that has work. true: MAESTRO's own
+  // iteration space and numbers (README "Deviations from MAESTRO").
+  bool maestro_compat = false;
 };
 
 /// Builds the plan. `batch` says whether the tensors carry N (MAESTRO decides
 /// this per layer type from the first layer of that type in a network).
 /// Throws InputError on directives the analysis cannot represent.
-Plan compile(const Layer& layer, const Hardware& hw, bool batch);
+/// `maestro_compat` selects MAESTRO's iteration space (see Plan).
+Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_compat = false);
 
-/// Runs the analysis. Throws InputError when an iteration case has no work
-/// (a tile larger than its dimension), where MAESTRO prints NaN.
+/// Runs the analysis. Throws InputError when the layer gets no work: in
+/// maestro_compat mode when a tile is larger than its dimension (MAESTRO
+/// prints NaN there); in the true space only when no window fits at all.
 Result analyse(const Plan& plan);
 
 }  // namespace mapex::mdc::engine

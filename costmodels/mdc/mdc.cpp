@@ -23,8 +23,9 @@ struct Energy {
 
 class BoundMdc final : public mapex::BoundCostModel {
  public:
-  BoundMdc(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity)
-      : op_(op), arch_(arch), check_capacity_(check_capacity) {
+  BoundMdc(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity,
+           bool maestro_compat)
+      : op_(op), arch_(arch), check_capacity_(check_capacity), maestro_compat_(maestro_compat) {
     for (int i = 0; i < arch.num_levels(); ++i)
       if (arch.levels()[static_cast<std::size_t>(i)].kind == mapex::LevelKind::kBuffer) {
         if (l1_ < 0) l1_ = i;
@@ -37,8 +38,8 @@ class BoundMdc final : public mapex::BoundCostModel {
     Result r;
     try {
       const auto lowered = mapex::mdc::from_mapping(op_, arch_, mapping);
-      const auto plan =
-          mapex::mdc::engine::compile(lowered.layer, lowered.hardware, op_.find_dim("N") >= 0);
+      const auto plan = mapex::mdc::engine::compile(lowered.layer, lowered.hardware,
+                                                    op_.find_dim("N") >= 0, maestro_compat_);
       r = mapex::mdc::engine::analyse(plan);
     } catch (const mapex::InputError& e) {
       return mapex::Metrics::invalid(std::string("mdc: ") + e.problem());
@@ -120,18 +121,21 @@ class BoundMdc final : public mapex::BoundCostModel {
   const mapex::Operator& op_;
   const mapex::Architecture& arch_;
   bool check_capacity_;
+  bool maestro_compat_;
   int l1_ = -1, l2_ = -1;
 };
 
 class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator {
  public:
-  explicit Mdc(const mapex::Params& params) : check_capacity_(params.get_bool("check_capacity")) {}
+  explicit Mdc(const mapex::Params& params)
+      : check_capacity_(params.get_bool("check_capacity")),
+        maestro_compat_(params.get_bool("maestro_compat")) {}
   std::unique_ptr<mapex::BoundCostModel> bind(const mapex::Operator& op,
                                               const mapex::Architecture& arch) const override {
-    return std::make_unique<BoundMdc>(op, arch, check_capacity_);
+    return std::make_unique<BoundMdc>(op, arch, check_capacity_, maestro_compat_);
   }
   Result evaluate_directives(const mapex::mdc::Layer& layer, const Hardware& hw) const override {
-    const auto plan = mapex::mdc::engine::compile(layer, hw, layer.dim("N") > 0);
+    const auto plan = mapex::mdc::engine::compile(layer, hw, layer.dim("N") > 0, maestro_compat_);
     Result r = mapex::mdc::engine::analyse(plan);
     r.layer_name = layer.name;
     return r;
@@ -139,12 +143,16 @@ class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator
 
  private:
   bool check_capacity_;
+  bool maestro_compat_;
 };
 
 const mapex::ParamSpec kParams[] = {
     {"check_capacity", mapex::ParamType::kBool, "true",
      "Mark canonical mappings whose double-buffered tiles overflow L1 or L2 invalid (MAESTRO "
      "itself only warns)."},
+    {"maestro_compat", mapex::ParamType::kBool, "false",
+     "Reproduce MAESTRO's own numbers (its iteration space, including its miscounts on strided "
+     "layers and its order-dependent off-chip bandwidth) instead of the true ones."},
 };
 
 mapex::CostModel* make(const mapex::Params& params) { return new Mdc(params); }

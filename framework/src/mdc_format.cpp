@@ -57,6 +57,7 @@ namespace {
 struct Token {
   std::string text;
   int line = 0;
+  bool negative = false;  ///< written with a leading '-' (a separator for MAESTRO)
 };
 
 // MAESTRO splits on blanks and the characters , - > ( ) : ; and a token
@@ -65,9 +66,11 @@ std::vector<Token> tokenize(const std::string& text) {
   std::vector<Token> out;
   int line = 1;
   std::string cur;
+  bool negative = false;
   auto flush = [&] {
-    if (!cur.empty()) out.push_back({cur, line});
+    if (!cur.empty()) out.push_back({cur, line, negative});
     cur.clear();
+    negative = false;
   };
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -80,6 +83,11 @@ std::vector<Token> tokenize(const std::string& text) {
     if (c == '\n') {
       flush();
       ++line;
+    } else if (c == '-' && cur.empty() && i + 1 < text.size() &&
+               std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
+      // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
+      // remembers it so that a negative size or offset is reported.
+      negative = true;
     } else if (c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '-' || c == '>' || c == '(' ||
                c == ')' || c == ':' || c == ';') {
       flush();
@@ -231,6 +239,7 @@ class Parser {
            "expected a positive integer, a Constant or Sz(DIM) as " + key + ", got '" + t.text +
                "'");
     }
+    if (t.negative) v = -v;
     if (v <= 0) fail(t, key, "expected a positive " + key + ", got " + std::to_string(v));
     return v;
   }

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
+#include <vector>
 
 #include "cli_runner.hpp"
 
@@ -88,6 +91,7 @@ TEST(CliMaestro, BadInputExitsTwoWithFileAndLine) {
       "cluster.m", kHeader + "SpatialMap(1,1) K;\nCluster(512, P);\nSpatialMap(1,1) C;\n}\n}\n}\n");
   e = expect_bad({"evaluate", "--maestro", cluster, "--hw", hw});
   EXPECT_NE(e.find("cluster.m:7:"), std::string::npos) << e;
+  EXPECT_NE(e.find("clusters of 512 PEs exceed the 256 PEs"), std::string::npos) << e;
   const std::string badhw = write("bad_hw.m", "num_pes: 16\nnoc_bandwidth: 4\n");
   e = expect_bad({"evaluate", "--maestro", kCase + "/mapping.m", "--hw", badhw});
   EXPECT_NE(e.find("bad_hw.m:2:"), std::string::npos) << e;
@@ -96,6 +100,116 @@ TEST(CliMaestro, BadInputExitsTwoWithFileAndLine) {
   e = expect_bad(
       {"evaluate", "--maestro", kCase + "/mapping.m", "--hw", hw, "--costmodel", "roofline"});
   EXPECT_NE(e.find("cannot evaluate MAESTRO directives"), std::string::npos) << e;
+}
+
+TEST(CliMaestro, MalformedFilesNameFileLineAndExpectation) {
+  const std::string hw = kCase + "/hw.m";
+  struct Bad {
+    const char* file;
+    std::string text;
+    const char* where;     // file:line
+    const char* expected;  // what the message says was expected
+  };
+  const std::string conv = "Network n {\nLayer l {\nType: CONV\n";
+  const std::string dims = "Dimensions { K: 4, C: 4, R: 3, S: 3, Y: 8, X: 8 }\n";
+  const std::string tail = "}\n}\n}\n";
+  const Bad cases[] = {
+      {"type.m", "Network n {\nLayer l {\nType: CONV3D\n" + dims + "Dataflow {\n" + tail,
+       ":3:", "unknown layer type 'CONV3D'; expected CONV, DSCONV, NGCONV, TRCONV or GEMM"},
+      {"nodims.m", conv + "}\n}\n", ":2:", "layer 'l' has no Dimensions"},
+      {"nodims_flow.m", conv + "Dataflow {\nSpatialMap(1,1) K;\n" + tail,
+       ":4:", "Dimensions must come before Dataflow"},
+      {"unknown_dim.m",
+       conv + dims + "Dataflow {\nSpatialMap(1,1) K;\nTemporalMap(1,1) Q;\n" + tail,
+       ":7:", "directive on unknown dimension 'Q'"},
+      {"zero_size.m", conv + dims + "Dataflow {\nSpatialMap(0,1) K;\n" + tail,
+       ":6:", "expected a positive size, got 0"},
+      {"zero_offset.m", conv + dims + "Dataflow {\nSpatialMap(1,0) K;\n" + tail,
+       ":6:", "expected a positive offset, got 0"},
+      {"negative_size.m",
+       conv + dims + "Dataflow {\nSpatialMap(1,1) K;\nTemporalMap(-2,1) C;\n" + tail,
+       ":7:", "expected a positive size, got -2"},
+      {"negative_offset.m", conv + dims + "Dataflow {\nSpatialMap(1, -1) K;\n" + tail,
+       ":6:", "expected a positive offset, got -1"},
+      {"negative_dim.m", conv + "Dimensions { K: -4, C: 4, R: 3, S: 3, Y: 8, X: 8 }\n" + tail,
+       ":4:", "expected a positive dimension size, got -4"},
+      {"third_spatial.m",
+       conv + dims + "Dataflow {\nSpatialMap(1,1) K;\nSpatialMap(1,1) C;\nSpatialMap(3,1) Y;\n" +
+           tail,
+       ":8:", "a third SpatialMap in cluster level 0; expected one or two per level"},
+      {"big_cluster.m",
+       conv + dims + "Dataflow {\nSpatialMap(1,1) K;\nCluster(512, P);\nSpatialMap(1,1) C;\n" +
+           tail,
+       ":7:", "clusters of 512 PEs exceed the 256 PEs of the hardware"},
+  };
+  for (const auto& b : cases) {
+    const std::string path = write(b.file, b.text);
+    const std::string e = expect_bad({"evaluate", "--maestro", path, "--hw", hw});
+    EXPECT_NE(e.find(std::string(b.file) + b.where), std::string::npos) << b.file << ": " << e;
+    EXPECT_NE(e.find(b.expected), std::string::npos) << b.file << ": " << e;
+  }
+}
+
+TEST(CliMaestro, CasesMaestroCrashesOnOrRejectsGiveErrorOrTrueNumbers) {
+  // Every reference case MAESTRO did not complete (refdata cases.csv: SIGFPE,
+  // "Invalid mapping", DSCONV with a K directive, a cluster larger than the
+  // PEs): mapex answers with exit 2 and a message naming the mapping file and
+  // line, or with finite numbers whose MAC count is the layer's; never a
+  // crash or NaN.
+  std::ifstream in(std::string(MAPEX_MAESTRO_REFDATA) + "/cases.csv");
+  std::string line;
+  std::getline(in, line);
+  int cases = 0;
+  while (std::getline(in, line)) {
+    const std::string id = line.substr(0, line.find(','));
+    if (line.find(",ok,") != std::string::npos) continue;
+    ++cases;
+    const std::string dir = std::string(MAPEX_MAESTRO_REFDATA) + "/cases/" + id;
+    const auto r = run_cli(
+        {"evaluate", "--maestro", dir + "/mapping.m", "--hw", dir + "/hw.m", "--format", "csv"});
+    ASSERT_TRUE(r.status == 0 || r.status == 2) << id << ": exit " << r.status << " " << r.err;
+    if (r.status == 2) {
+      EXPECT_EQ(r.err.rfind("mapex: error: " + dir + "/mapping.m:", 0), 0u) << id << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << id << ": " << r.err;
+      continue;
+    }
+    EXPECT_EQ(r.out.find("nan"), std::string::npos) << id;
+    EXPECT_EQ(r.out.find("inf"), std::string::npos) << id;
+    std::istringstream rows(r.out);
+    std::string row;
+    std::getline(rows, row);  // header: layer_name,num_macs,...,true_macs at column 21
+    while (std::getline(rows, row)) {
+      std::vector<std::string> cells;
+      std::istringstream cs(row);
+      for (std::string c; std::getline(cs, c, ',');) cells.push_back(c);
+      ASSERT_GT(cells.size(), 21u) << id << ": " << row;
+      EXPECT_EQ(cells[1], cells[21]) << id << ": MACs differ from the layer's: " << row;
+      EXPECT_GT(std::stod(cells[2]), 0) << id << ": " << row;
+    }
+  }
+  EXPECT_EQ(cases, 7);
+}
+
+TEST(CliMaestro, CompatFlagReproducesMaestrosStridedMacCount) {
+  // yxp_os on a stride-2 layer: MAESTRO counts 202309632 MACs, the layer
+  // has 115605504 (refdata index.csv, num_macs vs num_macs_expected).
+  const std::string dir =
+      std::string(MAPEX_MAESTRO_REFDATA) + "/cases/A__resnet_3x3_s2__yxp_os__hw256";
+  const std::vector<std::string> args = {
+      "evaluate", "--maestro", dir + "/mapping.m", "--hw", dir + "/hw.m", "--format", "csv"};
+  auto r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("resnet_3x3_s2,115605504,"), std::string::npos) << r.out;
+  auto compat = args;
+  compat.push_back("--maestro-compat");
+  r = run_cli(compat);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("resnet_3x3_s2,202309632,1261579,"), std::string::npos) << r.out;
+  compat.back() = "--param";
+  compat.push_back("maestro_compat=true");
+  r = run_cli(compat);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("resnet_3x3_s2,202309632,"), std::string::npos) << r.out;
 }
 
 TEST(CliCheck, ConformableAndNot) {

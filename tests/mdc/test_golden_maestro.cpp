@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -112,12 +113,48 @@ double rel_error(double ours, double theirs) {
   return std::fabs(ours - theirs) / std::max(std::fabs(theirs), 1e-12);
 }
 
-// Why MAESTRO's number for this row is not the true one, or nothing. Rules
-// only: every one is decidable from the reference row itself.
-std::string deviation(const Row& r) {
-  if (num(r, "num_macs") != num(r, "num_macs_expected"))
-    return "maestro_mac_count";  // README quirks: strided maps double-count
+// Why MAESTRO's numbers for this row are not the true ones, or nothing.
+// Rules only, each decidable from the reference row and the layer's own
+// directives (costmodels/mdc/README.md, "Deviations from MAESTRO"):
+// - maestro_mac_count: MAESTRO's MAC count differs from the layer's (its
+//   iteration space covers output positions that do not exist, or misses
+//   some), so every count that follows from it differs too.
+// - strided_spatial_window: a strided layer with a SpatialMap on an input
+//   row/column dimension. MAESTRO credits each further unit with `offset`
+//   new output rows, an offset in input rows, i.e. stride times too many
+//   (output L2 writes and energy), and fetches packed 1x1 tiles in input
+//   coordinates (input reads).
+std::string deviation(const Row& r, const Layer& layer) {
+  if (num(r, "num_macs") != num(r, "num_macs_expected")) return "maestro_mac_count";
+  if (layer.stride_y > 1 || layer.stride_x > 1)
+    for (const auto& d : layer.dataflow)
+      if (d.kind == DirectiveKind::kSpatialMap &&
+          (d.dim == "Y" || d.dim == "X" || d.dim == "Y'" || d.dim == "X'"))
+        return "strided_spatial_window";
   return "";
+}
+
+// Rules that exclude one column of a row only.
+// - strided_output_reads: MAESTRO sizes the output tensor read out of L2 as
+//   K x (Y-R+1) x (X-S+1) whatever the stride; mapex reads the true output.
+std::string column_deviation(const std::string& column, const Layer& layer) {
+  if (column == "output_l2_rd" && (layer.stride_y > 1 || layer.stride_x > 1))
+    return "strided_output_reads";
+  return "";
+}
+
+// Finite, non-negative, and internally consistent: every MAC reads one
+// input, one weight and one partial sum from L1.
+void expect_sane(const Result& res, const std::string& what) {
+  const double values[] = {res.runtime_cycles,  res.energy_total_macunits, res.l1_size_req,
+                           res.l2_size_req,     res.input_l2_rd,           res.filter_l2_rd,
+                           res.output_l2_wr,    res.input_l1_wr,           res.filter_l1_wr,
+                           res.noc_bw_req_peak, res.offchip_bw_req,        res.avg_utilized_pes};
+  for (double v : values) EXPECT_TRUE(std::isfinite(v) && v >= 0) << what << ": " << v;
+  EXPECT_GT(res.runtime_cycles, 0) << what;
+  EXPECT_EQ(res.input_l1_rd, res.num_macs) << what;
+  EXPECT_EQ(res.filter_l1_rd, res.num_macs) << what;
+  EXPECT_EQ(res.output_l1_wr, res.num_macs) << what;
 }
 
 Hardware hardware_of(const Row& r, const std::string& dir) {
@@ -145,7 +182,9 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
   std::map<std::string, std::map<std::string, Tally>> by_group;  // group -> column
   std::map<std::string, int> excluded;
   std::map<std::string, std::pair<double, std::string>> worst;
-  int evaluated = 0, errors = 0;
+  int evaluated = 0, errors = 0, compat_checked = 0, compat_within1 = 0;
+  // MAPEX_GOLDEN_DUMP=1 lists every row and column off by more than 1%.
+  const bool dump = std::getenv("MAPEX_GOLDEN_DUMP") != nullptr;
   std::string first_error;
   for (const auto& r : rows) {
     if (r.at("status") != "ok") continue;
@@ -168,25 +207,57 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
         batch = l.dim("N") > 0;
         break;
       }
+    const std::string what = r.at("case_id") + "/" + name;
+    // MAESTRO-compatible mode reproduces MAESTRO's own numbers on every
+    // target column (rows where MAESTRO printed NaN are refused instead).
+    double compat_offchip = -1;
+    try {
+      const Result m = engine::analyse(engine::compile(*layer, hw, batch, true));
+      compat_offchip = m.offchip_bw_req;
+      for (const auto& c : kColumns)
+        if (c.target && !std::isnan(num(r, c.ref)))
+          compat_within1 += rel_error(m.*c.field, num(r, c.ref)) <= 0.01 ? 1 : 0, ++compat_checked;
+    } catch (const InputError& e) {
+      EXPECT_TRUE(num(r, "num_macs") == 0) << what << " (maestro_compat): " << e.what();
+    }
     Result res;
     try {
       res = engine::analyse(engine::compile(*layer, hw, batch));
     } catch (const InputError& e) {
       ++errors;
-      // Only rows where MAESTRO itself produced no work (0 MACs, NaN) may
-      // be rejected; anything else is a regression.
-      EXPECT_TRUE(num(r, "num_macs") == 0 || num(r, "runtime_cycles") == 0)
-          << r.at("case_id") << "/" << name << ": " << e.what() << " (MAESTRO: " << r.at("num_macs")
-          << " MACs)";
-      if (first_error.empty()) first_error = r.at("case_id") + "/" + name + ": " + e.what();
+      ADD_FAILURE() << what << ": " << e.what();
+      if (first_error.empty()) first_error = what + ": " + e.what();
       continue;
     }
     ++evaluated;
-    const std::string why = deviation(r);
-    if (!why.empty()) ++excluded[why];
+    // The true iteration space counts the layer's MACs, on every row.
+    EXPECT_EQ(res.num_macs, num(r, "num_macs_expected")) << what;
+    // MAESTRO halves its running off-chip maximum once per case, so its
+    // figure never exceeds the order-independent peak (halved once).
+    if (compat_offchip >= 0 && deviation(r, *layer).empty()) {
+      EXPECT_GE(res.offchip_bw_req, compat_offchip) << what;
+    }
+    const std::string why = deviation(r, *layer);
+    if (!why.empty()) {
+      ++excluded[why];
+      expect_sane(res, what);
+    }
+    if (dump && !why.empty())
+      std::cout << "excl " << why << " " << r.at("case_id") << "/" << name << " macs "
+                << res.num_macs << " expected " << r.at("num_macs_expected") << " runtime "
+                << res.runtime_cycles << " maestro " << r.at("runtime_cycles") << "\n";
     for (const auto& c : kColumns) {
       const double theirs = num(r, c.ref);
       if (std::isnan(theirs)) continue;
+      const std::string col_why = why.empty() ? column_deviation(c.name, *layer) : "";
+      if (!col_why.empty()) ++excluded[col_why + " (" + c.name + ")"];
+      // Energy on those rows is compared with MAESTRO's total corrected by
+      // the L2 energy of the output reads mapex counts differently, so the
+      // rest of the energy is still held to 1%.
+      double adjusted = theirs;
+      if (why.empty() && std::string(c.name) == "energy_total_macunits" &&
+          !column_deviation("output_l2_rd", *layer).empty())
+        adjusted += 18.61 * (res.output_l2_rd - num(r, "output_l2_rd"));
       const double e = rel_error(res.*c.field, theirs);
       for (Tally* t : {&all[c.name], &by_group[r.at("group")][c.name]}) {
         ++t->checked;
@@ -195,10 +266,13 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
         t->within1 += e <= 0.01;
         t->within10 += e <= 0.10;
       }
-      if (c.target && why.empty()) {
+      if (dump && e > 0.01 && why.empty() && col_why.empty())
+        std::cout << "off " << c.name << " " << r.at("case_id") << "/" << name << " ours "
+                  << res.*c.field << " maestro " << theirs << "\n";
+      if (c.target && why.empty() && col_why.empty()) {
         Tally& t = target[c.name];
         ++t.checked;
-        t.within1 += e <= 0.01;
+        t.within1 += rel_error(res.*c.field, adjusted) <= 0.01;
       }
       if (e > worst[c.name].first)
         worst[c.name] = {e, r.at("case_id") + "/" + name + " ours " + std::to_string(res.*c.field) +
@@ -224,9 +298,14 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
   }
   for (const auto& [why, n] : excluded)
     std::cout << "excluded by rule " << why << ": " << n << "\n";
+  std::cout << "maestro_compat: " << compat_within1 << " of " << compat_checked
+            << " target values within 1% of MAESTRO\n";
+  EXPECT_EQ(compat_within1, compat_checked);
   for (const auto& c : kColumns) {
     if (!c.target) continue;
     const Tally& t = target[c.name];
+    std::cout << "target " << c.name << ": " << t.within1 << " of " << t.checked
+              << " rows within 1%\n";
     EXPECT_GE(t.within1, 0.95 * t.checked) << c.name << ": " << t.within1 << " of " << t.checked;
   }
 }

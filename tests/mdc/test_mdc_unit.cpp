@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
@@ -237,21 +238,57 @@ TEST(MdcEngine, L1RequirementIsDoubleBufferedTile) {
   const Result r = run(layer_text("K: 4, C: 2, R: 3, S: 3, Y: 5, X: 5",
                                   "SpatialMap(1,1) K;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\n"),
                        4);
-  // input C2 x Y3 x X3, filter K1 C2 R3 S3, output K1 x Y3 x X3 (MAESTRO
-  // sizes the output tile on input rows).
+  // input C2 x Y3 x X3, filter K1 C2 R3 S3, output K1 x Y'1 x X'1 (MAESTRO,
+  // and maestro_compat, size the output tile on input rows: K1 x Y3 x X3).
   EXPECT_EQ(r.input_l1_size_req, 2 * 18);
   EXPECT_EQ(r.filter_l1_size_req, 2 * 18);
-  EXPECT_EQ(r.output_l1_size_req, 2 * 9);
+  EXPECT_EQ(r.output_l1_size_req, 2 * 1);
   EXPECT_EQ(r.num_macs, 4 * 2 * 9 * 9);
+  const Network net =
+      parse_mapping(layer_text("K: 4, C: 2, R: 3, S: 3, Y: 5, X: 5",
+                               "SpatialMap(1,1) K;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\n"),
+                    "t.m");
+  Hardware hw;
+  hw.num_pes = 4;
+  EXPECT_EQ(engine::analyse(engine::compile(net.layers.at(0), hw, false, true)).output_l1_size_req,
+            2 * 9);
 }
 
-TEST(MdcEngine, RejectsTileLargerThanDimensionInsteadOfNaN) {
+TEST(MdcEngine, TileLargerThanDimensionGivesTrueCountNotNaN) {
   // The reference case where MAESTRO reports 0 MACs and NaN throughput: an
-  // output tile of 10 columns on 9 input columns (refdata quirks).
+  // output tile of 10 columns on 9 input columns (refdata quirks). The true
+  // iteration space clips the tile to the dimension; MAESTRO's cannot, so
+  // its compatible mode refuses the layer instead of printing NaN.
   const std::string dir = std::string(MAPEX_MAESTRO_REFDATA) + "/cases/A__late_3x3__yxp_os__hw256";
   const Network net = load_mapping(dir + "/mapping.m");
   const Hardware hw = load_hardware(dir + "/hw.m");
-  EXPECT_THROW(engine::analyse(engine::compile(net.layers.at(0), hw, false)), InputError);
+  const Result r = engine::analyse(engine::compile(net.layers.at(0), hw, false));
+  EXPECT_EQ(r.num_macs, net.layers.at(0).true_macs());
+  EXPECT_GT(r.runtime_cycles, 0);
+  EXPECT_TRUE(std::isfinite(r.energy_total_macunits));
+  EXPECT_THROW(engine::analyse(engine::compile(net.layers.at(0), hw, false, true)), InputError);
+}
+
+TEST(MdcEngine, StridedTilesCountOnlyRealOutputs) {
+  // X tile of 10 input columns moving by 8 on a stride-2 3x3 layer: MAESTRO
+  // rewrites it to 9 columns moving by 8, i.e. 4 output columns, but counts
+  // 9 - 3 + 1 = 7 of them (README "Deviations").
+  const std::string text =
+      "Network n {\nLayer l {\nType: CONV\nStride { X: 2, Y: 2 }\n"
+      "Dimensions { K: 2, C: 2, R: 3, S: 3, Y: 17, X: 17 }\nDataflow {\n"
+      "SpatialMap(Sz(R),1) Y;\nTemporalMap(10,8) X;\nCluster(4, P);\n"
+      "SpatialMap(Sz(S),1) X;\n}\n}\n}\n";
+  const Network net = parse_mapping(text, "t.m");
+  Hardware hw;
+  hw.num_pes = 16;
+  const Layer& l = net.layers.at(0);
+  EXPECT_EQ(l.true_macs(), 2 * 2 * 9 * 8 * 8);
+  const Result r = engine::analyse(engine::compile(l, hw, false));
+  EXPECT_EQ(r.num_macs, l.true_macs());
+  EXPECT_EQ(r.input_l1_rd, r.num_macs);
+  EXPECT_EQ(r.output_l1_wr, r.num_macs);
+  const Result m = engine::analyse(engine::compile(l, hw, false, true));
+  EXPECT_GT(m.num_macs, r.num_macs);
 }
 
 TEST(MdcEngine, DepthwiseAndGemmAreNative) {
@@ -392,6 +429,78 @@ TEST(MdcConformability, EachRuleIsReported) {
             std::vector<int>{3});
   // Rule 4: an independent subscript with a stride of 2.
   EXPECT_EQ(rules(loopnest({"I*2", "J"}, {"I*2", "J"}, Reduction::kSum)), std::vector<int>{4});
+}
+
+}  // namespace
+}  // namespace mapex::mdc
+
+namespace mapex::mdc {
+namespace {
+
+// The true iteration space counts each output position once, whatever the
+// stride, tile sizes, offsets and PE count: a deterministic sweep of
+// single- and two-level dataflows (KC-P style, YX-P style, tiled KC-P)
+// over strided layers, each MAC count compared with the layer's. The
+// mappings are well formed: tiles of K and C do not overlap or leave gaps,
+// and at stride 1 a window tile moves by the outputs it holds (at larger
+// strides MAESTRO's rewrite sets the offset, whatever is written).
+TEST(MdcEngine, TrueSpaceCountsLayerMacsAcrossStridesAndTiles) {
+  std::uint64_t seed = 12345;
+  auto pick = [&](std::int64_t lo, std::int64_t hi) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<std::int64_t>((seed >> 33) % static_cast<std::uint64_t>(hi - lo + 1));
+  };
+  int checked = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const std::int64_t r = pick(1, 5), s = pick(1, 5), stride = pick(1, 4);
+    const std::int64_t y = r + pick(0, 20), x = s + pick(0, 20);
+    const std::int64_t k = pick(1, 9), c = pick(1, 6);
+    const std::int64_t ty = r + pick(0, 6), tx = s + pick(0, 6);
+    auto window = [&](std::int64_t tile, std::int64_t filter) {
+      const std::int64_t offset = stride == 1 ? tile - filter + 1 : pick(1, tile);
+      return "(" + std::to_string(tile) + "," + std::to_string(offset) + ")";
+    };
+    const std::string rs = "TemporalMap(Sz(R),Sz(R)) R;\nTemporalMap(Sz(S),Sz(S)) S;\n";
+    const std::int64_t kt = pick(1, 3);
+    std::string flow;
+    switch (trial % 3) {
+      case 0:
+        flow = "SpatialMap(" + std::to_string(kt) + "," + std::to_string(kt) +
+               ") K;\nTemporalMap(1,1) C;\n" + rs + "TemporalMap" + window(ty, r) +
+               " Y;\nTemporalMap" + window(tx, s) + " X;\n";
+        break;
+      case 1:
+        flow = "TemporalMap(1,1) K;\nTemporalMap(1,1) C;\nSpatialMap(Sz(R),1) Y;\nTemporalMap" +
+               window(tx, s) + " X;\nCluster(" + std::to_string(pick(1, 8)) +
+               ", P);\nSpatialMap(Sz(S),1) X;\n" + rs;
+        break;
+      default:
+        flow = "SpatialMap(2,2) K;\nTemporalMap(2,2) C;\n" + rs + "TemporalMap(Sz(R),1) Y;\n" +
+               "TemporalMap" + window(tx, s) +
+               " X;\nCluster(2, P);\nSpatialMap(1,1) C;\nTemporalMap(2,2) K;\n" +
+               "TemporalMap(Sz(R),1) Y;\nTemporalMap(Sz(S),1) X;\n" + rs;
+        break;
+    }
+    const std::string text =
+        "Network n {\nLayer l {\nType: CONV\nStride { X: " + std::to_string(stride) +
+        ", Y: " + std::to_string(stride) + " }\nDimensions { K: " + std::to_string(k) +
+        ", C: " + std::to_string(c) + ", R: " + std::to_string(r) + ", S: " + std::to_string(s) +
+        ", Y: " + std::to_string(y) + ", X: " + std::to_string(x) + " }\nDataflow {\n" + flow +
+        "}\n}\n}\n";
+    const Network net = parse_mapping(text, "sweep.m");
+    Hardware hw;
+    hw.num_pes = pick(8, 64);
+    Result res;
+    try {
+      res = engine::analyse(engine::compile(net.layers.at(0), hw, false));
+    } catch (const InputError&) {
+      continue;  // e.g. a stride larger than a tile leaves no output
+    }
+    ++checked;
+    EXPECT_EQ(res.num_macs, net.layers.at(0).true_macs()) << text << "PEs " << hw.num_pes;
+    EXPECT_GT(res.runtime_cycles, 0) << text;
+  }
+  EXPECT_GT(checked, 500);
 }
 
 }  // namespace

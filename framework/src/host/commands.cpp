@@ -49,6 +49,7 @@ const char* const kUsage =
     "  evaluate --workload W --arch A --mapping M [--layer L] [--costmodel roofline]\n"
     "           [--param k=v ...] [--format table|csv|json]\n"
     "  evaluate --maestro MAPPING.m --hw HW.m [--costmodel mdc] [--format table|csv|json]\n"
+    "           [--maestro-compat]\n"
     "  check    --workload W [--layer L]\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
@@ -148,7 +149,10 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
       "hw", po::value(&hw), "MAESTRO hardware file (with --maestro)")(
       "costmodel", po::value(&costmodel)->default_value("roofline"), "cost model plugin")(
       "param", po::value(&params)->composing(), "cost model parameter key=value (repeatable)")(
-      "format", po::value(&format)->default_value("table"), "table, csv or json");
+      "format", po::value(&format)->default_value("table"), "table, csv or json")(
+      "maestro-compat",
+      "with --maestro: reproduce MAESTRO's own numbers (its iteration space, including its "
+      "miscounts on strided layers) instead of the true ones");
   const auto vm = parse(desc, {}, args);
   if (vm.count("help")) {
     out << desc;
@@ -156,8 +160,10 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   }
   if (!maestro.empty() || !hw.empty()) {
     if (maestro.empty() || hw.empty()) throw UsageError("--maestro and --hw go together");
+    auto model_params = parse_params(params);
+    if (vm.count("maestro-compat")) model_params["maestro_compat"] = "true";
     return evaluate_maestro(maestro, hw, vm["costmodel"].defaulted() ? "mdc" : costmodel, format,
-                            out);
+                            model_params, out);
   }
   if (workload.empty() || arch_path.empty() || mapping_path.empty())
     throw UsageError("evaluate needs --workload, --arch and --mapping (or --maestro and --hw)\n" +

@@ -57,7 +57,8 @@ std::string number(double v) {
 }  // namespace
 
 int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path,
-                     const std::string& costmodel, const std::string& format, std::ostream& out) {
+                     const std::string& costmodel, const std::string& format,
+                     const std::map<std::string, std::string>& params, std::ostream& out) {
   if (format != "table" && format != "csv" && format != "json")
     throw InputError("--format expects table, csv or json, got '" + format + "'");
   for (const auto& [path, what] :
@@ -67,7 +68,7 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
   const mdc::Network net = mdc::load_mapping(mapping_path);
   const mdc::Hardware hw = mdc::load_hardware(hw_path);
   const PluginRegistry registry = load_plugins();
-  const auto model = registry.make_costmodel(costmodel, {});
+  const auto model = registry.make_costmodel(costmodel, params);
   const auto* evaluator = dynamic_cast<const mdc::DirectiveEvaluator*>(model.get());
   if (evaluator == nullptr)
     throw InputError("cost model '" + costmodel +
@@ -78,8 +79,14 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
     try {
       results.push_back(evaluator->evaluate_directives(layer, hw));
     } catch (const InputError& e) {
-      throw InputError(SourceLocation{mapping_path, layer.line, 0}, "Layer",
-                       "layer '" + layer.name + "': " + e.problem());
+      // The engine names the directive's line when it has one, and says
+      // which layer; add the file (and the layer's line otherwise).
+      const int line = e.where().line > 0 ? e.where().line : layer.line;
+      const std::string prefix = "layer '" + layer.name + "': ";
+      const std::string problem =
+          e.problem().rfind(prefix, 0) == 0 ? e.problem() : prefix + e.problem();
+      throw InputError(SourceLocation{mapping_path, line, 0},
+                       e.key().empty() ? std::string("Layer") : e.key(), problem);
     }
   }
   if (format == "json") {
@@ -115,7 +122,8 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
       if (r.num_macs != r.true_macs)
         out << "\nnote: layer " << r.layer_name << ": the directives cover " << number(r.num_macs)
             << " MACs, the layer has " << number(r.true_macs)
-            << " (strided map offsets that do not match the stride)\n";
+            << " (MAESTRO's iteration space, maestro_compat: strided map offsets that do not "
+               "match the stride)\n";
   }
   return 0;
 }
