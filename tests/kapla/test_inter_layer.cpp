@@ -220,7 +220,9 @@ void expect_well_formed(const NetworkSchedule& s, int num_layers, const kapla::C
       EXPECT_GT(p.energy_pj, 0);
       EXPECT_GT(p.latency_cycles, 0);
       EXPECT_FALSE(p.mapping_yaml.empty());
-      if (seg.layers.size() == 1) EXPECT_FALSE(p.input_on_chip || p.output_on_chip);
+      if (seg.layers.size() == 1) {
+        EXPECT_FALSE(p.input_on_chip || p.output_on_chip);
+      }
     }
     EXPECT_LE(rows, chip.rows);
     EXPECT_GT(seg.counts.candidates, 0u);
@@ -247,6 +249,28 @@ TEST(InterLayerSchedule, LargerKsIsNeverWorse) {
       previous = v;
     }
   }
+}
+
+TEST(InterLayerSchedule, KsCoveringEveryChainIsTheBruteForceOptimum) {
+  // With k_S at least the number of chains, every segmentation and every
+  // Pareto-optimal allocation is solved in detail: brute force under the
+  // same model, which no smaller k_S beats.
+  const Network net = Network::load(kData + "/kapla_chain.yaml");
+  const auto chip = kapla::describe_chip(Architecture::load(kData + "/kapla_chip4.yaml"));
+  const auto facts = kapla::layer_facts(net);
+  std::vector<double> every;
+  all_chains(
+      4, 4,
+      [&](int f, int l) {
+        return std::vector<double>(
+            kapla::explore_segment(chip, facts, f, l, Objective::kEnergy).schemes.size(), 0.0);
+      },
+      0, 0, every);
+  const auto brute = schedule(kData + "/kapla_chain.yaml", 1000, Objective::kEnergy);
+  EXPECT_EQ(brute.chains_evaluated, static_cast<int>(every.size()));
+  for (int k_s : {1, 2, 4})
+    EXPECT_LE(brute.energy_pj,
+              schedule(kData + "/kapla_chain.yaml", k_s, Objective::kEnergy).energy_pj);
 }
 
 TEST(InterLayerSchedule, LayerByLayerHasOnlySingleLayerSegmentsOnTheWholeChip) {
