@@ -51,6 +51,23 @@ void for_each_composition(int total, int parts,
   if (parts >= 1 && total >= parts) rec(0, total);
 }
 
+/// Elements of tensor `t` the loop nest touches: per subscript, the
+/// smaller of its bounding box and the number of index combinations of the
+/// loops it uses (a strided 1x1 convolution skips input pixels, which the
+/// bounding box counts). The minimum any scheme must move.
+double touched_words(const mapex::Operator& op, int t) {
+  const auto extents = op.bounds_as_extents();
+  double words = 1;
+  for (const auto& sub : op.tensors()[static_cast<size_t>(t)].subscripts) {
+    double combinations = 1;
+    for (const auto& term : sub.terms)
+      if (term.coeff != 0)
+        combinations *= static_cast<double>(op.dims()[static_cast<size_t>(term.dim)].bound);
+    words *= std::min(sub.extent(extents), combinations);
+  }
+  return words;
+}
+
 double row_center(const NodeRegion& r) { return r.row + r.rows / 2.0; }
 
 /// Hops a forwarded word travels between two bands: at least one.
@@ -250,7 +267,7 @@ std::vector<LayerFacts> layer_facts(const mapex::Network& net) {
     if ((starts_with(op.kind(), "conv2d") || starts_with(op.kind(), "fc")) && n >= 0)
       f.batch = op.dims()[static_cast<size_t>(n)].bound;
     for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
-      f.tensor_words.push_back(op.tensor_size(t));
+      f.tensor_words.push_back(touched_words(op, t));
       if (op.tensors()[static_cast<size_t>(t)].role == mapex::TensorRole::kInput)
         f.inputs.push_back(t);
       else

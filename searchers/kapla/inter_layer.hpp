@@ -59,7 +59,7 @@ struct LayerFacts {
   std::int64_t batch = 1;
   int first_input = -1;  ///< tensor index of the first input (the fmap)
   std::vector<int> inputs;
-  std::vector<double> tensor_words;  ///< per tensor
+  std::vector<double> tensor_words;  ///< per tensor: the elements the loops touch
   int output = 0;                    ///< tensor index of the output
   std::vector<int> producers;
   std::vector<int> consumers;
