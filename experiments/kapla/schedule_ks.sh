@@ -10,6 +10,7 @@
 # docs/results/kapla_schedule.md. NETWORKS lists workload names from
 # experiments/workloads/ (name:training for the training graph); each must be
 # one connected graph (mlp.yaml and lstm.yaml list independent layers).
+# --reuse keeps the JSON of runs already done and only adds missing ones.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mapex="${MAPEX:-$root/build/bin/mapex}"
@@ -18,6 +19,8 @@ out="${OUT:-$root/results/kapla_schedule}"
 networks="${NETWORKS:-alexnet vgg16 mobilenetv2 resnet50 resnet50:training}"
 ks="${KS:-1 2 4 8}"
 threads="${THREADS:-2}"
+reuse=0
+[[ "${1:-}" == "--reuse" ]] && reuse=1
 [[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
 mkdir -p "$out" "$root/docs/results"
 
@@ -35,10 +38,12 @@ for spec in $networks; do
     workload="$out/$tag.yaml"
   fi
   for k in $ks; do
+    [[ $reuse == 1 && -s "$out/${tag}_k$k.json" ]] && continue
     echo "$tag k_S=$k" >&2
     "$mapex" schedule --workload "$workload" --arch "$arch" --k-s "$k" -j "$threads" \
       --format json >"$out/${tag}_k$k.json"
   done
+  [[ $reuse == 1 && -s "$out/${tag}_layerwise.json" ]] && continue
   echo "$tag layer by layer" >&2
   "$mapex" schedule --workload "$workload" --arch "$arch" --k-s 1 --max-segment-layers 1 \
     -j "$threads" --format json >"$out/${tag}_layerwise.json"

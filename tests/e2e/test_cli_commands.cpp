@@ -194,7 +194,7 @@ TEST(CliVersion, PrintsVersionAndAbi) {
 // Whole-network scheduling of a four-layer chain on a 4 x 4-node chip:
 // segments cover the layers in order, node bands fit the chip, figures add
 // up, and the candidate counts shrink through pruning (KAPLA Table VI).
-TEST(CliSchedule, JsonCoversEveryLayerInOrder) {
+TEST(CliKaplaSchedule, JsonCoversEveryLayerInOrder) {
   const auto r = run_cli({"schedule", "--workload", kData + "/kapla_chain.yaml", "--arch",
                           kData + "/kapla_chip4.yaml", "--k-s", "2", "--format", "json"});
   ASSERT_EQ(r.status, 0) << r.out << r.err;
@@ -225,7 +225,7 @@ TEST(CliSchedule, JsonCoversEveryLayerInOrder) {
   EXPECT_GT(j["seconds"].get<double>(), 0);
 }
 
-TEST(CliSchedule, TableNamesSegmentsRegionsAndCounts) {
+TEST(CliKaplaSchedule, TableNamesSegmentsRegionsAndCounts) {
   const auto r = run_cli({"schedule", "--workload", kData + "/kapla_chain.yaml", "--arch",
                           kData + "/kapla_chip4.yaml", "--objective", "latency"});
   ASSERT_EQ(r.status, 0) << r.out << r.err;

@@ -66,7 +66,7 @@ void expect_dp_matches_brute_force(int num_layers, int max_len, int k_s,
   }
 }
 
-TEST(InterLayerDp, MatchesBruteForceOnRandomSegmentCosts) {
+TEST(KaplaInterLayerDp, MatchesBruteForceOnRandomSegmentCosts) {
   for (unsigned seed = 1; seed <= 20; ++seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<double> cost(1, 100);
@@ -87,7 +87,7 @@ TEST(InterLayerDp, MatchesBruteForceOnRandomSegmentCosts) {
   }
 }
 
-TEST(InterLayerDp, MatchesBruteForceOnTheEstimatesOfAChain) {
+TEST(KaplaInterLayerDp, MatchesBruteForceOnTheEstimatesOfAChain) {
   const Network net = Network::load(kData + "/kapla_chain.yaml");
   const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
   const auto chip = kapla::describe_chip(arch);
@@ -103,7 +103,7 @@ TEST(InterLayerDp, MatchesBruteForceOnTheEstimatesOfAChain) {
   }
 }
 
-TEST(InterLayerEstimates, PipelineLatency) {
+TEST(KaplaInterLayerEstimates, PipelineLatency) {
   EXPECT_DOUBLE_EQ(kapla::pipeline_latency({7}, 4), 7);
   EXPECT_DOUBLE_EQ(kapla::pipeline_latency({4, 2}, 1), 6);
   // Two steps: the first half passes both layers (2 + 1), the second
@@ -111,7 +111,7 @@ TEST(InterLayerEstimates, PipelineLatency) {
   EXPECT_DOUBLE_EQ(kapla::pipeline_latency({4, 2}, 2), 5);
 }
 
-TEST(InterLayerEstimates, ParetoPruningKeepsOnlyUndominatedSchemes) {
+TEST(KaplaInterLayerEstimates, ParetoPruningKeepsOnlyUndominatedSchemes) {
   const Network net = Network::load(kData + "/kapla_chain.yaml");
   const auto chip = kapla::describe_chip(Architecture::load(kData + "/kapla_chip4.yaml"));
   const auto facts = kapla::layer_facts(net);
@@ -157,7 +157,7 @@ bool fits_by_brute_force(const Network& net, const Architecture& arch, const kap
   return true;
 }
 
-TEST(InterLayerPruning, NeverRejectsAnAllocationThatFits) {
+TEST(KaplaInterLayerPruning, NeverRejectsAnAllocationThatFits) {
   // A chain whose fmaps are large next to a 256 B GBUF: many allocations
   // cannot keep one sample of the forwarded fmap on chip.
   const Network net = Network::parse(
@@ -236,7 +236,7 @@ void expect_well_formed(const NetworkSchedule& s, int num_layers, const kapla::C
   EXPECT_GE(s.counts.valid, s.counts.pareto);
 }
 
-TEST(InterLayerSchedule, LargerKsIsNeverWorse) {
+TEST(KaplaInterLayerSchedule, LargerKsIsNeverWorse) {
   const auto chip = kapla::describe_chip(Architecture::load(kData + "/kapla_chip4.yaml"));
   for (Objective objective : {Objective::kEnergy, Objective::kLatency}) {
     double previous = std::numeric_limits<double>::infinity();
@@ -251,7 +251,7 @@ TEST(InterLayerSchedule, LargerKsIsNeverWorse) {
   }
 }
 
-TEST(InterLayerSchedule, KsCoveringEveryChainIsTheBruteForceOptimum) {
+TEST(KaplaInterLayerSchedule, KsCoveringEveryChainIsTheBruteForceOptimum) {
   // With k_S at least the number of chains, every segmentation and every
   // Pareto-optimal allocation is solved in detail: brute force under the
   // same model, which no smaller k_S beats.
@@ -273,7 +273,7 @@ TEST(InterLayerSchedule, KsCoveringEveryChainIsTheBruteForceOptimum) {
               schedule(kData + "/kapla_chain.yaml", k_s, Objective::kEnergy).energy_pj);
 }
 
-TEST(InterLayerSchedule, LayerByLayerHasOnlySingleLayerSegmentsOnTheWholeChip) {
+TEST(KaplaInterLayerSchedule, LayerByLayerHasOnlySingleLayerSegmentsOnTheWholeChip) {
   const auto chip = kapla::describe_chip(Architecture::load(kData + "/kapla_chip4.yaml"));
   const auto s = schedule(kData + "/kapla_chain.yaml", 4, Objective::kEnergy, 1);
   expect_well_formed(s, 4, chip);
@@ -281,7 +281,7 @@ TEST(InterLayerSchedule, LayerByLayerHasOnlySingleLayerSegmentsOnTheWholeChip) {
   for (const auto& seg : s.segments) EXPECT_EQ(seg.layers.front().region.nodes(), chip.nodes());
 }
 
-TEST(InterLayerSchedule, ForwardedFmapsSkipDram) {
+TEST(KaplaInterLayerSchedule, ForwardedFmapsSkipDram) {
   // With segments allowed, the best energy schedule of the chain keeps
   // some fmap on chip, and doing so beats going layer by layer here.
   const auto segmented = schedule(kData + "/kapla_chain.yaml", 4, Objective::kEnergy);
@@ -294,7 +294,7 @@ TEST(InterLayerSchedule, ForwardedFmapsSkipDram) {
   EXPECT_LT(segmented.energy_pj, layerwise.energy_pj);
 }
 
-TEST(InterLayerSchedule, TrainingGraphsAreScheduled) {
+TEST(KaplaInterLayerSchedule, TrainingGraphsAreScheduled) {
   const Network net = Network::parse(
       "network: t\nbatch: 2\ntraining: true\nlayers:\n"
       "  - {name: c1, type: conv2d, C: 4, K: 8, H: 8, W: 8, R: 3, S: 3, padding: 1, inputs: []}\n"
@@ -306,7 +306,7 @@ TEST(InterLayerSchedule, TrainingGraphsAreScheduled) {
   expect_well_formed(s, static_cast<int>(net.layers().size()), kapla::describe_chip(arch));
 }
 
-TEST(InterLayerSchedule, RejectsEdpAndBadOptions) {
+TEST(KaplaInterLayerSchedule, RejectsEdpAndBadOptions) {
   const Network net = Network::load(kData + "/kapla_chain.yaml");
   const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
   const auto model = registry().make_costmodel("tensor_centric", {});
@@ -318,7 +318,7 @@ TEST(InterLayerSchedule, RejectsEdpAndBadOptions) {
   EXPECT_THROW(kapla::schedule_network(net, arch, *model, o), InputError);
 }
 
-TEST(NetworkConnectivity, NamesTheFirstUnconnectedLayer) {
+TEST(KaplaNetworkConnectivity, NamesTheFirstUnconnectedLayer) {
   const Network net =
       Network::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/workloads/kapla_small.yaml");
   try {
