@@ -551,6 +551,34 @@ class FinalPhase {
   }
 };
 
+/// A chain solved in detail.
+struct SolvedChain {
+  std::vector<mapex::SegmentSchedule> segments;
+  double energy_pj = 0;
+  double latency_cycles = 0;
+};
+
+using SegmentTable = std::map<std::pair<int, int>, SegmentOptions>;
+
+/// Solves every segment of `chain` (§IV-C); nothing when a layer has no
+/// valid intra-layer scheme on its region.
+std::optional<SolvedChain> solve_chain(FinalPhase& final_phase, const SegmentTable& segments,
+                                       const Chain& chain) {
+  SolvedChain out;
+  for (const ChainStep& step : chain.steps) {
+    const SegmentOptions& opts = segments.at({step.first, step.last});
+    if (opts.schemes.empty()) return std::nullopt;
+    auto seg =
+        final_phase.segment(opts.schemes[static_cast<size_t>(step.scheme)], step.first, step.last);
+    if (!seg) return std::nullopt;
+    seg->counts = opts.counts;
+    out.energy_pj += seg->energy_pj;
+    out.latency_cycles += seg->latency_cycles;
+    out.segments.push_back(std::move(*seg));
+  }
+  return out;
+}
+
 }  // namespace
 
 mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::Architecture& arch,
@@ -573,7 +601,7 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
 
   // Inter-layer phase (§IV-B): every segment up to the longest allowed,
   // enumerated, pruned and estimated once.
-  std::map<std::pair<int, int>, SegmentOptions> segments;
+  SegmentTable segments;
   for (int last = 0; last < num_layers; ++last)
     for (int first = last; first >= 0 && last - first < options.max_segment_layers; --first) {
       auto explored = explore_segment(chip, facts, first, last, options.objective);
@@ -594,33 +622,34 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
   // Intra-layer phase (§IV-C) on the chains kept; the best by the objective wins.
   FinalPhase final_phase(net, arch, chip, facts, model, options);
   double best_value = std::numeric_limits<double>::infinity();
+  const auto value_of = [&](const SolvedChain& c) {
+    return options.objective == mapex::Objective::kLatency ? c.latency_cycles : c.energy_pj;
+  };
+  const auto keep_if_better = [&](SolvedChain& c) {
+    if (value_of(c) >= best_value) return false;
+    best_value = value_of(c);
+    result.valid = true;
+    result.segments = std::move(c.segments);
+    result.energy_pj = c.energy_pj;
+    result.latency_cycles = c.latency_cycles;
+    return true;
+  };
   for (const Chain& chain : chains) {
     ++result.chains_evaluated;
-    std::vector<mapex::SegmentSchedule> segs;
-    double energy = 0;
-    double latency = 0;
-    bool ok = true;
-    for (const ChainStep& step : chain.steps) {
-      const SegmentOptions& opts = segments.at({step.first, step.last});
-      auto seg = final_phase.segment(opts.schemes[static_cast<size_t>(step.scheme)], step.first,
-                                     step.last);
-      if (!seg) {
-        ok = false;
-        break;
-      }
-      seg->counts = opts.counts;
-      energy += seg->energy_pj;
-      latency += seg->latency_cycles;
-      segs.push_back(std::move(*seg));
-    }
-    if (!ok) continue;
-    const double value = options.objective == mapex::Objective::kLatency ? latency : energy;
-    if (value < best_value) {
-      best_value = value;
-      result.valid = true;
-      result.segments = std::move(segs);
-      result.energy_pj = energy;
-      result.latency_cycles = latency;
+    if (auto solved = solve_chain(final_phase, segments, chain)) keep_if_better(*solved);
+  }
+  if (options.layer_by_layer_baseline) {
+    Chain layer_by_layer;
+    for (int l = 0; l < num_layers; ++l) layer_by_layer.steps.push_back(ChainStep{l, l, 0});
+    const bool kept_already = std::any_of(chains.begin(), chains.end(), [&](const Chain& c) {
+      return c.steps.size() == layer_by_layer.steps.size();
+    });
+    if (!kept_already) ++result.chains_evaluated;
+    if (auto solved = solve_chain(final_phase, segments, layer_by_layer)) {
+      result.layer_by_layer_valid = true;
+      result.layer_by_layer_energy_pj = solved->energy_pj;
+      result.layer_by_layer_latency_cycles = solved->latency_cycles;
+      result.layer_by_layer_chosen = keep_if_better(*solved) && !kept_already;
     }
   }
   if (!result.valid)

@@ -223,6 +223,14 @@ TEST(CliKaplaSchedule, JsonCoversEveryLayerInOrder) {
   EXPECT_EQ(order, (std::vector<std::string>{"c1", "c2", "c3", "fc"}));
   EXPECT_NEAR(energy, j["energy_pj"].get<double>(), 1e-6 * energy);
   EXPECT_GT(j["seconds"].get<double>(), 0);
+  // The layer-by-layer chain is solved too and never beats the result.
+  ASSERT_TRUE(j.contains("layer_by_layer"));
+  EXPECT_LE(j["energy_pj"].get<double>(), j["layer_by_layer"]["energy_pj"].get<double>());
+  const auto paper =
+      run_cli({"schedule", "--workload", kData + "/kapla_chain.yaml", "--arch",
+               kData + "/kapla_chip4.yaml", "--no-layer-by-layer", "--format", "json"});
+  ASSERT_EQ(paper.status, 0) << paper.err;
+  EXPECT_FALSE(nlohmann::json::parse(paper.out).contains("layer_by_layer"));
 }
 
 TEST(CliKaplaSchedule, TableNamesSegmentsRegionsAndCounts) {

@@ -201,6 +201,7 @@ NetworkSchedule schedule(const std::string& workload, int k_s, Objective objecti
   options.k_s = k_s;
   options.objective = objective;
   options.max_segment_layers = max_len;
+  options.layer_by_layer_baseline = false;  // the paper's algorithm alone
   return kapla::schedule_network(net, arch, *model, options);
 }
 
@@ -292,6 +293,26 @@ TEST(KaplaInterLayerSchedule, ForwardedFmapsSkipDram) {
     for (const auto& p : seg.layers) forwarded = forwarded || p.output_on_chip;
   EXPECT_TRUE(forwarded);
   EXPECT_LT(segmented.energy_pj, layerwise.energy_pj);
+}
+
+TEST(KaplaInterLayerSchedule, TheBaselineMakesItNeverWorseThanLayerByLayer) {
+  const Network net = Network::load(kData + "/kapla_chain.yaml");
+  const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
+  const auto model = registry().make_costmodel("tensor_centric", {});
+  for (Objective objective : {Objective::kEnergy, Objective::kLatency})
+    for (int k_s : {1, 4}) {
+      ScheduleOptions o;
+      o.objective = objective;
+      o.k_s = k_s;
+      const auto s = kapla::schedule_network(net, arch, *model, o);
+      const auto lw = schedule(kData + "/kapla_chain.yaml", 1, objective, 1);
+      ASSERT_TRUE(s.valid && s.layer_by_layer_valid && lw.valid);
+      EXPECT_NEAR(s.layer_by_layer_energy_pj, lw.energy_pj, 1e-9 * lw.energy_pj);
+      if (objective == Objective::kEnergy)
+        EXPECT_LE(s.energy_pj, lw.energy_pj);
+      else
+        EXPECT_LE(s.latency_cycles, lw.latency_cycles);
+    }
 }
 
 TEST(KaplaInterLayerSchedule, TrainingGraphsAreScheduled) {

@@ -42,6 +42,12 @@ struct ScheduleOptions {
   int k_s = 4;
   /// Longest segment tried, in layers.
   int max_segment_layers = 4;
+  /// Also solve the layer-by-layer chain (every layer alone on the whole
+  /// chip) and keep it when it beats the k_S chains: the estimates only
+  /// rank, so this guarantees a schedule no worse than going layer by
+  /// layer, at the price of one whole-chip solve per layer. Off: the
+  /// paper's algorithm alone (as for KAPLA Fig. 11).
+  bool layer_by_layer_baseline = true;
   std::uint64_t seed = 1;
 };
 
@@ -95,7 +101,14 @@ struct NetworkSchedule {
   /// Over every segment the dynamic programme considered.
   PruningCounts counts;
   std::uint64_t segments_considered = 0;
-  int chains_evaluated = 0;  ///< chains solved in detail (at most k_S)
+  int chains_evaluated = 0;  ///< chains solved in detail (at most k_S, plus the baseline)
+  /// The layer-by-layer chain, when solved (`layer_by_layer_baseline`);
+  /// `valid` false when it was not solved or a layer does not fit.
+  bool layer_by_layer_valid = false;
+  double layer_by_layer_energy_pj = 0;
+  double layer_by_layer_latency_cycles = 0;
+  /// True when the layer-by-layer chain won over the k_S chains.
+  bool layer_by_layer_chosen = false;
   int intra_layer_solves = 0;
   std::uint64_t evaluations = 0;  ///< cost-model evaluations, all solves
   double seconds = 0;

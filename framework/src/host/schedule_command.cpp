@@ -27,6 +27,7 @@ struct ScheduleArgs {
   int max_segment_layers = 4;
   std::uint64_t seed = 1;
   int threads = 0;
+  bool no_layer_by_layer = false;
   bool help = false;
 };
 
@@ -46,6 +47,8 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
       "segment chains kept by the dynamic programme (KAPLA's k_S)")(
       "max-segment-layers", po::value(&a.max_segment_layers)->default_value(a.max_segment_layers),
       "longest segment tried, in layers (1: layer by layer)")(
+      "no-layer-by-layer", po::bool_switch(&a.no_layer_by_layer),
+      "do not also solve the layer-by-layer schedule (the paper's algorithm alone)")(
       "seed", po::value(&a.seed)->default_value(a.seed), "random seed")(
       "threads,j", po::value(&a.threads), "worker threads (0: all cores)")(
       "format", po::value(&a.format)->default_value(a.format), "table or json");
@@ -130,6 +133,10 @@ void print_json(const ScheduleArgs& a, const Network& net, const Architecture& a
   j["segments_considered"] = s.segments_considered;
   j["pruning"] = counts_json(s.counts);
   j["chains_evaluated"] = s.chains_evaluated;
+  if (s.layer_by_layer_valid)
+    j["layer_by_layer"] = {{"energy_pj", s.layer_by_layer_energy_pj},
+                           {"latency_cycles", s.layer_by_layer_latency_cycles},
+                           {"chosen", s.layer_by_layer_chosen}};
   j["intra_layer_solves"] = s.intra_layer_solves;
   j["evaluations"] = s.evaluations;
   auto segs = nlohmann::ordered_json::array();
@@ -181,7 +188,12 @@ void print_table(const ScheduleArgs& a, const Network& net, const Architecture& 
     return;
   }
   out << std::setprecision(6) << "total: energy_pj " << s.energy_pj << ", latency_cycles "
-      << s.latency_cycles << ", " << s.segments.size() << " segments\n\n";
+      << s.latency_cycles << ", " << s.segments.size() << " segments\n";
+  if (s.layer_by_layer_valid)
+    out << "layer by layer: energy_pj " << s.layer_by_layer_energy_pj << ", latency_cycles "
+        << s.layer_by_layer_latency_cycles
+        << (s.layer_by_layer_chosen ? " (chosen: better than the k_S chains)" : "") << "\n";
+  out << "\n";
   out << "| segment | layer | nodes (rows x cols @ row) | on chip | energy_pj | latency_cycles | "
          "estimate_energy_pj | schemes (enumerated/valid/Pareto) |\n"
       << "|---|---|---|---|---|---|---|---|\n";
@@ -217,6 +229,7 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
   options.k_s = a.k_s;
   options.max_segment_layers = a.max_segment_layers;
   options.seed = a.seed;
+  options.layer_by_layer_baseline = !a.no_layer_by_layer;
   NetworkSchedule s;
   tbb::task_arena arena(a.threads > 0 ? a.threads : tbb::this_task_arena::max_concurrency());
   arena.execute([&] { s = scheduler->schedule(net, arch, *model, options); });
