@@ -4,6 +4,7 @@
 
 #include <mapex/costmodel.hpp>
 #include <mapex/plugin.hpp>
+#include <mapex/schedule.hpp>
 #include <mapex/search.hpp>
 #include <mapex/version.hpp>
 
@@ -17,6 +18,7 @@ Score BoundCostModel::score(const Mapping& mapping) const {
 }
 CostModel::~CostModel() = default;
 Searcher::~Searcher() = default;
+NetworkScheduler::~NetworkScheduler() = default;
 
 Metrics Metrics::invalid(std::string reason) {
   Metrics m;

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <mapex/generators.hpp>
 #include <mapex/network.hpp>
+#include <optional>
 #include <set>
 
 #include "yaml_reader.hpp"
@@ -121,6 +122,65 @@ bool reads_flattened(const Operator& producer, std::int64_t c) {
   return c % a.at("K") == 0 && c / a.at("K") <= a.at("P") * a.at("Q");
 }
 
+/// Bound of dimension `name` of `op`, if it has one.
+std::optional<std::int64_t> dim_bound(const Operator& op, const std::string& name) {
+  const DimId d = op.find_dim(name);
+  if (d < 0) return std::nullopt;
+  return op.dims()[static_cast<size_t>(d)].bound;
+}
+
+bool is_conv_or_fc(const Operator& op) { return op.kind() == "conv2d" || op.kind() == "fc"; }
+
+/// Why `layer`'s tensors disagree with its producers' outputs beyond the
+/// channel count, or nothing when they agree (or when the layer types do
+/// not define the dimension, e.g. loop nests). Batch: conv2d and fc layers
+/// read their producers' samples one for one. Spatial size: a conv2d reads
+/// at most its producer's P x Q output (pooling between layers is implicit,
+/// so it may read fewer). Gemm: a gemm reads its producers' M x N outputs
+/// as its M x K operand, added (each N equals K) or concatenated (the Ns
+/// sum to K).
+std::optional<std::string> shape_mismatch(const std::vector<Layer>& earlier, const Layer& layer) {
+  const Operator& op = layer.op;
+  const auto& a = op.attributes();
+  std::int64_t gemm_total = 0;
+  bool gemm_all_equal = true;
+  bool all_gemm = op.kind() == "gemm" && !layer.producers.empty();
+  for (int p : layer.producers) {
+    const Operator& prod = earlier[static_cast<size_t>(p)].op;
+    const auto& pa = prod.attributes();
+    const std::string from = " but its producer '" + prod.name() + "' ";
+    if (is_conv_or_fc(op) && is_conv_or_fc(prod)) {
+      const auto n = dim_bound(op, "N");
+      const auto pn = dim_bound(prod, "N");
+      if (n && pn && *n != *pn)
+        return "reads a batch of " + std::to_string(*n) + from + "gives " + std::to_string(*pn);
+    }
+    if (op.kind() == "conv2d" && prod.kind() == "conv2d" &&
+        (a.at("H") > pa.at("P") || a.at("W") > pa.at("Q")))
+      return "reads " + std::to_string(a.at("H")) + "x" + std::to_string(a.at("W")) + " pixels" +
+             from + "gives " + std::to_string(pa.at("P")) + "x" + std::to_string(pa.at("Q")) +
+             " (a layer may read fewer, after pooling, never more)";
+    if (op.kind() == "gemm") {
+      if (prod.kind() != "gemm") {
+        all_gemm = false;
+        continue;
+      }
+      if (pa.at("M") != a.at("M"))
+        return "has M = " + std::to_string(a.at("M")) + from +
+               "has M = " + std::to_string(pa.at("M")) +
+               " (a gemm reads its producer's M x N output as M x K)";
+      gemm_total += pa.at("N");
+      gemm_all_equal = gemm_all_equal && pa.at("N") == a.at("K");
+    }
+  }
+  if (all_gemm && !gemm_all_equal && gemm_total != a.at("K"))
+    return "reads K = " + std::to_string(a.at("K")) +
+           " but its producers give N = " + std::to_string(gemm_total) +
+           " (expected K to equal each producer's N for an add, or their sum for a "
+           "concatenation)";
+  return std::nullopt;
+}
+
 }  // namespace
 
 int Network::find_layer(const std::string& name) const {
@@ -189,6 +249,8 @@ Network Network::parse(const std::string& yaml_text, const std::string& origin) 
                        " (expected C to equal each producer's K for an add, or their sum "
                        "for a concatenation, or an fc reading K x pixels of a convolution)");
     }
+    if (const auto why = shape_mismatch(net.layers_, layer))
+      yaml::fail(origin, node, "inputs", "layer '" + name + "' " + *why);
     net.layers_.push_back(std::move(layer));
   }
   return training ? net.training() : net;
@@ -230,6 +292,28 @@ Network Network::make(std::string name, std::vector<Layer> layers) {
     net.layers_.push_back(std::move(layer));
   }
   return net;
+}
+
+void require_connected(const Network& net) {
+  // Union-find over producer-consumer edges, direction ignored.
+  const auto& layers = net.layers();
+  std::vector<int> root(layers.size());
+  for (size_t i = 0; i < root.size(); ++i) root[i] = static_cast<int>(i);
+  auto find = [&root](int x) {
+    while (root[static_cast<size_t>(x)] != x)
+      x = root[static_cast<size_t>(x)] = root[static_cast<size_t>(root[static_cast<size_t>(x)])];
+    return x;
+  };
+  for (size_t i = 0; i < layers.size(); ++i)
+    for (int p : layers[i].producers)
+      root[static_cast<size_t>(find(static_cast<int>(i)))] = find(p);
+  for (size_t i = 1; i < layers.size(); ++i)
+    if (find(static_cast<int>(i)) != find(0))
+      throw InputError("network '" + net.name() + "' is not one connected graph: layer '" +
+                       layers[i].op.name() + "' shares no tensor, directly or through other " +
+                       "layers, with layer '" + layers[0].op.name() +
+                       "' (whole-network scheduling needs one connected graph; schedule the "
+                       "parts as separate networks)");
 }
 
 Network Network::training() const {

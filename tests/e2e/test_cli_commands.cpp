@@ -230,5 +230,57 @@ TEST(CliVersion, PrintsVersionAndAbi) {
       << r.out;
 }
 
+// Whole-network scheduling of a four-layer chain on a 4 x 4-node chip:
+// segments cover the layers in order, node bands fit the chip, figures add
+// up, and the candidate counts shrink through pruning (KAPLA Table VI).
+TEST(CliKaplaSchedule, JsonCoversEveryLayerInOrder) {
+  const auto r = run_cli({"schedule", "--workload", kData + "/kapla_chain.yaml", "--arch",
+                          kData + "/kapla_chip4.yaml", "--k-s", "2", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["network"], "kapla_chain");
+  EXPECT_EQ(j["k_s"], 2);
+  EXPECT_TRUE(j["valid"].get<bool>());
+  EXPECT_LE(j["chains_evaluated"].get<int>(), 3);  // k_S chains and the layer-by-layer one
+  const auto& p = j["pruning"];
+  EXPECT_GE(p["candidates"].get<int>(), p["after_validity_pruning"].get<int>());
+  EXPECT_GE(p["after_validity_pruning"].get<int>(), p["after_pareto_pruning"].get<int>());
+  std::vector<std::string> order;
+  double energy = 0;
+  for (const auto& seg : j["segments"]) {
+    energy += seg["energy_pj"].get<double>();
+    int row = 0;
+    for (const auto& l : seg["layers"]) {
+      order.push_back(l["layer"]);
+      EXPECT_EQ(l["region"]["row"].get<int>(), row);
+      row += l["region"]["rows"].get<int>();
+      EXPECT_EQ(l["region"]["cols"].get<int>(), 4);
+      EXPECT_GT(l["energy_pj"].get<double>(), 0);
+    }
+    EXPECT_LE(row, 4);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"c1", "c2", "c3", "fc"}));
+  EXPECT_NEAR(energy, j["energy_pj"].get<double>(), 1e-6 * energy);
+  EXPECT_GT(j["seconds"].get<double>(), 0);
+  // The layer-by-layer chain is solved too and never beats the result.
+  ASSERT_TRUE(j.contains("layer_by_layer"));
+  EXPECT_LE(j["energy_pj"].get<double>(), j["layer_by_layer"]["energy_pj"].get<double>());
+  const auto paper =
+      run_cli({"schedule", "--workload", kData + "/kapla_chain.yaml", "--arch",
+               kData + "/kapla_chip4.yaml", "--no-layer-by-layer", "--format", "json"});
+  ASSERT_EQ(paper.status, 0) << paper.err;
+  EXPECT_FALSE(nlohmann::json::parse(paper.out).contains("layer_by_layer"));
+}
+
+TEST(CliKaplaSchedule, TableNamesSegmentsRegionsAndCounts) {
+  const auto r = run_cli({"schedule", "--workload", kData + "/kapla_chain.yaml", "--arch",
+                          kData + "/kapla_chip4.yaml", "--objective", "latency"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("k_S = 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("after validity pruning"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| 0 | c1 | "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("total: energy_pj"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace mapex

@@ -225,5 +225,57 @@ TEST_F(BadInput, UnknownLayer) {
   EXPECT_HAS(e, "key 'layer': no layer 'conv9' in network 'tiny'; expected one of: conv, fc");
 }
 
+// `mapex schedule` needs one connected graph and shapes that agree between
+// producers and consumers; each bad input names the layer.
+TEST_F(BadInput, ScheduleNeedsOneConnectedGraph) {
+  const std::string e = expect_bad(
+      {"schedule", "--workload", std::string(MAPEX_EXPERIMENTS_DIR) + "/workloads/kapla_small.yaml",
+       "--arch", kData + "/kapla_chip4.yaml"});
+  EXPECT_HAS(e, "network 'kapla_small' is not one connected graph: layer 'conv1x1'");
+}
+
+TEST_F(BadInput, ShapesThatDisagreeNameTheLayer) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {"  - {name: a, type: conv2d, C: 3, K: 8, H: 8, W: 8, R: 3, S: 3, inputs: []}\n"
+       "  - {name: b, type: conv2d, C: 8, K: 8, H: 8, W: 8, R: 1, S: 1}\n",
+       "layer 'b' reads 8x8 pixels but its producer 'a' gives 6x6"},
+      {"  - {name: a, type: conv2d, C: 3, K: 8, H: 8, W: 8, R: 1, S: 1, inputs: []}\n"
+       "  - {name: b, type: conv2d, N: 2, C: 8, K: 8, H: 8, W: 8, R: 1, S: 1}\n",
+       "layer 'b' reads a batch of 2 but its producer 'a' gives 1"},
+      {"  - {name: a, type: gemm, M: 16, N: 32, K: 8, inputs: []}\n"
+       "  - {name: b, type: gemm, M: 8, N: 4, K: 32}\n",
+       "layer 'b' has M = 8 but its producer 'a' has M = 16"},
+      {"  - {name: a, type: gemm, M: 16, N: 32, K: 8, inputs: []}\n"
+       "  - {name: b, type: gemm, M: 16, N: 4, K: 24}\n",
+       "layer 'b' reads K = 24 but its producers give N = 32"}};
+  int i = 0;
+  for (const auto& [layers, message] : cases) {
+    const std::string net =
+        write("shape_net" + std::to_string(i++) + ".yaml", "network: n\nlayers:\n" + layers);
+    for (const std::string command : {"schedule", "mapspace"}) {
+      std::vector<std::string> args{command, "--workload", net, "--arch",
+                                    kData + "/kapla_chip4.yaml"};
+      if (command == "mapspace") args.insert(args.end(), {"--layer", "a"});
+      EXPECT_HAS(expect_bad(args), message);
+    }
+  }
+}
+
+TEST_F(BadInput, ScheduleOptions) {
+  const std::vector<std::string> base{"schedule", "--workload", kData + "/kapla_chain.yaml",
+                                      "--arch", kData + "/kapla_chip4.yaml"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+      {{"--objective", "edp"}, "--objective expects energy or latency, got 'edp'"},
+      {{"--k-s", "0"}, "--k-s expects 1 or more, got 0"},
+      {{"--max-segment-layers", "0"}, "--max-segment-layers expects 1 or more"},
+      {{"--format", "xml"}, "--format expects table or json, got 'xml'"},
+      {{"--searcher", "random"}, "searcher 'random' maps one layer at a time"}};
+  for (const auto& [extra, message] : cases) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    EXPECT_HAS(expect_bad(args), message);
+  }
+}
+
 }  // namespace
 }  // namespace mapex

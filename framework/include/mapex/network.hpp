@@ -43,7 +43,12 @@ class Network {
 
   /// Loads a network file (see README, "Workload files"); the file may also
   /// hold a single operator. Validates everything: names unique, shapes
-  /// positive, producers earlier in the list and channel counts that match.
+  /// positive, producers earlier in the list, and tensors whose shapes agree
+  /// between producer and consumer where the layer types define them:
+  /// channels (conv2d, fc), batch (conv2d, fc), spatial size (a conv2d
+  /// reads at most its producer's output rows and columns: pooling between
+  /// layers is implicit, so it may read fewer), and gemm dimensions (a gemm
+  /// reads its producers' M x N outputs as its M x K operand).
   /// Throws InputError with file, line, column and key.
   static Network load(const std::string& path);
   /// Same, from YAML text; `origin` names the text in error messages.
@@ -53,5 +58,12 @@ class Network {
   std::string name_;
   std::vector<Layer> layers_;
 };
+
+/// Throws InputError naming the first layer (in file order) that is not
+/// connected to the first layer through producer-consumer edges, ignoring
+/// their direction. A workload file may list independent layers (a set of
+/// operators to map one by one); whole-network scheduling needs one
+/// connected graph, so `mapex schedule` calls this.
+void require_connected(const Network& net);
 
 }  // namespace mapex

@@ -22,6 +22,7 @@
 #include "host/result_store.hpp"
 #include "host/run_command.hpp"
 #include "host/runner.hpp"
+#include "host/schedule_command.hpp"
 
 namespace mapex::host {
 namespace po = boost::program_options;
@@ -55,6 +56,8 @@ const char* const kUsage =
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
     "  mapspace --workload W --arch A [--layer L]\n"
+    "  schedule --workload NET --arch A [--k-s 4] [--max-segment-layers 4]\n"
+    "           [--objective energy|latency] [--costmodel tensor_centric] [--format table|json]\n"
     "  plugins\n"
     "  report   RESULTS.h5 [--format markdown|csv] [--table all|jobs|summary|dse]\n"
     "           [--baseline searcher=NAME|costmodel=NAME|architecture=NAME]\n"
@@ -588,6 +591,7 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "evaluate") return cmd_evaluate(args, out);
     if (command == "search") return cmd_search(args, out);
     if (command == "mapspace") return cmd_mapspace(args, out);
+    if (command == "schedule") return cmd_schedule(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
     if (command == "report") return cmd_report(args, out);

@@ -1,0 +1,267 @@
+// KAPLA's intra-layer solver (KAPLA §IV-C, Algorithm 1): bottom-up stacking
+// and caching with greedy cost descending.
+//
+// Starting from unit tensors (every tile 1), each buffer level is solved in
+// turn from the innermost outwards. For every candidate loop order of the
+// level's updates (genLoopOrder), a stacking pass spreads the unit tensors
+// over the array above the level (the spatial split) and a caching pass
+// enlarges the tensors held in each buffer (the tile), one step at a time:
+// each step enlarges one dimension to its next blocked size, choosing the
+// dimension that most reduces the access count of the most-accessed tensor
+// at the next level (ties to the second most accessed, then the
+// objective), and stops when no step reduces it or nothing more fits.
+// Among the orders, the best scheme by the objective (evalCost) is kept and
+// the next level starts from its stacked tensors.
+//
+// While a level is solved, the levels above it are still unit tensors, so
+// every remaining loop runs at DRAM in the order being tried: the access
+// counts at the next level are those of the remaining loop factors, as in
+// Fig. 6 ("the remaining factors ... are correspondingly reduced").
+//
+// Every candidate is a member of the framework's mapspace (so the result is
+// comparable with exhaustive and random search on the same space) and is
+// evaluated by the job's cost model through the framework, which owns the
+// budget and the best-so-far.
+
+#include "intra_layer.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <mapex/directives.hpp>
+#include <mapex/search.hpp>
+#include <numeric>
+#include <optional>
+#include <set>
+
+namespace {
+
+using mapex::DimId;
+using mapex::LevelKind;
+using mapex::Mapping;
+using mapex::Metrics;
+
+/// Buffer levels, innermost first, each with the spatial level right above
+/// it (-1 when none), and the data level above it.
+struct Plan {
+  std::vector<int> buffers;
+  std::vector<int> array_above;
+  std::vector<int> parent;
+};
+
+Plan make_plan(const mapex::Architecture& arch) {
+  Plan p;
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const auto kind = arch.levels()[static_cast<size_t>(i)].kind;
+    if (kind == LevelKind::kSpatial) {
+      if (!p.buffers.empty() && p.array_above.back() < 0) p.array_above.back() = i;
+      continue;
+    }
+    if (!p.buffers.empty() && p.parent.back() < 0) p.parent.back() = i;
+    if (kind == LevelKind::kBuffer) {
+      p.buffers.push_back(i);
+      p.array_above.push_back(-1);
+      p.parent.push_back(-1);
+    }
+  }
+  return p;
+}
+
+/// genLoopOrder (Algorithm 1, line 6): the orders that decide reuse. For
+/// every ranking of the tensors, the loops that do not index the first
+/// tensor go innermost (it stays stationary), then those that do not index
+/// the second, and so on; the result is outermost first. At most 3! orders
+/// for a convolution, the loop-order choices KAPLA's nn_dataflow base
+/// explores.
+std::vector<std::vector<DimId>> loop_orders(const mapex::Operator& op) {
+  std::vector<int> tensors(op.tensors().size());
+  std::iota(tensors.begin(), tensors.end(), 0);
+  std::set<std::vector<DimId>> seen;
+  std::vector<std::vector<DimId>> out;
+  do {
+    std::vector<DimId> inner_first;
+    std::vector<bool> placed(static_cast<size_t>(op.num_dims()), false);
+    for (int t : tensors)
+      for (DimId d = 0; d < op.num_dims(); ++d)
+        if (!placed[static_cast<size_t>(d)] && !op.relevant(t, d)) {
+          inner_first.push_back(d);
+          placed[static_cast<size_t>(d)] = true;
+        }
+    for (DimId d = 0; d < op.num_dims(); ++d)
+      if (!placed[static_cast<size_t>(d)]) inner_first.push_back(d);
+    std::vector<DimId> order(inner_first.rbegin(), inner_first.rend());
+    if (seen.insert(order).second) out.push_back(order);
+  } while (std::next_permutation(tensors.begin(), tensors.end()));
+  return out;
+}
+
+/// Thrown inside the search when the framework's budget runs out.
+struct BudgetExhausted {};
+
+class Solver {
+ public:
+  explicit Solver(mapex::SearchContext& ctx)
+      : ctx_(ctx),
+        op_(ctx.op()),
+        arch_(ctx.arch()),
+        plan_(make_plan(ctx.arch())),
+        factors_only_(ctx.mapspace().options().factors_only) {}
+
+  mapex::SearchOutcome run() {
+    try {
+      Mapping cur = Mapping::trivial(op_, arch_);
+      for (size_t k = 0; k < plan_.buffers.size(); ++k) {
+        std::optional<Mapping> level_best;
+        double level_best_value = 0;
+        for (const auto& order : loop_orders(op_)) {
+          Mapping m = cur;
+          for (size_t j = k; j < plan_.buffers.size(); ++j) m.level(plan_.parent[j]).order = order;
+          propagate(m, k);
+          if (plan_.array_above[k] >= 0) m = descend(m, k, /*stacking=*/true);
+          m = descend(m, k, /*stacking=*/false);
+          const Metrics& r = evaluate_one(m);
+          const double v = mapex::objective_value(r, ctx_.objective());
+          if (r.valid && (!level_best || v < level_best_value)) {
+            level_best = m;
+            level_best_value = v;
+          }
+        }
+        if (!level_best) return {false, "no valid scheme at level " + level_name(k)};
+        cur = *level_best;
+      }
+    } catch (const BudgetExhausted&) {
+      return {false, "budget"};
+    }
+    return {false, "solved"};
+  }
+
+ private:
+  mapex::SearchContext& ctx_;
+  const mapex::Operator& op_;
+  const mapex::Architecture& arch_;
+  Plan plan_;
+  bool factors_only_;
+
+  const std::string& level_name(size_t k) const {
+    return arch_.levels()[static_cast<size_t>(plan_.buffers[k])].name;
+  }
+
+  /// Upper buffer levels not solved yet hold exactly the span below them
+  /// (unit tensors), so the remaining loops all run at DRAM.
+  void propagate(Mapping& m, size_t k) const {
+    for (size_t j = k + 1; j < plan_.buffers.size(); ++j) {
+      const int b = plan_.buffers[j];
+      m.level(b).tile = m.span(op_, arch_, b - 1);
+    }
+  }
+
+  const Metrics& evaluate_one(const Mapping& m) {
+    last_ = evaluate({m});
+    return last_.front();
+  }
+
+  std::vector<Metrics> evaluate(const std::vector<Mapping>& batch) {
+    if (ctx_.exhausted()) throw BudgetExhausted{};
+    auto results = ctx_.evaluate(batch);
+    if (results.size() < batch.size()) throw BudgetExhausted{};
+    return results;
+  }
+
+  /// The greedy key: access counts per tensor at the next level, largest
+  /// first, then the objective; +inf for an invalid mapping.
+  std::vector<double> key(const Metrics& r, size_t k) const {
+    const auto& parent = arch_.levels()[static_cast<size_t>(plan_.parent[k])].name;
+    std::vector<double> counts;
+    if (!r.valid) return {std::numeric_limits<double>::infinity()};
+    for (const auto& level : r.levels)
+      if (level.level == parent)
+        for (const auto& t : level.tensors) counts.push_back(t.reads + t.writes);
+    std::sort(counts.rbegin(), counts.rend());
+    counts.push_back(mapex::objective_value(r, ctx_.objective()));
+    return counts;
+  }
+
+  /// One enlargement per dimension to its next blocked size that stays in
+  /// the mapspace: the split of the array above level k (stacking) or the
+  /// tile of level k (caching).
+  std::vector<Mapping> candidates(const Mapping& cur, size_t k, bool stacking) const {
+    std::vector<Mapping> out;
+    const int b = plan_.buffers[k];
+    for (DimId d = 0; d < op_.num_dims(); ++d) {
+      const auto du = static_cast<size_t>(d);
+      const std::int64_t bound = op_.dims()[du].bound;
+      const std::int64_t now =
+          stacking ? cur.level(plan_.array_above[k]).split[du] : cur.level(b).tile[du];
+      const std::int64_t split =
+          plan_.array_above[k] >= 0 ? cur.level(plan_.array_above[k]).split[du] : 1;
+      const std::int64_t tile = cur.level(b).tile[du];
+      const std::int64_t below = b > 0 ? cur.span(op_, arch_, b - 1)[du] : 1;
+      for (std::int64_t v = now + 1; v <= bound; ++v) {
+        // In a factors-only space the stacked span must divide the bound
+        // and the tile must be a multiple of the span below: skip the
+        // sizes the mapspace would refuse without building them.
+        if (factors_only_) {
+          const std::int64_t span = stacking ? tile * v : v * split;
+          if (span <= bound && bound % span != 0) continue;
+          if (!stacking && v % below != 0) continue;
+        }
+        Mapping m = cur;
+        (stacking ? m.level(plan_.array_above[k]).split[du] : m.level(b).tile[du]) = v;
+        propagate(m, k);
+        const auto reason = ctx_.mapspace().reject_reason(m);
+        if (!reason) {
+          out.push_back(std::move(m));
+          break;
+        }
+        // A non-dividing size may be followed by one that divides; any
+        // other rule (capacity, fan-out, parallel dimensions, structure)
+        // only gets worse with a larger size.
+        if (reason->rfind("tiles", 0) != 0) break;
+      }
+    }
+    return out;
+  }
+
+  /// Cost descending (§IV-C): enlarge while the key improves. Returns the
+  /// point of the descent with the lowest objective (evalCost), so that a
+  /// step that cut accesses at the price of more energy elsewhere (hops,
+  /// idle units) is not carried into the next level.
+  Mapping descend(Mapping cur, size_t k, bool stacking) {
+    const Metrics& start = evaluate_one(cur);
+    std::vector<double> cur_key = key(start, k);
+    Mapping best_point = cur;
+    double best_value = mapex::objective_value(start, ctx_.objective());
+    for (;;) {
+      auto cands = candidates(cur, k, stacking);
+      if (cands.empty()) break;
+      const auto results = evaluate(cands);
+      size_t best = cands.size();
+      std::vector<double> best_key;
+      for (size_t i = 0; i < results.size(); ++i) {
+        auto k_i = key(results[i], k);
+        if (best == cands.size() || k_i < best_key) {
+          best = i;
+          best_key = std::move(k_i);
+        }
+      }
+      if (!(best_key < cur_key)) break;
+      const double v = mapex::objective_value(results[best], ctx_.objective());
+      cur = std::move(cands[best]);
+      cur_key = std::move(best_key);
+      if (v < best_value) {
+        best_value = v;
+        best_point = cur;
+      }
+    }
+    return best_point;
+  }
+
+  std::vector<Metrics> last_;
+};
+
+}  // namespace
+
+namespace kapla {
+
+mapex::SearchOutcome solve_intra_layer(mapex::SearchContext& ctx) { return Solver(ctx).run(); }
+
+}  // namespace kapla
