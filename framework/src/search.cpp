@@ -159,7 +159,17 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   SpaceSweep sweep;
   const std::size_t workers =
       static_cast<std::size_t>(std::max(1, tbb::this_task_arena::max_concurrency()));
-  const auto chunks = space.chunks(16 * workers);
+  // Chunks are merged in enumeration order, so a budget smaller than the
+  // first chunk would leave every other worker's chunk unused: with a budget,
+  // cut the space finely enough that the budget spans many chunks.
+  std::size_t min_chunks = 16 * workers;
+  if (budget_.max_evaluations) {
+    const BigInt per_worker = 4 * static_cast<BigInt>(workers) * space.size();
+    const BigInt wanted = per_worker / budget_.max_evaluations;
+    min_chunks =
+        std::max(min_chunks, std::min<BigInt>(wanted, BigInt{1} << 12).convert_to<std::size_t>());
+  }
+  const auto chunks = space.chunks(min_chunks);
   constexpr auto kNoLimit = std::numeric_limits<std::uint64_t>::max();
 
   // A chunk being streamed: its cursor and what it found so far.
@@ -208,11 +218,16 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
     return run;
   };
 
-  // A window of chunks is streamed in rounds; with an evaluation budget a
-  // round advances each chunk by a slice only, so that the sweep stops soon
-  // after the budget is reached in enumeration order. Finished chunks leave
-  // the window from the front and are merged in order.
-  const std::uint64_t slice = budget_.max_evaluations ? 1024 : kNoLimit;
+  // A window of chunks is streamed in rounds; a round advances each chunk
+  // by a slice, so the workers get equal shares of work per round (a round
+  // waits for its slowest chunk) and progress is reported between rounds.
+  // With an evaluation budget the slice shrinks with the budget left, so the
+  // sweep stops soon after the budget is reached in enumeration order while
+  // a round still holds enough work to outweigh the cost of starting it.
+  // Finished chunks leave the window from the front and are merged in order;
+  // the slices decide only how much work is wasted past the budget, never
+  // the result.
+  constexpr std::uint64_t kMinSlice = 1024, kMaxSlice = std::uint64_t{1} << 18;
   const std::size_t width = budget_.max_evaluations ? workers : 2 * workers;
   std::deque<Run> window;
   std::size_t next = 0;
@@ -221,6 +236,10 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
     if (window.empty()) break;
     const std::uint64_t remaining =
         budget_.max_evaluations ? budget_.max_evaluations - evaluations_ : kNoLimit;
+    const std::uint64_t slice =
+        budget_.max_evaluations
+            ? std::clamp<std::uint64_t>(remaining / (4 * width), kMinSlice, kMaxSlice)
+            : kMaxSlice;
     int join_edge = 0;
     // TBB reads this body through a reference to the spawner's stack: the
     // edge is published after the body exists and taken before it is read
@@ -229,8 +248,7 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
       MAPEX_TSAN_ACQUIRE(&tsan_spawn_edge);
       Run& run = window[i];
       if (!run.done) {
-        const std::uint64_t limit =
-            std::min(remaining, slice == kNoLimit ? kNoLimit : run.r.evaluated + slice);
+        const std::uint64_t limit = std::min(remaining, run.r.evaluated + slice);
         advance(run, limit);
         // No chunk needs more than the budget left: capped, it is done.
         if (!run.done && run.r.evaluated >= remaining) {
