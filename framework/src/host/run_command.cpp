@@ -396,7 +396,18 @@ int conclude_run(const ResultFile& file, std::size_t total_jobs, const std::stri
   std::size_t failed = 0;
   for (const auto& j : file.jobs) failed += j.status == "failed";
   // The table comes from the file, so what is printed is what was stored.
-  print_report(file, TableFormat::kMarkdown, out);
+  // A sweep of thousands of jobs prints its summary only: a table nobody
+  // reads on a terminal would cost more than the jobs' own bookkeeping.
+  constexpr std::size_t kMaxPrintedJobs = 200;
+  if (file.jobs.size() <= kMaxPrintedJobs) {
+    print_report(file, TableFormat::kMarkdown, out);
+  } else {
+    ReportOptions summary;
+    summary.table = "summary";
+    print_report(file, TableFormat::kMarkdown, out, summary);
+    out << "\n(" << file.jobs.size() << " jobs: `mapex report " << output
+        << "` prints the table of every job)\n";
+  }
   out << "\n"
       << file.jobs.size() << " jobs, " << failed << " failed; results in " << output << "\n";
   if (failed) err << "mapex: " << failed << " of " << file.jobs.size() << " jobs failed\n";
