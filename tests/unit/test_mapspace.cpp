@@ -26,6 +26,30 @@ using test::chip;
 
 bool divides(std::int64_t a, std::int64_t b) { return b % a == 0; }
 
+/// Whether the loop order `perm` (the level's loops of more than one trip)
+/// obeys the level's rule: a listed order restricted to those loops, and
+/// for each stationary tensor no loop indexing it inside one that does not.
+bool order_allowed(const Operator& op, const LevelRule& r, const std::vector<DimId>& perm) {
+  bool listed = r.orders.empty();
+  for (const auto& full : r.orders) {
+    std::vector<DimId> restricted;
+    for (DimId e : full)
+      if (std::count(perm.begin(), perm.end(), e)) restricted.push_back(e);
+    listed = listed || restricted == perm;
+  }
+  bool stationary = r.stationary.empty();
+  for (int t : r.stationary) {
+    bool seen_irrelevant = false, good = true;
+    for (DimId e : perm) {
+      const bool relevant = op.tensors()[static_cast<size_t>(t)].relevant(e);
+      if (!relevant) seen_irrelevant = true;
+      if (relevant && seen_irrelevant) good = false;
+    }
+    stationary = stationary || good;
+  }
+  return listed && stationary;
+}
+
 /// Every mapping of `op` on a chip L1 / PEs / L2 / DRAM, by brute force.
 std::set<std::string> brute_force(const Operator& op, const Architecture& arch,
                                   const MapspaceOptions& o) {
@@ -101,28 +125,8 @@ std::set<std::string> brute_force(const Operator& op, const Architecture& arch,
       }
       std::vector<DimId> perm = free[static_cast<size_t>(k)];
       do {
-        if (!o.levels.empty()) {
-          const LevelRule& r = o.levels[static_cast<size_t>(levels[k])];
-          bool ok = r.orders.empty();
-          for (const auto& full : r.orders) {
-            std::vector<DimId> restricted;
-            for (DimId e : full)
-              if (std::count(perm.begin(), perm.end(), e)) restricted.push_back(e);
-            ok = ok || restricted == perm;
-          }
-          bool stat = r.stationary.empty();
-          for (int t : r.stationary) {
-            // No loop indexing t inside one that does not.
-            bool seen_irrelevant = false, good = true;
-            for (DimId e : perm) {
-              const bool rel = op.tensors()[static_cast<size_t>(t)].relevant(e);
-              if (!rel) seen_irrelevant = true;
-              if (rel && seen_irrelevant) good = false;
-            }
-            stat = stat || good;
-          }
-          if (!ok || !stat) continue;
-        }
+        if (!o.levels.empty() && !order_allowed(op, o.levels[static_cast<size_t>(levels[k])], perm))
+          continue;
         auto& order = m.level(levels[k]).order;
         order.clear();
         for (DimId e = 0; e < n; ++e)
@@ -575,27 +579,9 @@ std::uint64_t brute_force_chain(const Operator& op, const Architecture& arch,
       }
       std::vector<DimId> perm = free[k];
       do {
-        if (rules.orders && !o.levels.empty()) {
-          const LevelRule& r = o.levels[static_cast<size_t>(data_levels[k])];
-          bool ok = r.orders.empty();
-          for (const auto& full : r.orders) {
-            std::vector<DimId> restricted;
-            for (DimId e : full)
-              if (std::count(perm.begin(), perm.end(), e)) restricted.push_back(e);
-            ok = ok || restricted == perm;
-          }
-          bool stat = r.stationary.empty();
-          for (int t : r.stationary) {
-            bool seen_irrelevant = false, good = true;
-            for (DimId e : perm) {
-              const bool rel = op.tensors()[static_cast<size_t>(t)].relevant(e);
-              if (!rel) seen_irrelevant = true;
-              if (rel && seen_irrelevant) good = false;
-            }
-            stat = stat || good;
-          }
-          if (!ok || !stat) continue;
-        }
+        if (rules.orders && !o.levels.empty() &&
+            !order_allowed(op, o.levels[static_cast<size_t>(data_levels[k])], perm))
+          continue;
         auto& order = m.level(data_levels[k]).order;
         order.clear();
         for (DimId e = 0; e < n; ++e)
