@@ -32,25 +32,33 @@ std::vector<std::string> names_of(PluginKind kind) {
   return out;
 }
 
+/// One search by the named searcher under roofline, on `threads` workers.
+JobResult search_with(const std::string& plugin, const Operator& op, const Architecture& arch,
+                      Budget budget, std::uint64_t seed, int threads,
+                      const std::map<std::string, std::string>& params, bool keep_trace = false) {
+  const auto searcher = registry().make_searcher(plugin, params);
+  const auto model = registry().make_costmodel("roofline", {});
+  SearchRequest r;
+  r.op = &op;
+  r.arch = &arch;
+  r.searcher = searcher.get();
+  r.costmodel = model.get();
+  r.budget = budget;
+  r.seed = seed;
+  r.keep_trace = keep_trace;
+  JobResult result;
+  tbb::task_arena arena(threads);
+  arena.execute([&] { result = run_search(r); });
+  return result;
+}
+
 class SearcherSuite : public ::testing::TestWithParam<std::string> {
  protected:
   JobResult search(const Operator& op, const Architecture& arch, Budget budget, std::uint64_t seed,
                    int threads, std::map<std::string, std::string> params = {}) {
     if (GetParam() == "random" && !params.count("victory_condition") && !budget.max_evaluations)
       params["victory_condition"] = "200";
-    const auto searcher = registry().make_searcher(GetParam(), params);
-    const auto model = registry().make_costmodel("roofline", {});
-    SearchRequest r;
-    r.op = &op;
-    r.arch = &arch;
-    r.searcher = searcher.get();
-    r.costmodel = model.get();
-    r.budget = budget;
-    r.seed = seed;
-    JobResult result;
-    tbb::task_arena arena(threads);
-    arena.execute([&] { result = run_search(r); });
-    return result;
+    return search_with(GetParam(), op, arch, budget, seed, threads, params);
   }
   /// A convolution, or a GEMM of a similar size for searchers that map
   /// GEMM only (flash, FLASH §2.1).
@@ -120,20 +128,7 @@ INSTANTIATE_TEST_SUITE_P(AllSearchers, SearcherSuite,
 
 JobResult random_search(const Operator& op, const Architecture& arch, Budget budget,
                         std::uint64_t seed, std::map<std::string, std::string> params) {
-  const auto searcher = registry().make_searcher("random", params);
-  const auto model = registry().make_costmodel("roofline", {});
-  SearchRequest r;
-  r.op = &op;
-  r.arch = &arch;
-  r.searcher = searcher.get();
-  r.costmodel = model.get();
-  r.budget = budget;
-  r.seed = seed;
-  r.keep_trace = true;
-  JobResult result;
-  tbb::task_arena arena(2);
-  arena.execute([&] { result = run_search(r); });
-  return result;
+  return search_with("random", op, arch, budget, seed, 2, params, /*keep_trace=*/true);
 }
 
 TEST(RandomSearcher, SecondsBudgetStopsTheSearchWithReasonBudget) {
