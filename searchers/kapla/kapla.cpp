@@ -28,8 +28,9 @@ class Kapla final : public mapex::Searcher, public mapex::NetworkScheduler {
 
 const mapex::ParamSpec kParams[] = {
     {"refine", mapex::ParamType::kBool, "true",
-     "After Algorithm 1, steepest descent over neighbouring schemes (tiles and splits one step "
-     "up or down, other loop orders) until none improves; mapex's addition beyond the paper."},
+     "After Algorithm 1, steepest descent from its best scheme over neighbouring schemes (tiles "
+     "and splits one step up or down, pairs of dimensions exchanging a step, other loop orders) "
+     "until none improves; mapex's addition beyond the paper."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new Kapla(params); }
