@@ -8,7 +8,9 @@ namespace kapla {
 
 /// Solves the layer of `ctx` level by level with bottom-up stacking and
 /// caching; the best scheme is `ctx.best_mapping()`. Stops with "solved",
-/// "budget" or the level where no valid scheme exists.
-mapex::SearchOutcome solve_intra_layer(mapex::SearchContext& ctx);
+/// "budget" or the level where no valid scheme exists. With `refine`, a
+/// final steepest descent over neighbouring schemes (mapex's addition beyond
+/// Algorithm 1) polishes the best scheme.
+mapex::SearchOutcome solve_intra_layer(mapex::SearchContext& ctx, bool refine = true);
 
 }  // namespace kapla

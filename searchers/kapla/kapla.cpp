@@ -12,28 +12,39 @@ namespace {
 
 class Kapla final : public mapex::Searcher, public mapex::NetworkScheduler {
  public:
+  explicit Kapla(const mapex::Params& params) : refine_(params.get_bool("refine")) {}
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
-    return kapla::solve_intra_layer(ctx);
+    return kapla::solve_intra_layer(ctx, refine_);
   }
   mapex::NetworkSchedule schedule(const mapex::Network& net, const mapex::Architecture& arch,
                                   const mapex::CostModel& model,
                                   const mapex::ScheduleOptions& options) const override {
     return kapla::schedule_network(net, arch, model, options);
   }
+
+ private:
+  bool refine_;
 };
 
-mapex::Searcher* make(const mapex::Params&) { return new Kapla(); }
+const mapex::ParamSpec kParams[] = {
+    {"refine", mapex::ParamType::kBool, "true",
+     "After Algorithm 1, steepest descent from its best scheme over neighbouring schemes (tiles "
+     "and splits one step up or down, pairs of dimensions exchanging a step, other loop orders) "
+     "until none improves; mapex's addition beyond the paper."},
+};
+
+mapex::Searcher* make(const mapex::Params& params) { return new Kapla(params); }
 
 const mapex::PluginDescriptor kDescriptor{
     mapex::kPluginAbiVersion,
     MAPEX_BUILD_ID,
     mapex::PluginKind::kSearcher,
     "kapla",
-    "1.1.0",
+    "1.2.0",
     "KAPLA (§IV): intra-layer stacking and caching with greedy cost descending (Algorithm 1); "
     "whole networks with `mapex schedule` (segments, layer pipelining, top-k_S chains)",
-    nullptr,
-    0,
+    kParams,
+    std::size(kParams),
     nullptr,
     &make};
 
