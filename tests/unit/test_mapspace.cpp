@@ -26,6 +26,14 @@ using test::chip;
 
 bool divides(std::int64_t a, std::int64_t b) { return b % a == 0; }
 
+/// A level's loop order: the one-trip loops outermost, then `perm`.
+void set_order(std::vector<DimId>& order, int n, const std::vector<DimId>& perm) {
+  order.clear();
+  for (DimId e = 0; e < n; ++e)
+    if (!std::count(perm.begin(), perm.end(), e)) order.push_back(e);
+  order.insert(order.end(), perm.begin(), perm.end());
+}
+
 /// Whether the loop order `perm` (the level's loops of more than one trip)
 /// obeys the level's rule: a listed order restricted to those loops, and
 /// for each stationary tensor no loop indexing it inside one that does not.
@@ -127,11 +135,7 @@ std::set<std::string> brute_force(const Operator& op, const Architecture& arch,
       do {
         if (!o.levels.empty() && !order_allowed(op, o.levels[static_cast<size_t>(levels[k])], perm))
           continue;
-        auto& order = m.level(levels[k]).order;
-        order.clear();
-        for (DimId e = 0; e < n; ++e)
-          if (!std::count(perm.begin(), perm.end(), e)) order.push_back(e);
-        order.insert(order.end(), perm.begin(), perm.end());
+        set_order(m.level(levels[k]).order, n, perm);
         orders(k + 1);
       } while (std::next_permutation(perm.begin(), perm.end()));
     };
@@ -582,11 +586,7 @@ std::uint64_t brute_force_chain(const Operator& op, const Architecture& arch,
         if (rules.orders && !o.levels.empty() &&
             !order_allowed(op, o.levels[static_cast<size_t>(data_levels[k])], perm))
           continue;
-        auto& order = m.level(data_levels[k]).order;
-        order.clear();
-        for (DimId e = 0; e < n; ++e)
-          if (!std::count(perm.begin(), perm.end(), e)) order.push_back(e);
-        order.insert(order.end(), perm.begin(), perm.end());
+        set_order(m.level(data_levels[k]).order, n, perm);
         orders(k + 1);
       } while (std::next_permutation(perm.begin(), perm.end()));
     };
