@@ -164,8 +164,9 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   // cut the space finely enough that the budget spans many chunks.
   std::size_t min_chunks = 16 * workers;
   if (budget_.max_evaluations) {
-    const BigInt per_worker = 4 * static_cast<BigInt>(workers) * space.size();
-    const BigInt wanted = per_worker / budget_.max_evaluations;
+    // Chunks of about budget / (16 x workers) mappings (chunks() aims at a
+    // quarter of size / min_chunks), at most 2^12 of them requested.
+    const BigInt wanted = 4 * static_cast<BigInt>(workers) * space.size() / budget_.max_evaluations;
     min_chunks =
         std::max(min_chunks, std::min<BigInt>(wanted, BigInt{1} << 12).convert_to<std::size_t>());
   }
