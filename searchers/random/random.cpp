@@ -1,26 +1,53 @@
-// Random search in the manner of Timeloop's random mapper: draw mappings
-// from the mapspace with a seeded generator, evaluate them in parallel
-// batches through the framework, keep the best. Stops at the budget
-// (evaluations or seconds, owned by the framework) or at the victory
-// condition: N consecutive samples without improvement. Samples are drawn
-// on the searching thread in a fixed order, so a seed gives the same result
-// at any thread count.
+// Random search in the manner of Timeloop's random mapper, in two modes.
+//
+// Uniform (level_probability 0, the default): draw mappings uniformly from
+// the mapspace with a seeded generator, evaluate them in parallel batches
+// through the framework, keep the best.
+//
+// Per level (level_probability p > 0): KAPLA's baseline R (§V, "Baseline
+// solvers"), which evaluates candidates "at each level with a given
+// probability". Each node of the level tree (level_keep.hpp: innermost
+// level first) is kept with probability p, a mapping is evaluated iff its
+// whole path is kept, and every kept mapping is evaluated. The Mapspace
+// cursor streams mappings dimension by dimension (chains, then orders), not
+// level by level, so whole subtrees cannot be skipped through it: the
+// exhaustive stream is filtered by the path hash instead. Enumeration is
+// cheap beside evaluation (the cost this mode saves), and since the rule
+// hashes the path it keeps the same set as a level-nested walk would.
+//
+// Both modes stop at the budget (evaluations or seconds, owned by the
+// framework) or at the victory condition: N consecutive evaluations without
+// improvement. Candidates are produced on the searching thread in a fixed
+// order, so a seed gives the same result at any thread count.
 
 #include <algorithm>
 #include <mapex/plugin.hpp>
+#include <optional>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
+#include "level_keep.hpp"
+
 namespace {
+
+std::string format_probability(double p) {
+  std::ostringstream out;
+  out << p;
+  return out.str();
+}
 
 class RandomSearch final : public mapex::Searcher {
  public:
   explicit RandomSearch(const mapex::Params& params)
       : batch_size_(static_cast<std::size_t>(params.get_int("batch_size"))),
         victory_(static_cast<std::uint64_t>(params.get_int("victory_condition"))),
-        attempts_(static_cast<int>(params.get_int("max_attempts"))) {}
+        attempts_(static_cast<int>(params.get_int("max_attempts"))),
+        level_probability_(params.get_double("level_probability")) {}
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
+    if (level_probability_ > 0) return search_levels(ctx);
     if (ctx.budget().max_evaluations == 0 && ctx.budget().max_seconds <= 0 && victory_ == 0)
       throw mapex::InputError(mapex::SourceLocation{}, "victory_condition",
                               "searcher 'random' needs a budget (evaluations or seconds) or a "
@@ -29,13 +56,11 @@ class RandomSearch final : public mapex::Searcher {
     // say so rather than fail every draw.
     if (ctx.mapspace().size() == 0) return {true, mapex::kEmptyMapspace};
     std::mt19937_64 rng(ctx.seed());
-    std::uint64_t streak = 0;  // consecutive samples without improvement
+    Progress progress;
     std::vector<mapex::Mapping> batch;
     for (;;) {
-      std::size_t want = batch_size_;
-      if (victory_)
-        want = static_cast<std::size_t>(std::min<std::uint64_t>(want, victory_ - streak));
       batch.clear();
+      const std::size_t want = batch_want(progress);
       for (std::size_t i = 0; i < want; ++i) {
         auto m = ctx.mapspace().sample(rng, attempts_);
         if (!m) break;
@@ -51,23 +76,86 @@ class RandomSearch final : public mapex::Searcher {
         }
         return {false, "no valid mapping in " + std::to_string(attempts_) + " draws"};
       }
-      const std::uint64_t before = ctx.evaluations();
-      const std::size_t trace_before = ctx.trace().size();
-      const auto results = ctx.evaluate(batch);
-      // Samples since the last improvement, in evaluation order.
-      if (ctx.trace().size() > trace_before)
-        streak = before + results.size() - ctx.trace().back().evaluation;
-      else
-        streak += results.size();
-      if (results.size() < batch.size() || ctx.exhausted()) return {false, "budget"};
-      if (victory_ && streak >= victory_) return {false, "victory condition"};
+      if (auto stop = evaluate(ctx, batch, progress)) return {false, *stop};
     }
   }
 
  private:
+  /// Evaluations since the last improvement, in evaluation order.
+  struct Progress {
+    std::uint64_t streak = 0;
+  };
+
+  /// Candidates for the next batch: never more than the victory condition
+  /// still allows, so the search stops exactly at it.
+  std::size_t batch_want(const Progress& progress) const {
+    if (!victory_) return batch_size_;
+    return static_cast<std::size_t>(
+        std::min<std::uint64_t>(batch_size_, victory_ - progress.streak));
+  }
+
+  /// Evaluates one batch; the stop reason when the search must end.
+  std::optional<std::string> evaluate(mapex::SearchContext& ctx,
+                                      const std::vector<mapex::Mapping>& batch,
+                                      Progress& progress) const {
+    const std::uint64_t before = ctx.evaluations();
+    const std::size_t trace_before = ctx.trace().size();
+    const auto results = ctx.evaluate(batch);
+    if (ctx.trace().size() > trace_before)
+      progress.streak = before + results.size() - ctx.trace().back().evaluation;
+    else
+      progress.streak += results.size();
+    if (results.size() < batch.size() || ctx.exhausted()) return "budget";
+    if (victory_ && progress.streak >= victory_) return "victory condition";
+    return std::nullopt;
+  }
+
+  /// KAPLA's R (§V): every mapping whose path is kept level by level, in
+  /// enumeration order. Without a budget it evaluates the whole kept set
+  /// (about p^L of the space for L levels); with one, a budget cut keeps an
+  /// enumeration-order prefix of that set, not a random part of it.
+  mapex::SearchOutcome search_levels(mapex::SearchContext& ctx) const {
+    if (ctx.mapspace().size() == 0) return {true, mapex::kEmptyMapspace};
+    const mapex::level_sampling::LevelKeep rule(ctx.seed(), level_probability_);
+    mapex::Mapspace::Cursor cursor(ctx.mapspace());
+    mapex::Mapping m;
+    Progress progress;
+    std::uint64_t kept = 0;
+    std::vector<mapex::Mapping> batch;
+    for (;;) {
+      batch.clear();
+      const std::size_t want = batch_want(progress);
+      bool streamed = false;
+      while (batch.size() < want) {
+        if (!cursor.next(m)) {
+          streamed = true;
+          break;
+        }
+        // A time budget must also bound a long stretch of the stream in
+        // which little is kept.
+        if ((cursor.visited() & 0xffff) == 0 && ctx.exhausted()) return {false, "budget"};
+        if (rule.keep(m)) batch.push_back(m);
+      }
+      kept += batch.size();
+      if (!batch.empty())
+        if (auto stop = evaluate(ctx, batch, progress)) return {false, *stop};
+      if (!streamed) continue;
+      const std::uint64_t seen = cursor.visited();
+      // Nothing fits any buffer: the space is empty after capacity.
+      if (seen == 0) return {true, mapex::kEmptyMapspace};
+      const std::string at = " at level_probability " + format_probability(level_probability_);
+      // Distinct from an empty space: mappings exist, the rule cut them all.
+      if (kept == 0) return {false, "no mapping kept" + at + " out of " + std::to_string(seen)};
+      // Complete only when every mapping of the space was kept (p = 1).
+      return {kept == seen, "every kept mapping evaluated: " + std::to_string(kept) + " of " +
+                                std::to_string(seen) + at};
+    }
+  }
+
   std::size_t batch_size_;
   std::uint64_t victory_;
   int attempts_;
+  double level_probability_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -75,7 +163,12 @@ const mapex::ParamSpec kParams[] = {
     {"victory_condition", mapex::ParamType::kInt, "0",
      "Stop after this many consecutive samples without improvement (0: off)."},
     {"max_attempts", mapex::ParamType::kInt, "1000",
-     "Draws per sample before giving up on finding a mapping that passes the constraints."},
+     "Draws per sample before giving up on finding a mapping that passes the constraints "
+     "(uniform mode)."},
+    {"level_probability", mapex::ParamType::kDouble, "0",
+     "0: uniform sampling. In (0, 1]: KAPLA's per-level random search R (§V): each node of the "
+     "level tree, innermost level first, is kept with this probability and every mapping whose "
+     "whole path is kept is evaluated."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) {
@@ -86,6 +179,12 @@ mapex::Searcher* make(const mapex::Params& params) {
   if (params.get_int("victory_condition") < 0)
     throw mapex::InputError(mapex::SourceLocation{}, "victory_condition",
                             "parameter of searcher 'random' must be 0 (off) or positive");
+  const double p = params.get_double("level_probability");
+  if (!(p >= 0 && p <= 1))
+    throw mapex::InputError(mapex::SourceLocation{}, "level_probability",
+                            "parameter of searcher 'random' must be 0 (off, uniform sampling) or "
+                            "a probability in (0, 1], got " +
+                                format_probability(p));
   return new RandomSearch(params);
 }
 
@@ -93,9 +192,10 @@ const mapex::PluginDescriptor kDescriptor{mapex::kPluginAbiVersion,
                                           MAPEX_BUILD_ID,
                                           mapex::PluginKind::kSearcher,
                                           "random",
-                                          "1.0.0",
+                                          "1.1.0",
                                           "Seeded uniform sampling of the mapspace with a budget "
-                                          "and a victory condition (Timeloop-style)",
+                                          "and a victory condition (Timeloop-style), or KAPLA's "
+                                          "per-level random search R",
                                           kParams,
                                           std::size(kParams),
                                           nullptr,

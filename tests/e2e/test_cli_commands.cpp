@@ -208,9 +208,10 @@ TEST(CliPlugins, ListsTheBuiltInsWithKindVersionAbi) {
   ASSERT_EQ(r.status, 0) << r.err;
   const std::string abi = " | " + std::to_string(kPluginAbiVersion) + " |";
   for (const std::string row : {"| roofline | costmodel | 1.0.0", "| exhaustive | searcher | 1.0.0",
-                                "| random | searcher | 1.0.0"})
+                                "| random | searcher | 1.1.0"})
     EXPECT_NE(r.out.find(row + abi), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("victory_condition (int, default 0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("level_probability (double, default 0)"), std::string::npos) << r.out;
 }
 
 TEST(CliPlugins, BrokenPluginsAreReportedNotFatal) {

@@ -120,14 +120,19 @@ TEST(CliConstraints, EmptyMapspaceNamesTheRuleThatEmptiedIt) {
 
 TEST(CliConstraints, SearchersSayTheMapspaceIsEmpty) {
   const std::string path = constraints_file("capacity_empty_search.yaml", kCapacityYaml);
-  for (const std::string searcher : {"exhaustive", "random"}) {
+  // The per-level random search (KAPLA §V) too: its keep rule must not mask
+  // an empty space as "no mapping kept".
+  for (const std::string searcher : {"exhaustive", "random", "random level_probability=0.5"}) {
     for (const auto& [extra, why] :
          {std::make_pair(kUtilisationEmpty, kUtilisationWhy),
           std::make_pair(std::vector<std::string>{"--constraints", path}, kCapacityWhy)}) {
       auto args = tiny("mapspace", "fc", extra);
       args[0] = "search";
-      args.insert(args.end(),
-                  {"--searcher", searcher, "--max-evaluations", "100", "--format", "json"});
+      const auto space = searcher.find(' ');
+      args.insert(args.end(), {"--searcher", searcher.substr(0, space), "--max-evaluations", "100",
+                               "--format", "json"});
+      if (space != std::string::npos)
+        args.insert(args.end(), {"--param", searcher.substr(space + 1)});
       const auto r = run_cli(args);
       EXPECT_EQ(r.status, 1) << searcher << "\n" << r.out << r.err;
       const auto j = nlohmann::json::parse(r.out);

@@ -187,6 +187,28 @@ TEST_F(BadInput, UnknownSearcherParameter) {
   EXPECT_HAS(e, "victory_condition");
 }
 
+TEST_F(BadInput, RandomLevelProbabilityOutOfRange) {
+  // KAPLA §V's per-level probability: 0 (off) or a probability in (0, 1].
+  for (const std::string bad : {"-0.1", "1.5"}) {
+    const std::string e = expect_bad({"search", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                      "conv", "--arch", kData + "/tiny_arch.yaml", "--searcher",
+                                      "random", "--param", "level_probability=" + bad});
+    EXPECT_HAS(e, "level_probability");
+    EXPECT_HAS(e, "0 (off, uniform sampling) or a probability in (0, 1], got " + bad);
+    std::string text = kGood;
+    text.replace(text.find("searchers: [random]"), 19,
+                 "searchers:\n  - plugin: random\n    params: {level_probability: " + bad + "}");
+    const std::string y = run_bad("level_probability.yaml", text);
+    EXPECT_HAS(y, "level_probability");
+    EXPECT_HAS(y, "(0, 1], got " + bad);
+  }
+  const std::string e = expect_bad({"search", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                    "conv", "--arch", kData + "/tiny_arch.yaml", "--searcher",
+                                    "random", "--param", "level_probability=often"});
+  EXPECT_HAS(e, "level_probability");
+  EXPECT_HAS(e, "double");
+}
+
 TEST_F(BadInput, OutputCannotBeWritten) {
   const std::string blocker = write("a_file", "not a directory");
   const auto r = run_cli({"run", write("good.yaml", kGood), "-o", blocker + "/out.h5"});

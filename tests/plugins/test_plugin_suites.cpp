@@ -6,15 +6,18 @@
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mapex/constraints.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/mapspace.hpp>
+#include <mutex>
 #include <random>
 
 #include "host/plugin_registry.hpp"
 #include "host/runner.hpp"
+#include "level_keep.hpp"
 #include "test_chips.hpp"
 
 namespace mapex::host {
@@ -193,6 +196,250 @@ TEST(RandomSearcher, VictoryConditionStopsAfterExactlyNSamplesWithoutImprovement
                     {{"victory_condition", std::to_string(victory)}, {"batch_size", "16"}});
   EXPECT_EQ(again.evaluations, r.evaluations);
   EXPECT_EQ(again.mapping_yaml, r.mapping_yaml);
+}
+
+// KAPLA's per-level random search R (§V, "Baseline solvers"): the
+// `level_probability` mode of the random searcher and its keep rule
+// (searchers/random/level_keep.hpp).
+
+/// Records every mapping the framework hands to the cost model (precheck
+/// runs once per evaluated, well-formed mapping) and scores it with roofline.
+class RecordingModel final : public BoundCostModel {
+ public:
+  explicit RecordingModel(std::unique_ptr<BoundCostModel> inner) : inner_(std::move(inner)) {}
+  std::optional<std::string> precheck(const Mapping& m) const override {
+    {
+      const std::lock_guard lock(mutex_);
+      seen_.push_back(m);
+    }
+    return inner_->precheck(m);
+  }
+  Metrics evaluate(const Mapping& m) const override { return inner_->evaluate(m); }
+  std::vector<Mapping> seen() const {
+    const std::lock_guard lock(mutex_);
+    return seen_;
+  }
+
+ private:
+  std::unique_ptr<BoundCostModel> inner_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Mapping> seen_;
+};
+
+/// The mappings as sorted YAML, to compare sets whatever the order.
+std::vector<std::string> as_sorted_yaml(const std::vector<Mapping>& ms, const Operator& op,
+                                        const Architecture& arch) {
+  std::vector<std::string> out;
+  for (const auto& m : ms) out.push_back(m.to_yaml(op, arch));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+/// Brute force: the whole space in enumeration order, and the mappings for
+/// which every level's node is kept, each level's test applied on its own
+/// (not through LevelKeep::first_cut's early exit).
+struct Filtered {
+  std::uint64_t total = 0;
+  std::vector<Mapping> kept;
+};
+Filtered filter_by_levels(const Mapspace& space, std::uint64_t seed, double p) {
+  const level_sampling::LevelKeep rule(seed, p);
+  Filtered f;
+  Mapspace::Cursor cursor(space);
+  Mapping m;
+  while (cursor.next(m)) {
+    ++f.total;
+    std::uint64_t h = rule.root();
+    bool all = true;
+    for (int l = 0; l < static_cast<int>(m.levels().size()); ++l) {
+      h = rule.node(h, l, m.level(l));
+      all = all && rule.kept(h);
+    }
+    if (all) f.kept.push_back(m);
+  }
+  return f;
+}
+
+/// One level-mode search straight through a SearchContext, so the mappings
+/// it evaluates can be recorded.
+struct LevelRun {
+  SearchOutcome outcome;
+  std::uint64_t evaluations = 0;
+  std::vector<Mapping> evaluated;
+};
+LevelRun level_run(const Operator& op, const Architecture& arch, const Mapspace& space,
+                   std::uint64_t seed, std::map<std::string, std::string> params,
+                   Budget budget = {}) {
+  const auto searcher = registry().make_searcher("random", params);
+  const RecordingModel model(registry().make_costmodel("roofline", {})->bind(op, arch));
+  SearchContext ctx(op, arch, space, model, Objective::kLatency, seed, budget);
+  LevelRun r;
+  tbb::task_arena arena(2);
+  arena.execute([&] { r.outcome = searcher->search(ctx); });
+  r.evaluations = ctx.evaluations();
+  r.evaluated = model.seen();
+  return r;
+}
+
+/// KAPLA's multi-node template in miniature (REGF / PE array / GBUF / node
+/// array / DRAM): five levels, so five nodes on every path.
+Architecture five_level_chip() {
+  return Architecture::make(
+      "five", 1000, 8, 1, 1,
+      {test::buffer("REGF", 64, 1, 1), test::spatial("PEs", {2, 2}),
+       test::buffer("GBUF", 4096, 5, 5), test::spatial("nodes", {2}), test::dram(100)});
+}
+
+TEST(RandomLevelSearch, EvaluatesExactlyTheMappingsTheRuleKeeps) {
+  const Operator op = make_gemm("g", 8, 4, 8);
+  const Architecture arch = test::chip({2, 2}, 64);
+  const Mapspace space(op, arch, resolve(ConstraintSpec{}, op, arch));
+  const std::uint64_t seed = 5;
+  const Filtered brute = filter_by_levels(space, seed, 0.5);
+  ASSERT_GT(brute.total, 1000u);
+  ASSERT_FALSE(brute.kept.empty());
+  const LevelRun r = level_run(op, arch, space, seed, {{"level_probability", "0.5"}});
+  EXPECT_EQ(r.evaluations, brute.kept.size());
+  EXPECT_EQ(as_sorted_yaml(r.evaluated, op, arch), as_sorted_yaml(brute.kept, op, arch));
+  EXPECT_FALSE(r.outcome.complete);
+  EXPECT_EQ(r.outcome.stop_reason,
+            "every kept mapping evaluated: " + std::to_string(brute.kept.size()) + " of " +
+                std::to_string(brute.total) + " at level_probability 0.5");
+  // Another seed keeps another set.
+  EXPECT_NE(as_sorted_yaml(filter_by_levels(space, seed + 1, 0.5).kept, op, arch),
+            as_sorted_yaml(brute.kept, op, arch));
+}
+
+TEST(RandomLevelSearch, BudgetAndVictoryCutTheKeptStreamInEnumerationOrder) {
+  const Operator op = make_gemm("g", 8, 4, 8);
+  const Architecture arch = test::chip({2, 2}, 64);
+  const Mapspace space(op, arch, resolve(ConstraintSpec{}, op, arch));
+  const Filtered brute = filter_by_levels(space, 5, 0.5);
+  ASSERT_GT(brute.kept.size(), 100u);
+  // Batches of 16 do not divide 50: the budget still cuts exactly.
+  const LevelRun b = level_run(op, arch, space, 5,
+                               {{"level_probability", "0.5"}, {"batch_size", "16"}}, Budget{50, 0});
+  EXPECT_EQ(b.outcome.stop_reason, "budget");
+  EXPECT_EQ(b.evaluations, 50u);
+  EXPECT_EQ(as_sorted_yaml(b.evaluated, op, arch),
+            as_sorted_yaml({brute.kept.begin(), brute.kept.begin() + 50}, op, arch));
+  const JobResult v = search_with("random", op, arch, Budget{}, 5, 2,
+                                  {{"level_probability", "0.5"}, {"victory_condition", "7"}},
+                                  /*keep_trace=*/true);
+  ASSERT_EQ(v.status, JobStatus::kOk) << v.error;
+  EXPECT_EQ(v.stop_reason, "victory condition");
+  ASSERT_FALSE(v.trace.empty());
+  EXPECT_EQ(v.evaluations, v.trace.back().evaluation + 7);
+}
+
+TEST(RandomLevelSearch, ProbabilityOneEvaluatesEverythingAndFindsTheExhaustiveOptimum) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const Architecture arch = test::chip({2, 2}, 64);
+  const JobResult all =
+      search_with("random", op, arch, Budget{}, 3, 2, {{"level_probability", "1"}});
+  const JobResult ex = search_with("exhaustive", op, arch, Budget{}, 3, 2, {});
+  ASSERT_EQ(all.status, JobStatus::kOk) << all.error;
+  ASSERT_TRUE(ex.complete);
+  EXPECT_TRUE(all.complete);
+  EXPECT_EQ(all.evaluations, ex.evaluations);
+  EXPECT_EQ(all.stop_reason, "every kept mapping evaluated: " + std::to_string(ex.evaluations) +
+                                 " of " + std::to_string(ex.evaluations) +
+                                 " at level_probability 1");
+  // Both evaluate in enumeration order and keep the earlier of equals.
+  EXPECT_EQ(all.best.latency_cycles, ex.best.latency_cycles);
+  EXPECT_EQ(all.mapping_yaml, ex.mapping_yaml);
+}
+
+TEST(RandomLevelSearch, SameSeedSameResultAtAnyThreadCount) {
+  const Operator op = make_gemm("g", 8, 8, 8);
+  const Architecture arch = five_level_chip();
+  for (const Budget budget : {Budget{}, Budget{40, 0}}) {
+    const std::map<std::string, std::string> params{{"level_probability", "0.3"},
+                                                    {"batch_size", "32"}};
+    const JobResult one = search_with("random", op, arch, budget, 11, 1, params);
+    const JobResult two = search_with("random", op, arch, budget, 11, 2, params);
+    ASSERT_EQ(one.status, JobStatus::kOk) << one.error;
+    EXPECT_GT(one.evaluations, 0u);
+    EXPECT_EQ(one.evaluations, two.evaluations);
+    EXPECT_EQ(one.mapping_yaml, two.mapping_yaml);
+    EXPECT_EQ(one.best.latency_cycles, two.best.latency_cycles);
+    EXPECT_EQ(one.best.energy_pj, two.best.energy_pj);
+    EXPECT_EQ(one.stop_reason, two.stop_reason);
+    if (!budget.max_evaluations) {
+      // The seed matters: another one keeps another number of mappings.
+      const JobResult other = search_with("random", op, arch, budget, 12, 2, params);
+      EXPECT_NE(other.evaluations, one.evaluations);
+    }
+  }
+}
+
+TEST(RandomLevelSearch, KeptShareIsTheProductOverLevelsFarBelowTheUniformShare) {
+  const Operator op = make_gemm("g", 8, 8, 8);
+  const Architecture arch = five_level_chip();
+  const Mapspace space(op, arch, resolve(ConstraintSpec{}, op, arch));
+  const double p = 0.5;
+  // The search keeps exactly the mappings whose five nodes are all kept.
+  const Filtered brute = filter_by_levels(space, 1, p);
+  const LevelRun r = level_run(op, arch, space, 1, {{"level_probability", "0.5"}});
+  EXPECT_EQ(r.evaluations, brute.kept.size());
+  // A uniform filter would keep p of the space; nested per-level keeping
+  // keeps p^5 of it in expectation (1/32 against 1/2). Averaged over seeds
+  // the measured share is close to that product and far below p.
+  double share = 0;
+  const int seeds = 24;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    const Filtered f = filter_by_levels(space, static_cast<std::uint64_t>(seed), p);
+    const double one = static_cast<double>(f.kept.size()) / static_cast<double>(f.total);
+    EXPECT_LT(one, p / 4) << "seed " << seed;
+    share += one / seeds;
+  }
+  // Within a quarter of p^5, which rules out p^4 and p^6 (twice and half).
+  const double product = std::pow(p, static_cast<int>(arch.levels().size()));
+  EXPECT_GT(share, product * 0.75);
+  EXPECT_LT(share, product * 1.25);
+}
+
+TEST(RandomLevelSearch, NothingKeptIsNotAnEmptySpace) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const Architecture arch = test::chip({2});
+  const Mapspace space(op, arch, resolve(ConstraintSpec{}, op, arch));
+  const Filtered brute = filter_by_levels(space, 1, 1e-9);
+  ASSERT_GT(brute.total, 0u);
+  ASSERT_TRUE(brute.kept.empty());
+  const JobResult r =
+      search_with("random", op, arch, Budget{}, 1, 2, {{"level_probability", "1e-9"}});
+  EXPECT_EQ(r.status, JobStatus::kNoValidMapping);
+  EXPECT_EQ(r.evaluations, 0u);
+  const std::string why =
+      "no mapping kept at level_probability 1e-09 out of " + std::to_string(brute.total);
+  EXPECT_EQ(r.stop_reason, why);
+  EXPECT_NE(r.error.find(why), std::string::npos) << r.error;
+  EXPECT_EQ(r.error.find("empty"), std::string::npos) << r.error;
+}
+
+TEST(RandomLevelSearch, NeedsNoBudgetButUniformSamplingDoes) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const Architecture arch = test::chip({2});
+  EXPECT_EQ(search_with("random", op, arch, Budget{}, 1, 2, {{"level_probability", "0.5"}}).status,
+            JobStatus::kOk);
+  const JobResult uniform = search_with("random", op, arch, Budget{}, 1, 2, {});
+  EXPECT_EQ(uniform.status, JobStatus::kFailed);
+  EXPECT_NE(uniform.error.find("needs a budget"), std::string::npos) << uniform.error;
+}
+
+TEST(RandomLevelSearch, ProbabilityOutsideZeroToOneIsRefusedNamingTheParameter) {
+  for (const char* bad : {"-0.1", "1.5", "1.0000001"}) {
+    try {
+      registry().make_searcher("random", {{"level_probability", bad}});
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("level_probability"), std::string::npos) << what;
+      EXPECT_NE(what.find("(0, 1]"), std::string::npos) << what;
+    }
+  }
+  for (const char* good : {"0", "0.1", "0.85", "1"})
+    EXPECT_NO_THROW(registry().make_searcher("random", {{"level_probability", good}})) << good;
 }
 
 class CostModelSuite : public ::testing::TestWithParam<std::string> {
