@@ -3,14 +3,18 @@
 experiments in experiments/kapla/, beside KAPLA's published numbers (§VI).
 
 Per architecture and layer it compares the searchers labelled `kapla`,
-`exhaustive` and `random` (same mapspace, same cost model): the energy
-overhead of kapla over exhaustive (KAPLA Fig. 7-9, "S") and over random
-("R"), and the ratio of scheduling times (Table IV). Layers where the
-exhaustive search did not complete are reported for kapla vs random only.
+`exhaustive`, `random` (uniform sampling with a budget) and `R` or
+`R[level_probability=p]` (KAPLA's per-level random search, §V; one column
+per probability present) on the same mapspace and cost model: the energy
+overhead of kapla over exhaustive (KAPLA Fig. 7-9, "S") and over each random
+search, and the ratio of scheduling times (Table IV). Layers where the
+exhaustive search did not complete are reported for kapla vs the random
+searches only. An R job that kept no mapping shows "none kept".
 
 Usage: kapla_report.py RESULTS.h5 ... -o docs/results/kapla.md"""
 import argparse
 import collections
+import re
 import statistics
 import sys
 
@@ -22,6 +26,26 @@ PAPER = {
     "speedup_training": 518,
     "speedup_inference": 174,
 }
+
+# KAPLA's figures for R against the optimum, by (mode, edge chip): the
+# probability they were measured at (§V: 0.1, the least that finds valid
+# schemes; §VI-A: 0.85 on the edge chip) and the figure.
+R_PAPER = {
+    ("training", False): ("0.1", "up to 1.9x (Fig. 7)"),
+    ("inference", False): ("0.1", "59% mean (Fig. 9)"),
+    ("inference", True): ("0.85", "3.8% mean (Fig. 10)"),
+}
+
+# KAPLA's per-level random search R, as the experiments label it.
+R_LABEL = re.compile(r"^R(\[level_probability=([^\]]+)\])?$")
+
+
+def r_name(label):
+    """Column name of a per-level random search, or None for other labels."""
+    m = R_LABEL.match(label)
+    if not m:
+        return None
+    return f"R p={m.group(2)}" if m.group(2) else "R"
 
 
 def text(v):
@@ -52,6 +76,7 @@ def read(paths):
                     "evaluations": int(r["evaluations"]),
                     "seconds": float(r["wall_seconds"]),
                     "complete": bool(r["complete"]) if "complete" in r.dtype.names else False,
+                    "stop_reason": text(r["stop_reason"]) if "stop_reason" in r.dtype.names else "",
                 })
     return rows
 
@@ -87,7 +112,10 @@ def main():
     times = run_times(args.results)
     groups = collections.defaultdict(dict)
     for r in rows:
-        if r["status"] != "ok":
+        # An R job that kept nothing is a result (§V: too low a probability
+        # finds no scheme), not a failure to leave out.
+        none_kept = r["stop_reason"].startswith("no mapping kept")
+        if r["status"] != "ok" and not (r_name(r["searcher"]) and none_kept):
             continue
         key = (r["experiment"], r["objective"], r["arch"], r["workload"], r["layer"])
         groups[key][r["searcher"]] = r
@@ -128,20 +156,43 @@ def main():
                            "time on two worker threads.\n")
             continue
         out.append(f"\n## {experiment}: {arch}, objective {objective}\n")
-        out.append("| layer | kapla | exhaustive | random | kapla vs S | kapla vs R | "
-                   "evals kapla / S / R | time kapla / S (s) | speed-up |")
-        out.append("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |")
+        # Per-level random searches present for this chip, by probability.
+        r_labels = sorted((label for label in searchers if r_name(label)),
+                          key=lambda label: (len(label), label))
+        r_cols = [r_name(label) for label in r_labels]
+        out.append("| layer | kapla | exhaustive | random | "
+                   + "".join(f"{c} | " for c in r_cols)
+                   + "kapla vs S | kapla vs random | "
+                   + "".join(f"kapla vs {c} | " for c in r_cols)
+                   + "evals kapla / S / random" + "".join(f" / {c}" for c in r_cols)
+                   + " | time kapla / S (s) | speed-up |")
+        out.append("| --- | ---: | ---: | ---: | " + "---: | " * len(r_cols)
+                   + "---: | ---: | " + "---: | " * len(r_cols) + "--- | --- | ---: |")
         over_s, over_r, speed = [], [], []
+        over_lr = {label: [] for label in r_labels}  # kapla vs each R
+        lr_over_s = {label: [] for label in r_labels}  # each R vs exhaustive
+        none_kept = collections.Counter()
         for key, by in items:
             k = by.get("kapla")
             s = by.get("exhaustive")
             r = by.get("random")
+            lrs = [by.get(label) for label in r_labels]
             if not k:
                 continue
             metric = "energy" if objective == "energy" else "latency"
             cells = [f"{key[3]}/{key[4]}", f"{k[metric]:.4g}"]
             cells.append(f"{s[metric]:.4g}" + ("" if s["complete"] else " (incomplete)") if s else "-")
             cells.append(f"{r[metric]:.4g}" if r else "-")
+            for label, lr in zip(r_labels, lrs):
+                if not lr:
+                    cells.append("-")
+                elif lr["status"] != "ok":
+                    none_kept[label] += 1
+                    cells.append("none kept")
+                else:
+                    cells.append(f"{lr[metric]:.4g}")
+                    if s and s["complete"]:
+                        lr_over_s[label].append(100 * (lr[metric] / s[metric] - 1))
             if s and s["complete"]:
                 o = 100 * (k[metric] / s[metric] - 1)
                 over_s.append(o)
@@ -154,7 +205,14 @@ def main():
                 cells.append(f"{o:+.1f}%")
             else:
                 cells.append("-")
-            cells.append(" / ".join(str(x["evaluations"]) if x else "-" for x in (k, s, r)))
+            for label, lr in zip(r_labels, lrs):
+                if lr and lr["status"] == "ok":
+                    o = 100 * (k[metric] / lr[metric] - 1)
+                    over_lr[label].append(o)
+                    cells.append(f"{o:+.1f}%")
+                else:
+                    cells.append("-")
+            cells.append(" / ".join(str(x["evaluations"]) if x else "-" for x in (k, s, r, *lrs)))
             if s:
                 cells.append(f"{k['seconds']:.3f} / {s['seconds']:.2f}")
                 if s["complete"] and k["seconds"] > 0:
@@ -173,21 +231,40 @@ def main():
         if over_r:
             line.append(f"vs random: mean {statistics.mean(over_r):+.2f}%, "
                         f"worst {max(over_r):+.1f}%")
+        for label, col in zip(r_labels, r_cols):
+            part = f"vs {col}: "
+            if over_lr[label]:
+                part += (f"mean {statistics.mean(over_lr[label]):+.2f}%, "
+                         f"worst {max(over_lr[label]):+.1f}%")
+            else:
+                part += "no layer to compare"
+            if none_kept[label]:
+                n = none_kept[label]
+                part += f" ({n} layer{'' if n == 1 else 's'} with no mapping kept)"
+            line.append(part)
         if speed:
             line.append(f"geometric-mean speed-up over exhaustive {geo_mean(speed):.0f}x")
         if line:
             out.append("\n" + "; ".join(line) + ".\n")
-        summary.append((experiment, arch, objective, over_s, over_r, speed))
+        summary.append((experiment, arch, objective, over_s, over_r, speed,
+                        [(col, lr_over_s[label]) for label, col in zip(r_labels, r_cols)]))
 
     out.append("\n## Beside the paper\n")
     out.append("| | KAPLA paper (§VI-A) | mapex |")
     out.append("| --- | --- | --- |")
-    for experiment, arch, objective, over_s, over_r, speed in summary:
+    for experiment, arch, objective, over_s, over_r, speed, r_over_s in summary:
         if not over_s:
             continue
         mode = "training" if "training" in experiment else "inference"
         out.append(f"| energy overhead vs exhaustive, {mode} ({arch}) | "
                    f"{PAPER['overhead_' + mode]}% | {statistics.mean(over_s):+.2f}% |")
+        # KAPLA's R over the optimum, beside ours at the same probability.
+        for col, values in r_over_s:
+            if values:
+                p, figure = R_PAPER.get((mode, "edge" in arch), (None, "-"))
+                out.append(f"| {col} energy overhead vs exhaustive, {mode} ({arch}) | "
+                           f"{figure if col == f'R p={p}' else '-'} | "
+                           f"mean {statistics.mean(values):+.2f}%, worst {max(values):+.1f}% |")
         if speed:
             out.append(f"| scheduling speed-up vs exhaustive, {mode} ({arch}) | "
                        f"{PAPER['speedup_' + mode]}x | {geo_mean(speed):.0f}x |")
