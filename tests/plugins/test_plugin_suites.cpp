@@ -417,6 +417,19 @@ TEST(RandomLevelSearch, NothingKeptIsNotAnEmptySpace) {
   EXPECT_EQ(r.error.find("empty"), std::string::npos) << r.error;
 }
 
+TEST(RandomLevelSearch, SecondsBudgetStopsALongStreamInWhichNothingIsKept) {
+  // 93 M mappings and a probability that keeps none of them: the clock,
+  // not the end of the stream, must stop the search.
+  const Operator op = make_conv2d("c", Conv2dShape{1, 8, 16, 6, 6, 3, 3});
+  const Architecture arch = test::chip({2, 2}, 64);
+  const JobResult r =
+      search_with("random", op, arch, Budget{0, 0.2}, 1, 2, {{"level_probability", "1e-9"}});
+  EXPECT_EQ(r.stop_reason, "budget");
+  EXPECT_EQ(r.evaluations, 0u);
+  EXPECT_GE(r.wall_seconds, 0.2);
+  EXPECT_LT(r.wall_seconds, 3.0);
+}
+
 TEST(RandomLevelSearch, NeedsNoBudgetButUniformSamplingDoes) {
   const Operator op = make_gemm("g", 4, 4, 4);
   const Architecture arch = test::chip({2});
