@@ -273,6 +273,42 @@ TEST(CliKaplaSchedule, JsonCoversEveryLayerInOrder) {
   EXPECT_FALSE(nlohmann::json::parse(paper.out).contains("layer_by_layer"));
 }
 
+// The shipped LSTM of KAPLA's evaluation on the paper's 16 x 16-node chip:
+// a recurrent network unrolled into one graph schedules like a CNN, every
+// gate fc and element-wise loop nest once, in file order (k_S = 1 keeps it
+// to one chain of intra-layer solves).
+TEST(CliKaplaSchedule, ConnectedLstmOnTheMultiNodeChip) {
+  const std::string experiments = MAPEX_EXPERIMENTS_DIR;
+  const auto r = run_cli({"schedule", "--workload", experiments + "/workloads/kapla_lstm.yaml",
+                          "--arch", experiments + "/architectures/kapla_multinode.yaml", "--k-s",
+                          "1", "--no-layer-by-layer", "-j", "2", "--format", "json"});
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["network"], "kapla_lstm");
+  EXPECT_EQ(j["layers"], 24);
+  EXPECT_TRUE(j["valid"].get<bool>());
+  EXPECT_EQ(j["chains_evaluated"], 1);
+  std::vector<std::string> expected;
+  for (const char* step : {"t0", "t1"})
+    for (const char* layer : {"l0", "l1", "l2", "l3"})
+      for (const char* part : {"gates", "c", "h"})
+        expected.push_back(std::string(layer) + "_" + step + "_" + part);
+  std::vector<std::string> order;
+  double energy = 0;
+  for (const auto& seg : j["segments"]) {
+    energy += seg["energy_pj"].get<double>();
+    for (const auto& l : seg["layers"]) {
+      order.push_back(l["layer"]);
+      EXPECT_GT(l["energy_pj"].get<double>(), 0);
+      EXPECT_GT(l["latency_cycles"].get<double>(), 0);
+    }
+  }
+  EXPECT_EQ(order, expected);
+  EXPECT_NEAR(energy, j["energy_pj"].get<double>(), 1e-6 * energy);
+  // At least the 1 pJ per MAC of the chip on its 4.1 G MACs.
+  EXPECT_GT(j["energy_pj"].get<double>(), 4097536000.0);
+}
+
 TEST(CliKaplaSchedule, TableNamesSegmentsRegionsAndCounts) {
   const auto r = run_cli({"schedule", "--workload", kData + "/kapla_chain.yaml", "--arch",
                           kData + "/kapla_chip4.yaml", "--objective", "latency"});
