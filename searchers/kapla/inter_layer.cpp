@@ -10,6 +10,7 @@
 #include <map>
 #include <mapex/error.hpp>
 #include <mapex/mapspace.hpp>
+#include <mapex/parallel.hpp>
 #include <memory>
 #include <numeric>
 #include <tuple>
@@ -235,7 +236,12 @@ mapex::Architecture region_architecture(const mapex::Architecture& arch, const C
                                         std::int64_t reserved_bytes_per_node) {
   std::vector<mapex::Level> levels = arch.levels();
   const double share = static_cast<double>(region.nodes()) / chip.nodes();
-  for (auto& level : levels) level.idle_energy_pj_per_cycle = 0;
+  // The idle energy of the region's share of the chip (§IV-A counts idle
+  // energy in a scheme's cost): the intra-layer solver then weighs a
+  // faster scheme's saving in idle energy, exactly so for a layer alone on
+  // the chip. The figures of the segment charge the chip's idle energy over
+  // its pipeline latency instead (adjust_for_forwarding drops this share).
+  for (auto& level : levels) level.idle_energy_pj_per_cycle *= share;
   if (chip.node_level >= 0) {
     auto& nodes = levels[static_cast<size_t>(chip.node_level)];
     nodes.shape = nodes.shape.size() == 1 ? std::vector<std::int64_t>{region.rows}
@@ -334,18 +340,20 @@ std::optional<std::vector<std::int64_t>> reserve_or_prune(const Chip& chip,
 }
 
 SegmentOptions explore_segment(const Chip& chip, const std::vector<LayerFacts>& facts, int first,
-                               int last, mapex::Objective objective) {
+                               int last, mapex::Objective objective, bool pareto_prune) {
   SegmentOptions out;
   const int n = last - first + 1;
   const OnChip on_chip = on_chip_flags(facts, first, last);
   const std::int64_t steps = pipeline_steps(facts, first, last);
   std::vector<SegmentScheme> valid;
   for (auto& regions : allocations(chip, n)) {
+    const std::size_t allocation = out.counts.candidates;
     ++out.counts.candidates;
     auto reserved = reserve_or_prune(chip, facts, first, last, regions);
     if (!reserved) continue;
     ++out.counts.valid;
     SegmentScheme s;
+    s.allocation = allocation;
     s.regions = std::move(regions);
     s.reserved_bytes = std::move(*reserved);
     s.input_on_chip = on_chip.input;
@@ -359,9 +367,34 @@ SegmentOptions explore_segment(const Chip& chip, const std::vector<LayerFacts>& 
                         chip.idle_pj_per_cycle * s.total_latency_cycles;
     valid.push_back(std::move(s));
   }
-  out.schemes = pareto_front(std::move(valid), objective);
+  if (pareto_prune) {
+    out.schemes = pareto_front(std::move(valid), objective);
+  } else {
+    std::stable_sort(valid.begin(), valid.end(), [&](const auto& a, const auto& b) {
+      return estimate_value(a, objective) < estimate_value(b, objective);
+    });
+    out.schemes = std::move(valid);
+  }
   out.counts.pareto = out.schemes.size();
   return out;
+}
+
+bool keep_allocation(std::uint64_t seed, int first, int last, std::size_t index,
+                     double probability) {
+  if (probability >= 1) return true;
+  // splitmix64 over the seed and the allocation's coordinates: uniform,
+  // independent per allocation, and the same on every run and thread count.
+  const auto mix = [](std::uint64_t z) {
+    z += 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  };
+  std::uint64_t h = mix(seed);
+  for (std::uint64_t part : {static_cast<std::uint64_t>(first), static_cast<std::uint64_t>(last),
+                             static_cast<std::uint64_t>(index)})
+    h = mix(h ^ part);
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < probability;
 }
 
 std::vector<Chain> best_chains(int num_layers, int max_len, int k_s,
@@ -419,16 +452,42 @@ struct LayerSolve {
   mapex::Metrics metrics;
   std::string mapping_yaml;
   std::uint64_t evaluations = 0;
+  bool cut = false;  ///< the solve ended on its budget
 };
 
-/// Solves the layers of the chains kept, each (layer, region shape,
-/// reserved bytes) once.
+/// What an intra-layer solve depends on: the layer, its region's shape and
+/// the GBUF bytes per node kept for a forwarded fmap.
+using SolveKey = std::tuple<int, int, int, std::int64_t>;
+
+/// Solves the layers of the segments considered, each (layer, region
+/// shape, reserved bytes) once.
 class FinalPhase {
  public:
   FinalPhase(const mapex::Network& net, const mapex::Architecture& arch, const Chip& chip,
              const std::vector<LayerFacts>& facts, const mapex::CostModel& model,
              const mapex::ScheduleOptions& options)
       : net_(net), arch_(arch), chip_(chip), facts_(facts), model_(model), options_(options) {}
+
+  /// The solves segment [first, last] under scheme `s` needs.
+  static void add_keys(const SegmentScheme& s, int first, int last, std::vector<SolveKey>& keys) {
+    for (int l = first; l <= last; ++l) {
+      const auto i = static_cast<size_t>(l - first);
+      keys.emplace_back(l, s.regions[i].rows, s.regions[i].cols, s.reserved_bytes[i]);
+    }
+  }
+
+  /// Runs the solves of `keys` not done yet, in parallel. Each solve is
+  /// independent of the others and deterministic, so the results do not
+  /// depend on the number of threads; the longest solves dominate, hence
+  /// one solve per task.
+  void solve_all(std::vector<SolveKey> keys) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    std::erase_if(keys, [&](const SolveKey& k) { return memo_.count(k) > 0; });
+    std::vector<LayerSolve> solved(keys.size());
+    mapex::parallel_for_each(keys.size(), [&](size_t i) { solved[i] = solve_one(keys[i]); });
+    for (size_t i = 0; i < keys.size(); ++i) remember(keys[i], std::move(solved[i]));
+  }
 
   /// The segment's final figures, or nothing when a layer has no valid
   /// intra-layer scheme (the reason is kept in `last_reason`).
@@ -471,6 +530,7 @@ class FinalPhase {
 
   std::string last_reason;
   int solves() const { return static_cast<int>(memo_.size()); }
+  int solves_cut() const { return cut_; }
   std::uint64_t evaluations() const { return evaluations_; }
 
  private:
@@ -480,21 +540,37 @@ class FinalPhase {
   const std::vector<LayerFacts>& facts_;
   const mapex::CostModel& model_;
   const mapex::ScheduleOptions& options_;
-  std::map<std::tuple<int, int, int, std::int64_t>, LayerSolve> memo_;
+  std::map<SolveKey, LayerSolve> memo_;
   std::uint64_t evaluations_ = 0;
+  int cut_ = 0;
+
+  const LayerSolve& remember(const SolveKey& key, LayerSolve solved) {
+    evaluations_ += solved.evaluations;
+    cut_ += solved.cut ? 1 : 0;
+    return memo_.emplace(key, std::move(solved)).first->second;
+  }
 
   const LayerSolve& solve(int layer, const NodeRegion& region, std::int64_t reserved) {
-    const auto key = std::make_tuple(layer, region.rows, region.cols, reserved);
+    const SolveKey key{layer, region.rows, region.cols, reserved};
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    return remember(key, solve_one(key));
+  }
+
+  /// One intra-layer solve on the region's architecture, by the options'
+  /// solver or KAPLA's own (§IV-C). Reads only shared constant state.
+  LayerSolve solve_one(const SolveKey& key) const {
+    const auto [layer, rows, cols, reserved] = key;
     LayerSolve out;
     const auto& op = net_.layers()[static_cast<size_t>(layer)].op;
-    const mapex::Architecture sub = region_architecture(arch_, chip_, region, reserved);
+    const mapex::Architecture sub =
+        region_architecture(arch_, chip_, NodeRegion{0, 0, rows, cols}, reserved);
     const auto bound = model_.bind(op, sub);
     const mapex::Mapspace space(op, sub);
-    mapex::SearchContext ctx(op, sub, space, *bound, options_.objective, options_.seed, {});
-    const auto outcome = solve_intra_layer(ctx);
-    evaluations_ += ctx.evaluations();
+    mapex::SearchContext ctx(op, sub, space, *bound, options_.objective, options_.seed,
+                             options_.intra_layer_budget);
+    const auto outcome = options_.intra_layer ? options_.intra_layer(ctx) : solve_intra_layer(ctx);
     out.evaluations = ctx.evaluations();
+    out.cut = outcome.stop_reason == "budget";
     if (ctx.best_mapping()) {
       out.metrics = bound->evaluate(*ctx.best_mapping());
       out.valid = out.metrics.valid;
@@ -503,7 +579,7 @@ class FinalPhase {
     } else {
       out.reason = outcome.stop_reason;
     }
-    return memo_.emplace(key, std::move(out)).first->second;
+    return out;
   }
 
   /// The intra-layer figures with the segment's on-chip forwarding (§III-A
@@ -516,6 +592,8 @@ class FinalPhase {
     const auto& op = net_.layers()[static_cast<size_t>(l)].op;
     const std::string& dram_name = arch_.levels()[static_cast<size_t>(chip_.dram)].name;
     double energy = m.energy_pj;
+    for (const auto& [part, pj] : m.energy_breakdown_pj)
+      if (part == "idle") energy -= pj;  // charged per segment
     double dram_words = 0;
     double dram_words_kept = 0;
     double dram_cycles = 0;
@@ -581,36 +659,14 @@ std::optional<SolvedChain> solve_chain(FinalPhase& final_phase, const SegmentTab
 
 }  // namespace
 
-mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::Architecture& arch,
-                                        const mapex::CostModel& model,
-                                        const mapex::ScheduleOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  if (options.objective == mapex::Objective::kEdp)
-    throw mapex::InputError(
-        "whole-network scheduling minimises energy or latency (both add up over segments; "
-        "EDP does not)");
-  if (options.k_s < 1) throw mapex::InputError("k_S must be at least 1");
-  if (options.max_segment_layers < 1)
-    throw mapex::InputError("the longest segment must have at least one layer");
-  if (net.layers().empty()) throw mapex::InputError("network '" + net.name() + "' has no layers");
+namespace {
 
-  const Chip chip = describe_chip(arch);
-  const std::vector<LayerFacts> facts = layer_facts(net);
-  const int num_layers = static_cast<int>(facts.size());
-  mapex::NetworkSchedule result;
-
-  // Inter-layer phase (§IV-B): every segment up to the longest allowed,
-  // enumerated, pruned and estimated once.
-  SegmentTable segments;
-  for (int last = 0; last < num_layers; ++last)
-    for (int first = last; first >= 0 && last - first < options.max_segment_layers; --first) {
-      auto explored = explore_segment(chip, facts, first, last, options.objective);
-      result.counts.candidates += explored.counts.candidates;
-      result.counts.valid += explored.counts.valid;
-      result.counts.pareto += explored.counts.pareto;
-      ++result.segments_considered;
-      segments.emplace(std::make_pair(first, last), std::move(explored));
-    }
+/// KAPLA's own inter-layer search (§IV-B): the top-k_S chains by the
+/// estimates are solved in detail (and the layer-by-layer chain, when
+/// asked), the best by the objective wins.
+void choose_pruned(const mapex::ScheduleOptions& options, int num_layers,
+                   const SegmentTable& segments, FinalPhase& final_phase,
+                   mapex::NetworkSchedule& result) {
   const auto chains =
       best_chains(num_layers, options.max_segment_layers, options.k_s, [&](int first, int last) {
         std::vector<double> costs;
@@ -618,16 +674,29 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
           costs.push_back(estimate_value(s, options.objective));
         return costs;
       });
+  Chain layer_by_layer;
+  for (int l = 0; l < num_layers; ++l) layer_by_layer.steps.push_back(ChainStep{l, l, 0});
 
-  // Intra-layer phase (§IV-C) on the chains kept; the best by the objective wins.
-  FinalPhase final_phase(net, arch, chip, facts, model, options);
-  double best_value = std::numeric_limits<double>::infinity();
-  const auto value_of = [&](const SolvedChain& c) {
-    return options.objective == mapex::Objective::kLatency ? c.latency_cycles : c.energy_pj;
+  // Every solve the chains need, run in parallel before they are put together.
+  std::vector<SolveKey> keys;
+  const auto add_chain = [&](const Chain& chain) {
+    for (const ChainStep& step : chain.steps) {
+      const auto& schemes = segments.at({step.first, step.last}).schemes;
+      if (!schemes.empty())
+        FinalPhase::add_keys(schemes[static_cast<size_t>(step.scheme)], step.first, step.last,
+                             keys);
+    }
   };
+  for (const Chain& chain : chains) add_chain(chain);
+  if (options.layer_by_layer_baseline) add_chain(layer_by_layer);
+  final_phase.solve_all(std::move(keys));
+
+  double best_value = std::numeric_limits<double>::infinity();
   const auto keep_if_better = [&](SolvedChain& c) {
-    if (value_of(c) >= best_value) return false;
-    best_value = value_of(c);
+    const double value =
+        options.objective == mapex::Objective::kLatency ? c.latency_cycles : c.energy_pj;
+    if (value >= best_value) return false;
+    best_value = value;
     result.valid = true;
     result.segments = std::move(c.segments);
     result.energy_pj = c.energy_pj;
@@ -639,8 +708,6 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
     if (auto solved = solve_chain(final_phase, segments, chain)) keep_if_better(*solved);
   }
   if (options.layer_by_layer_baseline) {
-    Chain layer_by_layer;
-    for (int l = 0; l < num_layers; ++l) layer_by_layer.steps.push_back(ChainStep{l, l, 0});
     const bool kept_already = std::any_of(chains.begin(), chains.end(), [&](const Chain& c) {
       return c.steps.size() == layer_by_layer.steps.size();
     });
@@ -659,7 +726,123 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
                              " segment chains kept has a valid intra-layer scheme for every "
                              "layer; last failure: " +
                              final_phase.last_reason;
+}
+
+/// The exhaustive inter-layer search (KAPLA §V's S; R with an allocation
+/// probability below 1): every scheme kept is solved in detail, and since
+/// segments run one after another and their costs add up, a dynamic
+/// programme over the exact segment costs (k = 1) finds the optimum chain
+/// of the schemes kept.
+void choose_exhaustive(const mapex::ScheduleOptions& options, int num_layers,
+                       const SegmentTable& segments, FinalPhase& final_phase,
+                       mapex::NetworkSchedule& result) {
+  std::vector<SolveKey> keys;
+  for (const auto& [range, opts] : segments)
+    for (const auto& scheme : opts.schemes)
+      FinalPhase::add_keys(scheme, range.first, range.second, keys);
+  final_phase.solve_all(std::move(keys));
+
+  // Exact cost of every scheme (+infinity when a layer has no valid scheme).
+  std::map<std::pair<int, int>, std::vector<double>> exact;
+  for (const auto& [range, opts] : segments) {
+    auto& costs = exact[range];
+    for (const auto& scheme : opts.schemes) {
+      const auto seg = final_phase.segment(scheme, range.first, range.second);
+      costs.push_back(!seg ? std::numeric_limits<double>::infinity()
+                      : options.objective == mapex::Objective::kLatency ? seg->latency_cycles
+                                                                        : seg->energy_pj);
+    }
+  }
+  const auto chains =
+      best_chains(num_layers, options.max_segment_layers, 1, [&](int first, int last) {
+        return exact.at({first, last});
+      });
+  result.chains_evaluated = 1;
+  if (!chains.empty() && std::isfinite(chains.front().cost))
+    if (auto solved = solve_chain(final_phase, segments, chains.front())) {
+      result.valid = true;
+      result.segments = std::move(solved->segments);
+      result.energy_pj = solved->energy_pj;
+      result.latency_cycles = solved->latency_cycles;
+    }
+  // The layer-by-layer chain is among the chains searched: report it too.
+  double lbl_energy = 0, lbl_latency = 0;
+  bool lbl_valid = true;
+  for (int l = 0; l < num_layers && lbl_valid; ++l) {
+    const auto& schemes = segments.at({l, l}).schemes;
+    const auto seg = schemes.empty() ? std::nullopt : final_phase.segment(schemes.front(), l, l);
+    lbl_valid = seg.has_value();
+    if (seg) {
+      lbl_energy += seg->energy_pj;
+      lbl_latency += seg->latency_cycles;
+    }
+  }
+  result.layer_by_layer_valid = lbl_valid;
+  if (lbl_valid) {
+    result.layer_by_layer_energy_pj = lbl_energy;
+    result.layer_by_layer_latency_cycles = lbl_latency;
+    result.layer_by_layer_chosen =
+        result.valid && result.segments.size() == static_cast<size_t>(num_layers);
+  }
+  if (!result.valid)
+    result.invalid_reason =
+        "no chain of the segment schemes kept has a valid intra-layer scheme for every layer; "
+        "last failure: " +
+        final_phase.last_reason;
+}
+
+}  // namespace
+
+mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::Architecture& arch,
+                                        const mapex::CostModel& model,
+                                        const mapex::ScheduleOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  if (options.objective == mapex::Objective::kEdp)
+    throw mapex::InputError(
+        "whole-network scheduling minimises energy or latency (both add up over segments; "
+        "EDP does not)");
+  if (options.k_s < 1) throw mapex::InputError("k_S must be at least 1");
+  if (options.max_segment_layers < 1)
+    throw mapex::InputError("the longest segment must have at least one layer");
+  if (!(options.allocation_probability > 0 && options.allocation_probability <= 1))
+    throw mapex::InputError("the allocation probability must be in (0, 1]");
+  if (net.layers().empty()) throw mapex::InputError("network '" + net.name() + "' has no layers");
+
+  const Chip chip = describe_chip(arch);
+  const std::vector<LayerFacts> facts = layer_facts(net);
+  const int num_layers = static_cast<int>(facts.size());
+  const bool exhaustive = options.inter_layer == mapex::InterLayerSearch::kExhaustive;
+  mapex::NetworkSchedule result;
+
+  // Inter-layer phase (§IV-B): every segment up to the longest allowed,
+  // enumerated, pruned and estimated once. The exhaustive search keeps
+  // every valid scheme (or, for R, a random share of the multi-layer ones).
+  SegmentTable segments;
+  for (int last = 0; last < num_layers; ++last)
+    for (int first = last; first >= 0 && last - first < options.max_segment_layers; --first) {
+      auto explored = explore_segment(chip, facts, first, last, options.objective, !exhaustive);
+      if (exhaustive && first < last) {
+        std::erase_if(explored.schemes, [&](const SegmentScheme& s) {
+          return !keep_allocation(options.seed, first, last, s.allocation,
+                                  options.allocation_probability);
+        });
+        explored.counts.pareto = explored.schemes.size();
+      }
+      result.counts.candidates += explored.counts.candidates;
+      result.counts.valid += explored.counts.valid;
+      result.counts.pareto += explored.counts.pareto;
+      ++result.segments_considered;
+      segments.emplace(std::make_pair(first, last), std::move(explored));
+    }
+
+  // Intra-layer phase (§IV-C).
+  FinalPhase final_phase(net, arch, chip, facts, model, options);
+  if (exhaustive)
+    choose_exhaustive(options, num_layers, segments, final_phase, result);
+  else
+    choose_pruned(options, num_layers, segments, final_phase, result);
   result.intra_layer_solves = final_phase.solves();
+  result.intra_layer_solves_cut = final_phase.solves_cut();
   result.evaluations = final_phase.evaluations();
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

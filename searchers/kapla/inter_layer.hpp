@@ -44,8 +44,10 @@ Chip describe_chip(const mapex::Architecture& arch);
 
 /// The chip a layer sees on `region`: the node array cut to the region,
 /// `reserved_bytes_per_node` of every GBUF kept for forwarded fmaps, DRAM
-/// and node-array bandwidth shared in proportion to the nodes, and no idle
-/// energy (the chip's idle energy is charged per segment). Throws
+/// and node-array bandwidth shared in proportion to the nodes, and the idle
+/// energy of its share of the chip (so the intra-layer solver weighs
+/// latency against access energy; the schedule's figures charge the chip's
+/// idle energy per segment instead). Throws
 /// InputError when nothing of the GBUF is left.
 mapex::Architecture region_architecture(const mapex::Architecture& arch, const Chip& chip,
                                         const mapex::NodeRegion& region,
@@ -70,6 +72,7 @@ std::vector<LayerFacts> layer_facts(const mapex::Network& net);
 /// One inter-layer scheme of a segment (§III-A): a band of node rows per
 /// layer, in topological order, and what stays on chip.
 struct SegmentScheme {
+  std::size_t allocation = 0;  ///< index in the order `allocations` enumerates
   std::vector<mapex::NodeRegion> regions;
   std::vector<bool> input_on_chip;
   std::vector<bool> output_on_chip;
@@ -82,7 +85,8 @@ struct SegmentScheme {
 };
 
 struct SegmentOptions {
-  std::vector<SegmentScheme> schemes;  ///< valid and Pareto-optimal, best estimate first
+  /// Valid and (when pruning) Pareto-optimal, best estimate first.
+  std::vector<SegmentScheme> schemes;
   mapex::PruningCounts counts;
 };
 
@@ -104,9 +108,18 @@ std::optional<std::vector<std::int64_t>> reserve_or_prune(
     const Chip& chip, const std::vector<LayerFacts>& facts, int first, int last,
     const std::vector<mapex::NodeRegion>& regions);
 
-/// Enumerates, prunes and estimates the schemes of segment [first, last].
+/// Enumerates, prunes and estimates the schemes of segment [first, last];
+/// without `pareto_prune`, every valid scheme is kept (the exhaustive
+/// inter-layer search; `counts.pareto` then counts them all).
 SegmentOptions explore_segment(const Chip& chip, const std::vector<LayerFacts>& facts, int first,
-                               int last, mapex::Objective objective);
+                               int last, mapex::Objective objective, bool pareto_prune = true);
+
+/// Whether the exhaustive inter-layer search with `probability` < 1 keeps
+/// allocation `index` of segment [first, last] (KAPLA §V's random search R):
+/// a deterministic function of the seed, the segment and the index, so the
+/// same seed keeps the same allocations at any thread count.
+bool keep_allocation(std::uint64_t seed, int first, int last, std::size_t index,
+                     double probability);
 
 /// Pipeline latency of layers taking `cycles` each for the whole batch,
 /// forwarding one of `steps` equal parts at a time (§III-A 2): the first

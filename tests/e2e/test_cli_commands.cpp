@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
+#include "host/result_store.hpp"
 
 namespace mapex {
 namespace {
@@ -317,6 +318,82 @@ TEST(CliKaplaSchedule, TableNamesSegmentsRegionsAndCounts) {
   EXPECT_NE(r.out.find("after validity pruning"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("| 0 | c1 | "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("total: energy_pj"), std::string::npos) << r.out;
+}
+
+// KAPLA's baselines on the whole network (§V): S, the exhaustive search
+// at both levels, and R, random at both levels (allocations kept with a
+// probability, random intra-layer search with a budget). Neither is a
+// better schedule than S; kapla's is never better than S either.
+TEST(CliKaplaSchedule, ExhaustiveAndRandomBaselines) {
+  const std::vector<std::string> base{"schedule",
+                                      "--workload",
+                                      kData + "/kapla_tiny_chain.yaml",
+                                      "--arch",
+                                      kData + "/kapla_chip4.yaml",
+                                      "--format",
+                                      "json"};
+  const auto run = [&](std::vector<std::string> extra) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto s = run({"--inter-layer", "exhaustive", "--intra-searcher", "exhaustive"});
+  const auto r = run({"--inter-layer", "exhaustive", "--allocation-probability", "0.5",
+                      "--intra-searcher", "random", "--intra-max-evaluations", "50"});
+  const auto k = run({});
+  EXPECT_EQ(s["inter_layer"], "exhaustive");
+  EXPECT_EQ(s["intra_searcher"], "exhaustive");
+  EXPECT_EQ(r["allocation_probability"].get<double>(), 0.5);
+  EXPECT_EQ(k["intra_searcher"], "kapla");
+  EXPECT_EQ(r["intra_layer_solves_cut"], r["intra_layer_solves"]);
+  EXPECT_LT(r["pruning"]["after_pareto_pruning"].get<int>(),
+            s["pruning"]["after_pareto_pruning"].get<int>());
+  for (const auto* other : {&r, &k})
+    EXPECT_LE(s["energy_pj"].get<double>(), (*other)["energy_pj"].get<double>() * (1 + 1e-12));
+  EXPECT_GT(s["evaluations"].get<double>(), k["evaluations"].get<double>());
+}
+
+// `-o` writes the schedule as a result file: one row per layer in network
+// order whose energies add up to the schedule's (idle energy aside), and
+// the totals as attributes; a missing directory is refused before the run.
+TEST(CliKaplaSchedule, WritesTheScheduleToAResultFile) {
+  const std::string out = std::string(MAPEX_TEST_WORK_DIR) + "/schedule_chain.h5";
+  std::remove(out.c_str());
+  const std::vector<std::string> base{
+      "schedule", "--workload", kData + "/kapla_chain.yaml", "--arch", kData + "/kapla_chip4.yaml",
+      "--format", "json"};
+  auto args = base;
+  args.insert(args.end(), {"-o", out});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const host::ResultFile f = host::read_results(out);
+  EXPECT_EQ(f.attributes.at("kind"), "schedule");
+  EXPECT_EQ(f.attributes.at("network"), "kapla_chain");
+  EXPECT_EQ(f.attributes.at("intra_searcher"), "kapla");
+  EXPECT_NEAR(std::stod(f.attributes.at("energy_pj")), j["energy_pj"].get<double>(),
+              1e-9 * j["energy_pj"].get<double>());
+  EXPECT_EQ(std::stoull(f.attributes.at("evaluations")), j["evaluations"].get<std::uint64_t>());
+  ASSERT_EQ(f.jobs.size(), 4u);
+  const std::vector<std::string> names{"c1", "c2", "c3", "fc"};
+  double layers = 0;
+  for (size_t i = 0; i < f.jobs.size(); ++i) {
+    EXPECT_EQ(f.jobs[i].layer, names[i]);
+    EXPECT_EQ(f.jobs[i].status, "ok");
+    EXPECT_FALSE(f.jobs[i].best_mapping.empty());
+    EXPECT_NE(f.jobs[i].mapping_summary.find("segment "), std::string::npos);
+    layers += f.jobs[i].energy_pj;
+  }
+  EXPECT_LE(layers, j["energy_pj"].get<double>() * (1 + 1e-12));
+  EXPECT_GT(layers, 0.5 * j["energy_pj"].get<double>());
+  auto bad = base;
+  bad.insert(bad.end(), {"-o", "/nonexistent-dir/s.h5"});
+  const auto e = run_cli(bad);
+  EXPECT_EQ(e.status, 2);
+  EXPECT_NE(e.err.find("/nonexistent-dir/s.h5"), std::string::npos) << e.err;
+  EXPECT_NE(e.err.find("directory of the result file does not exist"), std::string::npos) << e.err;
 }
 
 }  // namespace

@@ -291,7 +291,18 @@ TEST_F(BadInput, ScheduleOptions) {
       {{"--k-s", "0"}, "--k-s expects 1 or more, got 0"},
       {{"--max-segment-layers", "0"}, "--max-segment-layers expects 1 or more"},
       {{"--format", "xml"}, "--format expects table or json, got 'xml'"},
-      {{"--searcher", "random"}, "searcher 'random' maps one layer at a time"}};
+      {{"--searcher", "random"}, "searcher 'random' maps one layer at a time"},
+      {{"--inter-layer", "greedy"}, "--inter-layer expects pruned or exhaustive, got 'greedy'"},
+      {{"--inter-layer", "exhaustive", "--allocation-probability", "0"},
+       "--allocation-probability expects a probability in (0, 1], got 0"},
+      {{"--inter-layer", "exhaustive", "--allocation-probability", "1.5"},
+       "--allocation-probability expects a probability in (0, 1], got 1.5"},
+      {{"--allocation-probability", "0.5"}, "give --inter-layer exhaustive too"},
+      {{"--intra-param", "x=1"}, "--intra-param needs --intra-searcher"},
+      {{"--intra-searcher", "exhaustive", "--intra-param", "x"},
+       "--intra-param expects key=value, got 'x'"},
+      {{"--intra-searcher", "nosuch"}, "nosuch"},
+      {{"--intra-max-seconds", "-1"}, "--intra-max-seconds expects 0 (none) or a positive"}};
   for (const auto& [extra, message] : cases) {
     auto args = base;
     args.insert(args.end(), extra.begin(), extra.end());

@@ -4,8 +4,10 @@
 // whole-network schedules under the tensor_centric model.
 
 #include <gtest/gtest.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -337,6 +339,141 @@ TEST(KaplaInterLayerSchedule, RejectsEdpAndBadOptions) {
   o = {};
   o.k_s = 0;
   EXPECT_THROW(kapla::schedule_network(net, arch, *model, o), InputError);
+}
+
+TEST(KaplaInterLayerExhaustive, KeepAllocationIsDeterministicAndHasTheGivenRate) {
+  for (double p : {0.1, 0.5, 0.85}) {
+    int kept = 0;
+    const int n = 20000;
+    for (int i = 0; i < n; ++i) {
+      const bool k = kapla::keep_allocation(7, 2, 5, static_cast<std::size_t>(i), p);
+      EXPECT_EQ(k, kapla::keep_allocation(7, 2, 5, static_cast<std::size_t>(i), p));
+      kept += k ? 1 : 0;
+    }
+    // Binomial(20000, p): 5 standard deviations at most.
+    EXPECT_NEAR(kept, p * n, 5 * std::sqrt(n * p * (1 - p))) << "p " << p;
+  }
+  // Another seed or segment keeps other allocations.
+  int differ = 0;
+  for (std::size_t i = 0; i < 200; ++i)
+    differ += kapla::keep_allocation(7, 2, 5, i, 0.5) != kapla::keep_allocation(8, 2, 5, i, 0.5);
+  EXPECT_GT(differ, 50);
+  for (std::size_t i = 0; i < 100; ++i) EXPECT_TRUE(kapla::keep_allocation(1, 0, 3, i, 1.0));
+}
+
+ScheduleOptions exhaustive_options(Objective objective, double probability = 1) {
+  ScheduleOptions o;
+  o.objective = objective;
+  o.inter_layer = InterLayerSearch::kExhaustive;
+  o.allocation_probability = probability;
+  return o;
+}
+
+TEST(KaplaInterLayerExhaustive, IsTheOptimumOverEverySegmentationAndAllocation) {
+  // Exhaustive over the inter-layer space: no k_S, Pareto or estimate can
+  // beat it, and it solves every valid allocation of every segment.
+  const Network net = Network::load(kData + "/kapla_chain.yaml");
+  const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
+  const auto chip = kapla::describe_chip(arch);
+  const auto facts = kapla::layer_facts(net);
+  const auto model = registry().make_costmodel("tensor_centric", {});
+  for (Objective objective : {Objective::kEnergy, Objective::kLatency}) {
+    const auto s = kapla::schedule_network(net, arch, *model, exhaustive_options(objective));
+    expect_well_formed(s, 4, chip);
+    std::uint64_t valid = 0;
+    for (int first = 0; first < 4; ++first)
+      for (int last = first; last < 4; ++last)
+        valid += kapla::explore_segment(chip, facts, first, last, objective).counts.valid;
+    EXPECT_EQ(s.counts.valid, valid);
+    EXPECT_EQ(s.counts.pareto, valid);  // nothing pruned beyond validity
+    const auto value = [&](const NetworkSchedule& x) {
+      return objective == Objective::kEnergy ? x.energy_pj : x.latency_cycles;
+    };
+    for (int k_s : {1, 4, 1000})
+      EXPECT_LE(value(s),
+                value(schedule(kData + "/kapla_chain.yaml", k_s, objective)) * (1 + 1e-12))
+          << "k_S " << k_s;
+    ASSERT_TRUE(s.layer_by_layer_valid);
+    EXPECT_LE(value(s), objective == Objective::kEnergy ? s.layer_by_layer_energy_pj
+                                                        : s.layer_by_layer_latency_cycles);
+  }
+}
+
+TEST(KaplaInterLayerExhaustive, AllocationProbabilityKeepsASubsetAndSingleLayers) {
+  const Network net = Network::load(kData + "/kapla_chain.yaml");
+  const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
+  const auto model = registry().make_costmodel("tensor_centric", {});
+  const auto all =
+      kapla::schedule_network(net, arch, *model, exhaustive_options(Objective::kEnergy));
+  const auto some =
+      kapla::schedule_network(net, arch, *model, exhaustive_options(Objective::kEnergy, 0.3));
+  ASSERT_TRUE(all.valid && some.valid) << some.invalid_reason;
+  EXPECT_EQ(some.counts.valid, all.counts.valid);
+  EXPECT_LT(some.counts.pareto, all.counts.pareto);
+  EXPECT_GE(some.counts.pareto, 4u);  // the four single-layer segments always stay
+  EXPECT_LE(some.intra_layer_solves, all.intra_layer_solves);
+  EXPECT_GE(some.energy_pj, all.energy_pj);
+  // Same seed, same schedule.
+  const auto again =
+      kapla::schedule_network(net, arch, *model, exhaustive_options(Objective::kEnergy, 0.3));
+  EXPECT_EQ(again.energy_pj, some.energy_pj);
+  EXPECT_EQ(again.counts.pareto, some.counts.pareto);
+  ScheduleOptions bad = exhaustive_options(Objective::kEnergy, 0);
+  EXPECT_THROW(kapla::schedule_network(net, arch, *model, bad), InputError);
+}
+
+TEST(KaplaInterLayerSchedule, AnIntraLayerSolverReplacesKaplasOwn) {
+  // The host's per-layer searcher does every intra-layer solve, with the
+  // budget given; exhaustive intra-layer search is never worse than
+  // KAPLA's solver on the same chain of regions.
+  const Network net = Network::load(kData + "/kapla_tiny_chain.yaml");
+  const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
+  const auto model = registry().make_costmodel("tensor_centric", {});
+  const auto exhaustive = registry().make_searcher("exhaustive", {});
+  std::atomic<int> calls{0};
+  ScheduleOptions o = exhaustive_options(Objective::kEnergy);
+  o.intra_layer = [&](SearchContext& ctx) {
+    ++calls;
+    return exhaustive->search(ctx);
+  };
+  const auto s = kapla::schedule_network(net, arch, *model, o);
+  ASSERT_TRUE(s.valid) << s.invalid_reason;
+  EXPECT_EQ(calls.load(), s.intra_layer_solves);
+  EXPECT_EQ(s.intra_layer_solves_cut, 0);
+  ScheduleOptions own_options = o;
+  own_options.intra_layer = nullptr;
+  const auto own = kapla::schedule_network(net, arch, *model, own_options);
+  EXPECT_LE(s.energy_pj, own.energy_pj * (1 + 1e-12));
+  EXPECT_GT(s.evaluations, own.evaluations);
+  // A budget of 5 evaluations per solve cuts every solve.
+  o.intra_layer_budget.max_evaluations = 5;
+  calls = 0;
+  const auto cut = kapla::schedule_network(net, arch, *model, o);
+  EXPECT_EQ(cut.intra_layer_solves_cut, cut.intra_layer_solves);
+  EXPECT_LE(cut.evaluations, 5u * static_cast<std::uint64_t>(cut.intra_layer_solves));
+}
+
+TEST(KaplaInterLayerSchedule, TheSameScheduleAtAnyThreadCount) {
+  // Intra-layer solves run in parallel; each is deterministic and
+  // independent, so one thread and two give the same schedule.
+  const Network net = Network::load(kData + "/kapla_chain.yaml");
+  const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
+  const auto model = registry().make_costmodel("tensor_centric", {});
+  for (auto inter : {InterLayerSearch::kPruned, InterLayerSearch::kExhaustive}) {
+    ScheduleOptions o;
+    o.inter_layer = inter;
+    NetworkSchedule one, two;
+    tbb::task_arena(1).execute([&] { one = kapla::schedule_network(net, arch, *model, o); });
+    tbb::task_arena(2).execute([&] { two = kapla::schedule_network(net, arch, *model, o); });
+    ASSERT_TRUE(one.valid && two.valid);
+    EXPECT_EQ(one.energy_pj, two.energy_pj);
+    EXPECT_EQ(one.latency_cycles, two.latency_cycles);
+    EXPECT_EQ(one.evaluations, two.evaluations);
+    ASSERT_EQ(one.segments.size(), two.segments.size());
+    for (size_t i = 0; i < one.segments.size(); ++i)
+      for (size_t l = 0; l < one.segments[i].layers.size(); ++l)
+        EXPECT_EQ(one.segments[i].layers[l].mapping_yaml, two.segments[i].layers[l].mapping_yaml);
+  }
 }
 
 TEST(KaplaNetworkConnectivity, NamesTheFirstUnconnectedLayer) {

@@ -16,6 +16,7 @@
 
 #include <boost/config.hpp>
 #include <cstdint>
+#include <functional>
 #include <mapex/architecture.hpp>
 #include <mapex/costmodel.hpp>
 #include <mapex/network.hpp>
@@ -35,6 +36,27 @@ struct NodeRegion {
   int nodes() const { return rows * cols; }
 };
 
+/// Solves one layer on one region's architecture in place of the
+/// scheduler's own intra-layer solver. The host makes it from a per-layer
+/// searcher plugin (`mapex schedule --intra-searcher`), so that KAPLA's
+/// whole-network baselines (§V: exhaustive S, random R) and KAPLA itself
+/// share the inter-layer space, the intra-layer mapspace and the model.
+/// Called concurrently for different layers: it must be thread-safe.
+using IntraLayerSolver = std::function<SearchOutcome(SearchContext&)>;
+
+/// How the inter-layer space is searched.
+enum class InterLayerSearch {
+  /// KAPLA §IV-B: estimates, non-Pareto pruning, the top-k_S chains solved.
+  kPruned,
+  /// Every allocation that passes validity pruning, of every segment, is
+  /// solved in detail and the exact optimum chain is found (KAPLA §V's
+  /// exhaustive S at the inter-layer level). With
+  /// `allocation_probability` < 1, each multi-layer allocation is kept
+  /// with that probability instead (§V's R: candidates at each level kept
+  /// with a probability, segment slicing excepted).
+  kExhaustive,
+};
+
 struct ScheduleOptions {
   /// Energy or latency; both add up over segments (EDP does not).
   Objective objective = Objective::kEnergy;
@@ -49,6 +71,16 @@ struct ScheduleOptions {
   /// paper's algorithm alone (as for KAPLA Fig. 11).
   bool layer_by_layer_baseline = true;
   std::uint64_t seed = 1;
+  InterLayerSearch inter_layer = InterLayerSearch::kPruned;
+  /// With kExhaustive: the probability of keeping each valid allocation of
+  /// a segment of two or more layers (a deterministic function of the
+  /// seed, the segment and the allocation). Single-layer segments keep
+  /// their one allocation, so a chain always exists.
+  double allocation_probability = 1;
+  /// Empty: the scheduler's own intra-layer solver.
+  IntraLayerSolver intra_layer;
+  /// Budget of every intra-layer solve (0: unlimited).
+  Budget intra_layer_budget;
 };
 
 /// Inter-layer schemes of one segment, counted before and after pruning
@@ -110,13 +142,16 @@ struct NetworkSchedule {
   /// True when the layer-by-layer chain won over the k_S chains.
   bool layer_by_layer_chosen = false;
   int intra_layer_solves = 0;
+  /// Intra-layer solves that ended on their budget (`intra_layer_budget`).
+  int intra_layer_solves_cut = 0;
   std::uint64_t evaluations = 0;  ///< cost-model evaluations, all solves
   double seconds = 0;
 };
 
 /// A whole-network scheduler. The host makes one through the plugin
 /// registry and calls `schedule` from one thread; evaluations may run on
-/// the calling thread's TBB arena.
+/// the calling thread's TBB arena, and distinct intra-layer solves run in
+/// parallel on it.
 class BOOST_SYMBOL_VISIBLE NetworkScheduler {
  public:
   virtual ~NetworkScheduler();

@@ -58,6 +58,8 @@ const char* const kUsage =
     "  mapspace --workload W --arch A [--layer L]\n"
     "  schedule --workload NET --arch A [--k-s 4] [--max-segment-layers 4]\n"
     "           [--objective energy|latency] [--costmodel tensor_centric] [--format table|json]\n"
+    "           [--inter-layer pruned|exhaustive] [--allocation-probability P]\n"
+    "           [--intra-searcher S] [--intra-param k=v ...] [--intra-max-evaluations N]\n"
     "  plugins\n"
     "  report   RESULTS.h5 [--format markdown|csv] [--table all|jobs|summary|dse]\n"
     "           [--baseline searcher=NAME|costmodel=NAME|architecture=NAME]\n"

@@ -5,10 +5,14 @@
 #include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <iomanip>
+#include <mapex/plugin.hpp>
 #include <mapex/schedule.hpp>
+#include <mapex/version.hpp>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "host/plugin_registry.hpp"
+#include "host/result_store.hpp"
 
 namespace mapex::host {
 namespace po = boost::program_options;
@@ -23,11 +27,18 @@ struct ScheduleArgs {
   std::vector<std::string> costmodel_params;
   std::string objective = "energy";
   std::string format = "table";
+  std::string output;  ///< HDF5 result file, when given
   int k_s = 4;
   int max_segment_layers = 4;
   std::uint64_t seed = 1;
   int threads = 0;
   bool no_layer_by_layer = false;
+  std::string inter_layer = "pruned";
+  double allocation_probability = 1;
+  std::string intra_searcher;  ///< empty: the scheduler's own
+  std::vector<std::string> intra_params;
+  std::uint64_t intra_max_evaluations = 0;
+  double intra_max_seconds = 0;
   bool help = false;
 };
 
@@ -49,9 +60,26 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
       "longest segment tried, in layers (1: layer by layer)")(
       "no-layer-by-layer", po::bool_switch(&a.no_layer_by_layer),
       "do not also solve the layer-by-layer schedule (the paper's algorithm alone)")(
+      "inter-layer", po::value(&a.inter_layer)->default_value(a.inter_layer),
+      "pruned (KAPLA: estimates, Pareto pruning, top-k_S chains) or exhaustive (every valid "
+      "allocation solved, exact optimum chain: the baselines S and R)")(
+      "allocation-probability",
+      po::value(&a.allocation_probability)->default_value(a.allocation_probability),
+      "with --inter-layer exhaustive: keep each multi-layer allocation with this probability "
+      "(KAPLA's random search R)")(
+      "intra-searcher", po::value(&a.intra_searcher),
+      "per-layer searcher plugin for the intra-layer solves (default: the scheduler's own)")(
+      "intra-param", po::value(&a.intra_params)->composing(),
+      "parameter key=value of the intra-layer searcher (repeatable)")(
+      "intra-max-evaluations", po::value(&a.intra_max_evaluations),
+      "evaluation budget of each intra-layer solve (0: none)")(
+      "intra-max-seconds", po::value(&a.intra_max_seconds),
+      "time budget of each intra-layer solve in seconds (0: none)")(
       "seed", po::value(&a.seed)->default_value(a.seed), "random seed")(
       "threads,j", po::value(&a.threads), "worker threads (0: all cores)")(
-      "format", po::value(&a.format)->default_value(a.format), "table or json");
+      "format", po::value(&a.format)->default_value(a.format), "table or json")(
+      "output,o", po::value(&a.output),
+      "also write the schedule to this HDF5 result file (one row per layer)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -73,18 +101,39 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
   if (a.max_segment_layers < 1)
     throw InputError("--max-segment-layers expects 1 or more, got " +
                      std::to_string(a.max_segment_layers));
+  if (a.inter_layer != "pruned" && a.inter_layer != "exhaustive")
+    throw InputError("--inter-layer expects pruned or exhaustive, got '" + a.inter_layer + "'");
+  if (!(a.allocation_probability > 0 && a.allocation_probability <= 1))
+    throw InputError("--allocation-probability expects a probability in (0, 1], got " +
+                     std::to_string(a.allocation_probability));
+  if (a.allocation_probability < 1 && a.inter_layer != "exhaustive")
+    throw InputError(
+        "--allocation-probability samples the exhaustive inter-layer search: give "
+        "--inter-layer exhaustive too");
+  if (a.intra_max_seconds < 0)
+    throw InputError("--intra-max-seconds expects 0 (none) or a positive number of seconds");
+  if (a.intra_searcher.empty() && !a.intra_params.empty())
+    throw InputError("--intra-param needs --intra-searcher");
+  if (!a.output.empty()) {
+    // Checked before the schedule runs, which can take minutes.
+    const auto dir = boost::filesystem::absolute(a.output).parent_path();
+    if (!boost::filesystem::is_directory(dir))
+      throw InputError(SourceLocation{a.output, 0, 0}, "",
+                       "the directory of the result file does not exist");
+  }
   for (const auto* path : {&a.workload, &a.arch})
     if (!boost::filesystem::exists(*path))
       throw InputError(SourceLocation{*path, 0, 0}, "", "file does not exist");
   return a;
 }
 
-std::map<std::string, std::string> key_values(const std::vector<std::string>& items) {
+std::map<std::string, std::string> key_values(const std::vector<std::string>& items,
+                                              const std::string& option) {
   std::map<std::string, std::string> out;
   for (const auto& item : items) {
     const auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw InputError("--costmodel-param expects key=value, got '" + item + "'");
+      throw InputError("--" + option + " expects key=value, got '" + item + "'");
     out[item.substr(0, eq)] = item.substr(eq + 1);
   }
   return out;
@@ -107,6 +156,20 @@ double pruned_percent(const PruningCounts& c) {
                           : 0;
 }
 
+std::string intra_name(const ScheduleArgs& a) {
+  return a.intra_searcher.empty() ? a.searcher : a.intra_searcher;
+}
+
+std::string inter_text(const ScheduleArgs& a) {
+  if (a.inter_layer == "pruned")
+    return "k_S = " + std::to_string(a.k_s) + " (pruned inter-layer search)";
+  std::ostringstream text;
+  text << "exhaustive inter-layer search";
+  if (a.allocation_probability < 1)
+    text << " keeping each allocation with probability " << a.allocation_probability;
+  return text.str();
+}
+
 nlohmann::ordered_json counts_json(const PruningCounts& c) {
   return {{"candidates", c.candidates},
           {"after_validity_pruning", c.valid},
@@ -125,6 +188,9 @@ void print_json(const ScheduleArgs& a, const Network& net, const Architecture& a
   j["objective"] = a.objective;
   j["k_s"] = a.k_s;
   j["max_segment_layers"] = a.max_segment_layers;
+  j["inter_layer"] = a.inter_layer;
+  if (a.inter_layer == "exhaustive") j["allocation_probability"] = a.allocation_probability;
+  j["intra_searcher"] = intra_name(a);
   j["valid"] = s.valid;
   if (!s.valid) j["invalid_reason"] = s.invalid_reason;
   j["energy_pj"] = s.energy_pj;
@@ -138,6 +204,7 @@ void print_json(const ScheduleArgs& a, const Network& net, const Architecture& a
                            {"latency_cycles", s.layer_by_layer_latency_cycles},
                            {"chosen", s.layer_by_layer_chosen}};
   j["intra_layer_solves"] = s.intra_layer_solves;
+  j["intra_layer_solves_cut"] = s.intra_layer_solves_cut;
   j["evaluations"] = s.evaluations;
   auto segs = nlohmann::ordered_json::array();
   for (const auto& seg : s.segments) {
@@ -172,17 +239,111 @@ void print_json(const ScheduleArgs& a, const Network& net, const Architecture& a
   out << j.dump(2) << "\n";
 }
 
+/// The schedule as a result file (README, "Result file"): one row of the
+/// `jobs` table per layer, in network order, with its region's figures and
+/// scheme, and the schedule's totals and counts as file attributes, so
+/// `mapex report` and the analysis scripts read it like a run's results.
+void write_results(const ScheduleArgs& a, const Network& net, const Architecture& arch,
+                   const NetworkSchedule& s) {
+  std::ostringstream number;
+  number << std::setprecision(17);
+  const auto text = [&](auto value) {
+    number.str("");
+    number << value;
+    return number.str();
+  };
+  std::map<std::string, std::string> attrs{
+      {"kind", "schedule"},
+      {"mapex_version", version()},
+      {"plugin_abi", std::to_string(kPluginAbiVersion)},
+      {"network", net.name()},
+      {"network_path", a.workload},
+      {"architecture", arch.name()},
+      {"architecture_path", a.arch},
+      {"searcher", a.searcher},
+      {"intra_searcher", intra_name(a)},
+      {"costmodel", a.costmodel},
+      {"objective", a.objective},
+      {"inter_layer", a.inter_layer},
+      {"allocation_probability", text(a.allocation_probability)},
+      {"k_s", std::to_string(a.k_s)},
+      {"max_segment_layers", std::to_string(a.max_segment_layers)},
+      {"seed", std::to_string(a.seed)},
+      {"valid", s.valid ? "1" : "0"},
+      {"invalid_reason", s.invalid_reason},
+      {"energy_pj", text(s.energy_pj)},
+      {"latency_cycles", text(s.latency_cycles)},
+      {"seconds", text(s.seconds)},
+      {"evaluations", std::to_string(s.evaluations)},
+      {"intra_layer_solves", std::to_string(s.intra_layer_solves)},
+      {"intra_layer_solves_cut", std::to_string(s.intra_layer_solves_cut)},
+      {"segments", std::to_string(s.segments.size())},
+      {"segments_considered", std::to_string(s.segments_considered)},
+      {"chains_evaluated", std::to_string(s.chains_evaluated)},
+      {"candidates", std::to_string(s.counts.candidates)},
+      {"after_validity_pruning", std::to_string(s.counts.valid)},
+      {"after_pareto_pruning", std::to_string(s.counts.pareto)},
+      {"layer_by_layer_valid", s.layer_by_layer_valid ? "1" : "0"},
+      {"layer_by_layer_energy_pj", text(s.layer_by_layer_energy_pj)},
+      {"layer_by_layer_latency_cycles", text(s.layer_by_layer_latency_cycles)},
+      {"layer_by_layer_chosen", s.layer_by_layer_chosen ? "1" : "0"}};
+  // Written under another name and renamed: the path never holds half a file.
+  const std::string temporary = a.output + ".partial";
+  {
+    ResultWriter writer(temporary, attrs);
+    std::vector<JobRow> rows;
+    for (size_t i = 0; i < s.segments.size(); ++i)
+      for (const auto& p : s.segments[i].layers) {
+        JobRow row;
+        row.job_index = static_cast<std::uint64_t>(p.layer);
+        row.job_id = net.name() + "/" + p.name;
+        row.workload = net.name();
+        row.layer = p.name;
+        row.architecture = arch.name() + "[" + std::to_string(p.region.rows) + "x" +
+                           std::to_string(p.region.cols) + "]";
+        row.searcher = intra_name(a);
+        row.costmodel = a.costmodel;
+        row.objective = a.objective;
+        row.status = "ok";
+        row.stop_reason = "scheduled";
+        row.latency_cycles = p.latency_cycles;
+        row.energy_pj = p.energy_pj;
+        row.edp = p.latency_cycles * p.energy_pj;
+        row.macs = static_cast<double>(net.layers()[static_cast<size_t>(p.layer)].op.macs());
+        row.seed = a.seed;
+        row.best_mapping = p.mapping_yaml;
+        row.mapping_summary =
+            "segment " + std::to_string(i) + " (" +
+            net.layers()[static_cast<size_t>(s.segments[i].first_layer)].op.name() + ".." +
+            net.layers()[static_cast<size_t>(s.segments[i].last_layer)].op.name() +
+            "), node rows " + std::to_string(p.region.row) + "-" +
+            std::to_string(p.region.row + p.region.rows - 1) + ", on chip: " + on_chip_text(p);
+        rows.push_back(std::move(row));
+      }
+    writer.append(rows);
+    writer.flush();
+  }
+  boost::system::error_code ec;
+  boost::filesystem::rename(temporary, a.output, ec);
+  if (ec)
+    throw InputError(SourceLocation{a.output, 0, 0}, "",
+                     "cannot move the result file into place: " + ec.message());
+}
+
 void print_table(const ScheduleArgs& a, const Network& net, const Architecture& arch,
                  const NetworkSchedule& s, std::ostream& out) {
   out << net.name() << " (" << net.layers().size() << " layers) on " << arch.name() << " by "
-      << a.searcher << " under " << a.costmodel << " (" << a.objective << "), k_S = " << a.k_s
-      << ", segments of at most " << a.max_segment_layers << " layers\n";
+      << a.searcher << " (intra-layer: " << intra_name(a) << ") under " << a.costmodel << " ("
+      << a.objective << "), " << inter_text(a) << ", segments of at most " << a.max_segment_layers
+      << " layers\n";
   out << std::setprecision(4) << "scheduled in " << s.seconds << " s; inter-layer schemes of "
       << s.segments_considered << " segments: " << s.counts.candidates << " enumerated, "
       << s.counts.valid << " after validity pruning, " << s.counts.pareto
       << " after Pareto pruning (" << std::setprecision(3) << pruned_percent(s.counts)
       << "% pruned); " << s.chains_evaluated << " chains solved (" << s.intra_layer_solves
       << " intra-layer solves, " << s.evaluations << " evaluations)\n";
+  if (s.intra_layer_solves_cut > 0)
+    out << s.intra_layer_solves_cut << " intra-layer solves ended on their budget\n";
   if (!s.valid) {
     out << "no valid schedule: " << s.invalid_reason << "\n";
     return;
@@ -223,16 +384,30 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
   if (!scheduler)
     throw InputError("searcher '" + a.searcher +
                      "' maps one layer at a time and cannot schedule whole networks; use kapla");
-  const auto model = registry.make_costmodel(a.costmodel, key_values(a.costmodel_params));
+  const auto model =
+      registry.make_costmodel(a.costmodel, key_values(a.costmodel_params, "costmodel-param"));
   ScheduleOptions options;
   options.objective = parse_objective(a.objective);
   options.k_s = a.k_s;
   options.max_segment_layers = a.max_segment_layers;
   options.seed = a.seed;
   options.layer_by_layer_baseline = !a.no_layer_by_layer;
+  options.inter_layer =
+      a.inter_layer == "exhaustive" ? InterLayerSearch::kExhaustive : InterLayerSearch::kPruned;
+  options.allocation_probability = a.allocation_probability;
+  options.intra_layer_budget = Budget{a.intra_max_evaluations, a.intra_max_seconds};
+  // A per-layer searcher for the intra-layer solves: KAPLA's baselines S
+  // and R (§V) on the same inter-layer space. Searchers are stateless
+  // across calls (`search` is const), so one instance serves every solve.
+  std::shared_ptr<const Searcher> intra;
+  if (!a.intra_searcher.empty()) {
+    intra = registry.make_searcher(a.intra_searcher, key_values(a.intra_params, "intra-param"));
+    options.intra_layer = [intra](SearchContext& ctx) { return intra->search(ctx); };
+  }
   NetworkSchedule s;
   tbb::task_arena arena(a.threads > 0 ? a.threads : tbb::this_task_arena::max_concurrency());
   arena.execute([&] { s = scheduler->schedule(net, arch, *model, options); });
+  if (!a.output.empty()) write_results(a, net, arch, s);
   if (a.format == "json")
     print_json(a, net, arch, s, out);
   else
