@@ -45,6 +45,7 @@
 #include "intra_layer.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 #include <mapex/directives.hpp>
 #include <mapex/search.hpp>
@@ -53,6 +54,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -381,15 +383,15 @@ class Solver {
   /// nearest first or buffers first.
   std::vector<Mapping> neighbours(const Mapping& cur, bool wide) const {
     std::vector<Mapping> out;
-    std::set<std::string> seen;
+    std::set<Key> seen;
     auto add = [&](Mapping&& m) {
       if (ctx_.mapspace().reject_reason(m)) return false;
-      auto yaml = m.to_yaml(op_, arch_);
-      if (tried_.count(yaml) || !seen.insert(std::move(yaml)).second) return true;
+      auto k = identity(m);
+      if (tried_.count(k) || !seen.insert(std::move(k)).second) return true;
       out.push_back(std::move(m));
       return true;
     };
-    seen.insert(cur.to_yaml(op_, arch_));
+    seen.insert(identity(cur));
     const auto orders = loop_orders(op_);
     const int n = op_.num_dims();
     constexpr size_t kScan = std::numeric_limits<size_t>::max();
@@ -444,7 +446,7 @@ class Solver {
       if (!cands.empty()) {
         const auto results = evaluate(cands);
         for (size_t i = 0; i < results.size(); ++i) {
-          tried_.insert(cands[i].to_yaml(op_, arch_));
+          tried_.insert(identity(cands[i]));
           if (!results[i].valid) continue;
           const double v = mapex::objective_value(results[i], ctx_.objective());
           if (v < best_value) {
@@ -466,9 +468,35 @@ class Solver {
     }
   }
 
+  /// What tells two schemes apart: per level, the split of a spatial level,
+  /// the tile and loop order of a buffer, the loop order of DRAM (whose tile
+  /// is always the whole layer), each preceded by its length. It separates
+  /// exactly the mappings whose YAML differs, without formatting any text:
+  /// the refinement checks every neighbour it builds against what it has
+  /// tried, and emitting YAML for that took most of its time.
+  using Key = std::vector<std::int64_t>;
+  Key identity(const Mapping& m) const {
+    Key k;
+    for (int i = 0; i < arch_.num_levels(); ++i) {
+      const auto& lm = m.level(i);
+      const auto kind = arch_.levels()[static_cast<size_t>(i)].kind;
+      auto put = [&k](const auto& v) {
+        k.push_back(static_cast<std::int64_t>(v.size()));
+        k.insert(k.end(), v.begin(), v.end());
+      };
+      if (kind == LevelKind::kSpatial) {
+        put(lm.split);
+        continue;
+      }
+      if (kind != LevelKind::kDram) put(lm.tile);
+      put(lm.order);
+    }
+    return k;
+  }
+
   std::vector<Metrics> last_;
   /// Schemes the refinement evaluated, not to be evaluated again.
-  std::set<std::string> tried_;
+  std::set<Key> tried_;
 };
 
 }  // namespace
