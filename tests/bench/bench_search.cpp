@@ -233,6 +233,42 @@ void BM_SweepRoofline(benchmark::State& state) {
 }
 BENCHMARK(BM_SweepRoofline)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// KAPLA's comparison (docs/results/kapla.md): the kapla searcher and the
+// exhaustive one on the edge chip's fc1 (experiments/kapla/inference.yaml),
+// tensor_centric, energy, 2 threads; report the ratio of the two times.
+const Operator& kapla_fc1() {
+  static const Operator op = make_fc("fc1", 4, 64, 32);
+  return op;
+}
+const Architecture& kapla_edge() {
+  static const Architecture arch =
+      Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/kapla_edge.yaml");
+  return arch;
+}
+
+void BM_KaplaEdgeFc1(benchmark::State& state, const char* searcher_name) {
+  const auto searcher = registry().make_searcher(searcher_name, {});
+  const auto model = registry().make_costmodel("tensor_centric", {});
+  host::SearchRequest r;
+  r.op = &kapla_fc1();
+  r.arch = &kapla_edge();
+  r.searcher = searcher.get();
+  r.costmodel = model.get();
+  r.objective = Objective::kEnergy;  // factors-only tiles by default, as the experiment
+  std::uint64_t evaluations = 0;
+  tbb::task_arena arena(2);
+  for (auto _ : state) {
+    host::JobResult result;
+    arena.execute([&] { result = host::run_search(r); });
+    evaluations += result.evaluations;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(evaluations));
+}
+BENCHMARK_CAPTURE(BM_KaplaEdgeFc1, kapla, "kapla")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_KaplaEdgeFc1, exhaustive, "exhaustive")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 }  // namespace
 }  // namespace mapex
 
