@@ -162,8 +162,13 @@ void estimate_layer(const Chip& chip, const std::vector<LayerFacts>& facts, int 
   const double dram_cycles = chip.dram_bytes_per_cycle > 0 ? dram_words * chip.word_bytes /
                                                                  (chip.dram_bytes_per_cycle * share)
                                                            : 0;
-  s.energy_pj[i] = energy;
-  s.latency_cycles[i] = std::max(compute, dram_cycles);
+  // Calibrated (when the layer was solved on the whole chip): the energy
+  // the solve needed beyond the bound, and its latency scaled to the
+  // region's share of the chip, which has that share of every PE, link and
+  // the DRAM bandwidth.
+  s.energy_pj[i] = energy + f.energy_gap_pj;
+  s.latency_cycles[i] =
+      std::max({compute, dram_cycles, f.whole_chip_cycles * chip.nodes() / nodes});
 }
 
 /// Keeps the schemes no other scheme beats in both estimated energy and
@@ -528,6 +533,12 @@ class FinalPhase {
     return seg;
   }
 
+  /// A solve already done, or nullptr.
+  const LayerSolve* find(const SolveKey& key) const {
+    const auto it = memo_.find(key);
+    return it == memo_.end() ? nullptr : &it->second;
+  }
+
   std::string last_reason;
   int solves() const { return static_cast<int>(memo_.size()); }
   int solves_cut() const { return cut_; }
@@ -660,6 +671,32 @@ std::optional<SolvedChain> solve_chain(FinalPhase& final_phase, const SegmentTab
 }  // namespace
 
 namespace {
+
+/// Calibrates the estimates of every layer by its intra-layer solve on the
+/// whole chip, which the layer-by-layer chain needs anyway (mapex's
+/// addition beyond §IV-B). The analytical bound assumes every PE busy and
+/// every tensor fetched once; the layers where it is furthest off (depthwise
+/// convolutions, layers bound by DRAM) are exactly those whose narrow bands
+/// it then favours, and the chip's idle energy over the latency it
+/// underestimates can outweigh what forwarding saves.
+void calibrate(const Chip& chip, std::vector<LayerFacts>& facts, FinalPhase& final_phase,
+               mapex::Objective objective) {
+  const int num_layers = static_cast<int>(facts.size());
+  std::vector<SolveKey> keys;
+  for (int l = 0; l < num_layers; ++l) keys.emplace_back(l, chip.rows, chip.cols, 0);
+  final_phase.solve_all(keys);
+  for (int l = 0; l < num_layers; ++l) {
+    const LayerSolve* solved = final_phase.find(keys[static_cast<size_t>(l)]);
+    const auto alone = explore_segment(chip, facts, l, l, objective);
+    if (!solved || !solved->valid || alone.schemes.empty()) continue;
+    double dynamic = solved->metrics.energy_pj;
+    for (const auto& [part, pj] : solved->metrics.energy_breakdown_pj)
+      if (part == "idle") dynamic -= pj;
+    auto& f = facts[static_cast<size_t>(l)];
+    f.energy_gap_pj = std::max(0.0, dynamic - alone.schemes.front().energy_pj.front());
+    f.whole_chip_cycles = solved->metrics.latency_cycles;
+  }
+}
 
 /// KAPLA's own inter-layer search (§IV-B): the top-k_S chains by the
 /// estimates are solved in detail (and the layer-by-layer chain, when
@@ -809,10 +846,13 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
   if (net.layers().empty()) throw mapex::InputError("network '" + net.name() + "' has no layers");
 
   const Chip chip = describe_chip(arch);
-  const std::vector<LayerFacts> facts = layer_facts(net);
+  std::vector<LayerFacts> facts = layer_facts(net);
   const int num_layers = static_cast<int>(facts.size());
   const bool exhaustive = options.inter_layer == mapex::InterLayerSearch::kExhaustive;
   mapex::NetworkSchedule result;
+  FinalPhase final_phase(net, arch, chip, facts, model, options);
+  if (!exhaustive && options.layer_by_layer_baseline && options.calibrate_estimates)
+    calibrate(chip, facts, final_phase, options.objective);
 
   // Inter-layer phase (§IV-B): every segment up to the longest allowed,
   // enumerated, pruned and estimated once. The exhaustive search keeps
@@ -836,7 +876,6 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
     }
 
   // Intra-layer phase (§IV-C).
-  FinalPhase final_phase(net, arch, chip, facts, model, options);
   if (exhaustive)
     choose_exhaustive(options, num_layers, segments, final_phase, result);
   else

@@ -65,6 +65,12 @@ struct LayerFacts {
   int output = 0;                    ///< tensor index of the output
   std::vector<int> producers;
   std::vector<int> consumers;
+  /// Calibration of the estimates by the layer's intra-layer solve on the
+  /// whole chip (mapex's addition, `ScheduleOptions::calibrate_estimates`):
+  /// the energy beyond the estimate that solve needed, idle energy aside,
+  /// and its latency. 0 when not calibrated.
+  double energy_gap_pj = 0;
+  double whole_chip_cycles = 0;
 };
 
 std::vector<LayerFacts> layer_facts(const mapex::Network& net);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <mapex/plugin.hpp>
 #include <nlohmann/json.hpp>
 
@@ -347,6 +349,9 @@ TEST(CliKaplaSchedule, ExhaustiveAndRandomBaselines) {
   EXPECT_EQ(s["intra_searcher"], "exhaustive");
   EXPECT_EQ(r["allocation_probability"].get<double>(), 0.5);
   EXPECT_EQ(k["intra_searcher"], "kapla");
+  EXPECT_TRUE(k["calibrated"].get<bool>());
+  EXPECT_FALSE(s["calibrated"].get<bool>());
+  EXPECT_FALSE(run({"--no-calibration"})["calibrated"].get<bool>());
   EXPECT_EQ(r["intra_layer_solves_cut"], r["intra_layer_solves"]);
   EXPECT_LT(r["pruning"]["after_pareto_pruning"].get<int>(),
             s["pruning"]["after_pareto_pruning"].get<int>());
@@ -394,6 +399,43 @@ TEST(CliKaplaSchedule, WritesTheScheduleToAResultFile) {
   EXPECT_EQ(e.status, 2);
   EXPECT_NE(e.err.find("/nonexistent-dir/s.h5"), std::string::npos) << e.err;
   EXPECT_NE(e.err.find("directory of the result file does not exist"), std::string::npos) << e.err;
+}
+
+// KAPLA's tensor-centric directives (§III-B, Listing 1) from the CLI: a
+// mapping printed as directives, the directives evaluated in its place and
+// converted back give the same figures.
+TEST(CliDirectives, RoundTripThroughTheCli) {
+  const std::string work = std::string(MAPEX_TEST_WORK_DIR) + "/directives";
+  std::filesystem::create_directories(work);
+  const std::vector<std::string> layer{"--workload", kData + "/tiny_net.yaml", "--layer", "conv",
+                                       "--arch",     kData + "/tiny_arch.yaml"};
+  const auto with = [&](std::string command, std::vector<std::string> extra) {
+    std::vector<std::string> args{std::move(command)};
+    args.insert(args.end(), layer.begin(), layer.end());
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args);
+  };
+  const auto printed = with("directives", {"--mapping", kData + "/tiny_conv_mapping.yaml"});
+  ASSERT_EQ(printed.status, 0) << printed.err;
+  EXPECT_NE(printed.out.find("conv:"), std::string::npos) << printed.out;
+  EXPECT_NE(printed.out.find("tensor{"), std::string::npos) << printed.out;
+  EXPECT_NE(printed.out.find("stack(K+="), std::string::npos) << printed.out;  // K over the PEs
+  const std::string kd = work + "/conv.kd";
+  std::ofstream(kd) << printed.out;
+  const auto energy = [&](const std::vector<std::string>& scheme) {
+    auto extra = scheme;
+    extra.insert(extra.end(), {"--format", "json"});
+    const auto r = with("evaluate", extra);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    return nlohmann::json::parse(r.out)["metrics"]["energy_pj"].get<double>();
+  };
+  const double reference = energy({"--mapping", kData + "/tiny_conv_mapping.yaml"});
+  EXPECT_DOUBLE_EQ(energy({"--directives", kd}), reference);
+  const auto back = with("directives", {"--directives", kd});
+  ASSERT_EQ(back.status, 0) << back.err;
+  const std::string yaml = work + "/conv_back.yaml";
+  std::ofstream(yaml) << back.out;
+  EXPECT_DOUBLE_EQ(energy({"--mapping", yaml}), reference);
 }
 
 }  // namespace

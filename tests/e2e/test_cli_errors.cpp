@@ -310,5 +310,43 @@ TEST_F(BadInput, ScheduleOptions) {
   }
 }
 
+// Directives files (KAPLA Listing 1): a malformed directive names the file
+// and line; a file without the layer's section, both schemes at once, or
+// neither, are refused.
+TEST_F(BadInput, DirectivesFiles) {
+  const std::vector<std::string> layer{"--workload", kData + "/tiny_net.yaml", "--layer", "conv",
+                                       "--arch",     kData + "/tiny_arch.yaml"};
+  const auto args = [&](std::string command, std::vector<std::string> extra) {
+    std::vector<std::string> a{std::move(command)};
+    a.insert(a.end(), layer.begin(), layer.end());
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  // The directives of tests/data/tiny_conv_mapping.yaml with an unknown
+  // tensor on line 3.
+  const std::string bad = write("bad.kd",
+                                "conv:\n  L1:\n    tensor{X}(K=1)\n"
+                                "    tensor{Weight}(K=1, C=1, R=3, S=3)\n"
+                                "    tensor{Output}(N=1, K=1, P=1, Q=1)\n"
+                                "    stack(K+=1, 4)\n    update(Q+=1)\n    update(P+=1)\n"
+                                "    update(C+=1)\n  L2:\n"
+                                "    tensor{Input}(N=1, C=4, P=2, Q=2, R=3, S=3)\n"
+                                "    tensor{Weight}(K=4, C=4, R=3, S=3)\n"
+                                "    tensor{Output}(N=1, K=4, P=2, Q=2)\n"
+                                "    update(Q+=2)\n    update(P+=2)\n    update(K+=4)\n");
+  for (const std::string command : {"directives", "evaluate"})
+    EXPECT_HAS(expect_bad(args(command, {"--directives", bad})),
+               bad + ":3: key 'X': layer 'conv' has no tensor 'X'");
+  const std::string other = write("other.kd", "fc:\n");
+  EXPECT_HAS(expect_bad(args("directives", {"--directives", other})),
+             "no section for layer 'conv'");
+  EXPECT_HAS(expect_bad(args("evaluate", {"--directives", bad, "--mapping",
+                                          kData + "/tiny_conv_mapping.yaml"})),
+             "--mapping or --directives, not both");
+  EXPECT_HAS(expect_bad(args("directives", {})), "directives needs --workload, --arch and one of");
+  EXPECT_HAS(expect_bad(args("directives", {"--directives", "/nonexistent.kd"})),
+             "/nonexistent.kd");
+}
+
 }  // namespace
 }  // namespace mapex

@@ -476,6 +476,46 @@ TEST(KaplaInterLayerSchedule, TheSameScheduleAtAnyThreadCount) {
   }
 }
 
+TEST(KaplaInterLayerEstimates, CalibrationAddsTheSolvedGapAndScalesTheSolvedLatency) {
+  // A layer calibrated by its solve on the whole chip: alone on the chip
+  // its estimate is the solve's figures; on a band of half the rows its
+  // latency is at least twice the solve's (half of every resource).
+  const Network net = Network::load(kData + "/kapla_chain.yaml");
+  const auto chip = kapla::describe_chip(Architecture::load(kData + "/kapla_chip4.yaml"));
+  auto facts = kapla::layer_facts(net);
+  const auto plain = kapla::explore_segment(chip, facts, 0, 1, Objective::kEnergy, false);
+  const auto alone = kapla::explore_segment(chip, facts, 0, 0, Objective::kEnergy);
+  ASSERT_EQ(alone.schemes.size(), 1u);
+  const double bound_energy = alone.schemes[0].energy_pj[0];
+  facts[0].energy_gap_pj = 1000;
+  facts[0].whole_chip_cycles = 1e6;  // far above the bound's latency
+  const auto calibrated = kapla::explore_segment(chip, facts, 0, 0, Objective::kEnergy);
+  EXPECT_DOUBLE_EQ(calibrated.schemes[0].energy_pj[0], bound_energy + 1000);
+  EXPECT_DOUBLE_EQ(calibrated.schemes[0].latency_cycles[0], 1e6);
+  const auto pair = kapla::explore_segment(chip, facts, 0, 1, Objective::kEnergy, false);
+  ASSERT_EQ(pair.schemes.size(), plain.schemes.size());
+  for (const auto& s : pair.schemes)
+    EXPECT_GE(s.latency_cycles[0], 1e6 * chip.nodes() / s.regions[0].nodes() * (1 - 1e-12));
+}
+
+TEST(KaplaInterLayerSchedule, CalibrationNeedsTheLayerByLayerChain) {
+  // Calibrated by default; the paper's algorithm alone (no layer-by-layer
+  // chain) and --no-calibration rank by the analytical bound only, and both
+  // stay within the space: valid schedules of every layer.
+  const Network net = Network::load(kData + "/kapla_chain.yaml");
+  const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
+  const auto model = registry().make_costmodel("tensor_centric", {});
+  ScheduleOptions calibrated, plain;
+  plain.calibrate_estimates = false;
+  const auto a = kapla::schedule_network(net, arch, *model, calibrated);
+  const auto b = kapla::schedule_network(net, arch, *model, plain);
+  expect_well_formed(a, 4, kapla::describe_chip(arch));
+  expect_well_formed(b, 4, kapla::describe_chip(arch));
+  // The same whole-chip solves serve calibration and the layer-by-layer chain.
+  EXPECT_EQ(a.layer_by_layer_energy_pj, b.layer_by_layer_energy_pj);
+  EXPECT_LE(a.energy_pj, a.layer_by_layer_energy_pj);
+}
+
 TEST(KaplaNetworkConnectivity, NamesTheFirstUnconnectedLayer) {
   const Network net =
       Network::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/workloads/kapla_small.yaml");

@@ -70,6 +70,11 @@ struct ScheduleOptions {
   /// layer, at the price of one whole-chip solve per layer. Off: the
   /// paper's algorithm alone (as for KAPLA Fig. 11).
   bool layer_by_layer_baseline = true;
+  /// With the layer-by-layer chain: solve it first and calibrate the
+  /// inter-layer estimates of every layer by its solve on the whole chip
+  /// (its energy beyond the bound, its latency scaled to a region's share)
+  /// before pruning and ranking (mapex's addition beyond KAPLA §IV-B).
+  bool calibrate_estimates = true;
   std::uint64_t seed = 1;
   InterLayerSearch inter_layer = InterLayerSearch::kPruned;
   /// With kExhaustive: the probability of keeping each valid allocation of

@@ -5,10 +5,12 @@
 #include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <ctime>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <mapex/analysis.hpp>
 #include <mapex/constraints.hpp>
+#include <mapex/directives.hpp>
 #include <mapex/mapspace.hpp>
 #include <mapex/version.hpp>
 #include <sstream>
@@ -47,7 +49,8 @@ const char* const kUsage =
     "  run EXPERIMENT.yaml [-o results.h5] [-j N] [--resume] [--shard i/N] [--quiet]\n"
     "      (under mpirun: ranks share the jobs, rank 0 writes the file)\n"
     "  merge RESULTS.h5 ... -o ALL.h5\n"
-    "  evaluate --workload W --arch A --mapping M [--layer L] [--costmodel roofline]\n"
+    "  evaluate --workload W --arch A --mapping M|--directives D [--layer L]\n"
+    "           [--costmodel roofline]\n"
     "           [--param k=v ...] [--format table|csv|json]\n"
     "  evaluate --maestro MAPPING.m --hw HW.m [--costmodel mdc] [--format table|csv|json]\n"
     "           [--maestro-compat]\n"
@@ -60,6 +63,8 @@ const char* const kUsage =
     "           [--objective energy|latency] [--costmodel tensor_centric] [--format table|json]\n"
     "           [--inter-layer pruned|exhaustive] [--allocation-probability P]\n"
     "           [--intra-searcher S] [--intra-param k=v ...] [--intra-max-evaluations N]\n"
+    "  directives --workload W --arch A [--layer L] --mapping M|--directives D\n"
+    "      (KAPLA tensor-centric directives from a mapping, or the mapping they give)\n"
     "  plugins\n"
     "  report   RESULTS.h5 [--format markdown|csv] [--table all|jobs|summary|dse]\n"
     "           [--baseline searcher=NAME|costmodel=NAME|architecture=NAME]\n"
@@ -141,15 +146,73 @@ void print_metrics_table(const Metrics& m, std::ostream& out) {
   }
 }
 
+Mapping load_mapping(const std::string& path, const Operator& op, const Architecture& arch) {
+  require_file(path, "mapping");
+  return Mapping::load(path, op, arch);
+}
+
+/// The mapping a KAPLA directives file (§III-B, Listing 1) gives the layer:
+/// the file's section for the layer, converted to the canonical mapping.
+Mapping load_directives(const std::string& path, const Network& net, const Operator& op,
+                        const Architecture& arch) {
+  require_file(path, "directives");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::vector<const Operator*> ops;  // a file may hold sections for every layer
+  for (const auto& l : net.layers()) ops.push_back(&l.op);
+  for (const auto& layer : parse_directives(text.str(), path, ops, arch))
+    if (layer.layer == op.name()) return to_mapping(layer, op, arch, path);
+  throw InputError(SourceLocation{path, 0, 0}, "",
+                   "no section for layer '" + op.name() + "' (a line '" + op.name() + ":')");
+}
+
+/// `mapex directives`: a mapping in KAPLA's tensor-centric directives, or
+/// directives as a canonical mapping (§III-B, Listing 1).
+int cmd_directives(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mapex directives");
+  std::string workload, arch_path, mapping_path, directives_path, layer;
+  desc.add_options()("help,h", "show this help")("workload", po::value(&workload),
+                                                 "workload (network or operator) YAML")(
+      "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
+      "arch", po::value(&arch_path), "architecture YAML")("mapping", po::value(&mapping_path),
+                                                          "mapping YAML: printed as directives")(
+      "directives", po::value(&directives_path), "directives: printed as a mapping YAML");
+  const auto vm = parse(desc, {}, args);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitOk;
+  }
+  if (workload.empty() || arch_path.empty() || mapping_path.empty() == directives_path.empty())
+    throw UsageError(
+        "directives needs --workload, --arch and one of --mapping (to print its directives) or "
+        "--directives (to print the mapping they describe); see `mapex directives --help`");
+  require_file(workload, "workload");
+  require_file(arch_path, "architecture");
+  const Network net = Network::load(workload);
+  const Operator& op = select_layer(net, workload, layer);
+  const Architecture arch = Architecture::load(arch_path);
+  if (!directives_path.empty()) {
+    out << load_directives(directives_path, net, op, arch).to_yaml(op, arch);
+    return kExitOk;
+  }
+  const Mapping mapping = load_mapping(mapping_path, op, arch);
+  out << format_directives(to_directives(op, arch, mapping), op);
+  return kExitOk;
+}
+
 int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex evaluate");
-  std::string workload, arch_path, mapping_path, layer, costmodel, format, maestro, hw;
+  std::string workload, arch_path, mapping_path, directives_path, layer, costmodel, format, maestro,
+      hw;
   std::vector<std::string> params;
   desc.add_options()("help,h", "show this help")("workload", po::value(&workload),
                                                  "workload (network or operator) YAML")(
       "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
       "arch", po::value(&arch_path), "architecture YAML")("mapping", po::value(&mapping_path),
                                                           "mapping YAML")(
+      "directives", po::value(&directives_path),
+      "KAPLA tensor-centric directives of the layer (instead of --mapping)")(
       "maestro", po::value(&maestro), "MAESTRO mapping file (instead of --workload/--mapping)")(
       "hw", po::value(&hw), "MAESTRO hardware file (with --maestro)")(
       "costmodel", po::value(&costmodel)->default_value("roofline"), "cost model plugin")(
@@ -170,18 +233,22 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
     return evaluate_maestro(maestro, hw, vm["costmodel"].defaulted() ? "mdc" : costmodel, format,
                             model_params, out);
   }
-  if (workload.empty() || arch_path.empty() || mapping_path.empty())
-    throw UsageError("evaluate needs --workload, --arch and --mapping (or --maestro and --hw)\n" +
-                     std::string(kUsage));
+  if (!mapping_path.empty() && !directives_path.empty())
+    throw UsageError("give the scheme once: --mapping or --directives, not both");
+  if (workload.empty() || arch_path.empty() || (mapping_path.empty() && directives_path.empty()))
+    throw UsageError(
+        "evaluate needs --workload, --arch and --mapping or --directives (or --maestro and "
+        "--hw)\n" +
+        std::string(kUsage));
   if (format != "table" && format != "csv" && format != "json")
     throw UsageError("--format expects table, csv or json, got '" + format + "'");
   require_file(workload, "workload");
   require_file(arch_path, "architecture");
-  require_file(mapping_path, "mapping");
   const Network net = Network::load(workload);
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
-  const Mapping mapping = Mapping::load(mapping_path, op, arch);
+  const Mapping mapping = directives_path.empty() ? load_mapping(mapping_path, op, arch)
+                                                  : load_directives(directives_path, net, op, arch);
   const PluginRegistry registry = load_plugins();
   const auto model = registry.make_costmodel(costmodel, parse_params(params));
   const auto bound = model->bind(op, arch);
@@ -594,6 +661,7 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "search") return cmd_search(args, out);
     if (command == "mapspace") return cmd_mapspace(args, out);
     if (command == "schedule") return cmd_schedule(args, out);
+    if (command == "directives") return cmd_directives(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
     if (command == "report") return cmd_report(args, out);

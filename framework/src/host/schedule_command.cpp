@@ -33,6 +33,7 @@ struct ScheduleArgs {
   std::uint64_t seed = 1;
   int threads = 0;
   bool no_layer_by_layer = false;
+  bool no_calibration = false;
   std::string inter_layer = "pruned";
   double allocation_probability = 1;
   std::string intra_searcher;  ///< empty: the scheduler's own
@@ -60,6 +61,8 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
       "longest segment tried, in layers (1: layer by layer)")(
       "no-layer-by-layer", po::bool_switch(&a.no_layer_by_layer),
       "do not also solve the layer-by-layer schedule (the paper's algorithm alone)")(
+      "no-calibration", po::bool_switch(&a.no_calibration),
+      "do not calibrate the inter-layer estimates by the layer-by-layer solves")(
       "inter-layer", po::value(&a.inter_layer)->default_value(a.inter_layer),
       "pruned (KAPLA: estimates, Pareto pruning, top-k_S chains) or exhaustive (every valid "
       "allocation solved, exact optimum chain: the baselines S and R)")(
@@ -189,6 +192,7 @@ void print_json(const ScheduleArgs& a, const Network& net, const Architecture& a
   j["k_s"] = a.k_s;
   j["max_segment_layers"] = a.max_segment_layers;
   j["inter_layer"] = a.inter_layer;
+  j["calibrated"] = a.inter_layer == "pruned" && !a.no_layer_by_layer && !a.no_calibration;
   if (a.inter_layer == "exhaustive") j["allocation_probability"] = a.allocation_probability;
   j["intra_searcher"] = intra_name(a);
   j["valid"] = s.valid;
@@ -265,6 +269,8 @@ void write_results(const ScheduleArgs& a, const Network& net, const Architecture
       {"costmodel", a.costmodel},
       {"objective", a.objective},
       {"inter_layer", a.inter_layer},
+      {"calibrated",
+       a.inter_layer == "pruned" && !a.no_layer_by_layer && !a.no_calibration ? "1" : "0"},
       {"allocation_probability", text(a.allocation_probability)},
       {"k_s", std::to_string(a.k_s)},
       {"max_segment_layers", std::to_string(a.max_segment_layers)},
@@ -392,6 +398,7 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
   options.max_segment_layers = a.max_segment_layers;
   options.seed = a.seed;
   options.layer_by_layer_baseline = !a.no_layer_by_layer;
+  options.calibrate_estimates = !a.no_calibration;
   options.inter_layer =
       a.inter_layer == "exhaustive" ? InterLayerSearch::kExhaustive : InterLayerSearch::kPruned;
   options.allocation_probability = a.allocation_probability;
