@@ -61,10 +61,14 @@ run() {
   [[ $reuse == 1 && -s "$h5" ]] && return 0
   echo "$tag $solver" >&2
   # shellcheck disable=SC2046
+  # Exit 1 (no valid schedule) is a result: the file records why.
   "$mapex" schedule --workload "$wl" --arch "$arch" -j "$threads" $(solver_args "$solver") \
-    -o "$h5" >"$out/$1_$4.txt"
+    -o "$h5" >"$out/$1_$4.txt" || [[ $? == 1 ]]
 }
 
+for solver in $solvers; do
+  [[ "$solver" =~ ^[KXR]$ ]] || { echo "unknown solver '$solver' (K X R)" >&2; exit 2; }
+done
 for scenario in $scenarios; do
   case "$scenario" in
     training) batch=64 training=true arch="$root/experiments/architectures/kapla_multinode.yaml" ;;

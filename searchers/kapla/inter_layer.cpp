@@ -581,7 +581,7 @@ class FinalPhase {
                              options_.intra_layer_budget);
     const auto outcome = options_.intra_layer ? options_.intra_layer(ctx) : solve_intra_layer(ctx);
     out.evaluations = ctx.evaluations();
-    out.cut = outcome.stop_reason == "budget";
+    out.cut = outcome.stop_reason.starts_with("budget") || ctx.exhausted();
     if (ctx.best_mapping()) {
       out.metrics = bound->evaluate(*ctx.best_mapping());
       out.valid = out.metrics.valid;

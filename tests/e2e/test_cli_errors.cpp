@@ -302,7 +302,10 @@ TEST_F(BadInput, ScheduleOptions) {
       {{"--intra-searcher", "exhaustive", "--intra-param", "x"},
        "--intra-param expects key=value, got 'x'"},
       {{"--intra-searcher", "nosuch"}, "nosuch"},
-      {{"--intra-max-seconds", "-1"}, "--intra-max-seconds expects 0 (none) or a positive"}};
+      {{"--intra-max-seconds", "-1"}, "--intra-max-seconds expects 0 (none) or a positive"},
+      {{"--intra-max-evaluations", "-1"}, "--intra-max-evaluations expects 0 (none) or a positive"},
+      {{"-o", "/tmp"}, "/tmp: is a directory; -o expects a result file name"},
+      {{"--intra-searcher", "random"}, "searcher 'random' needs a budget"}};
   for (const auto& [extra, message] : cases) {
     auto args = base;
     args.insert(args.end(), extra.begin(), extra.end());

@@ -63,6 +63,8 @@ const char* const kUsage =
     "           [--objective energy|latency] [--costmodel tensor_centric] [--format table|json]\n"
     "           [--inter-layer pruned|exhaustive] [--allocation-probability P]\n"
     "           [--intra-searcher S] [--intra-param k=v ...] [--intra-max-evaluations N]\n"
+    "           [--intra-max-seconds S] [--no-layer-by-layer] [--no-calibration]\n"
+    "           [--seed N] [-j N] [-o SCHEDULE.h5]\n"
     "  directives --workload W --arch A [--layer L] --mapping M|--directives D\n"
     "      (KAPLA tensor-centric directives from a mapping, or the mapping they give)\n"
     "  plugins\n"

@@ -38,7 +38,7 @@ struct ScheduleArgs {
   double allocation_probability = 1;
   std::string intra_searcher;  ///< empty: the scheduler's own
   std::vector<std::string> intra_params;
-  std::uint64_t intra_max_evaluations = 0;
+  std::int64_t intra_max_evaluations = 0;
   double intra_max_seconds = 0;
   bool help = false;
 };
@@ -113,6 +113,9 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
     throw InputError(
         "--allocation-probability samples the exhaustive inter-layer search: give "
         "--inter-layer exhaustive too");
+  if (a.intra_max_evaluations < 0)
+    throw InputError("--intra-max-evaluations expects 0 (none) or a positive count, got " +
+                     std::to_string(a.intra_max_evaluations));
   if (a.intra_max_seconds < 0)
     throw InputError("--intra-max-seconds expects 0 (none) or a positive number of seconds");
   if (a.intra_searcher.empty() && !a.intra_params.empty())
@@ -123,6 +126,9 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
     if (!boost::filesystem::is_directory(dir))
       throw InputError(SourceLocation{a.output, 0, 0}, "",
                        "the directory of the result file does not exist");
+    if (boost::filesystem::is_directory(a.output))
+      throw InputError(SourceLocation{a.output, 0, 0}, "",
+                       "is a directory; -o expects a result file name");
   }
   for (const auto* path : {&a.workload, &a.arch})
     if (!boost::filesystem::exists(*path))
@@ -295,7 +301,7 @@ void write_results(const ScheduleArgs& a, const Network& net, const Architecture
       {"layer_by_layer_chosen", s.layer_by_layer_chosen ? "1" : "0"}};
   // Written under another name and renamed: the path never holds half a file.
   const std::string temporary = a.output + ".partial";
-  {
+  try {
     ResultWriter writer(temporary, attrs);
     std::vector<JobRow> rows;
     for (size_t i = 0; i < s.segments.size(); ++i)
@@ -328,6 +334,10 @@ void write_results(const ScheduleArgs& a, const Network& net, const Architecture
       }
     writer.append(rows);
     writer.flush();
+  } catch (...) {
+    boost::system::error_code ignored;
+    boost::filesystem::remove(temporary, ignored);
+    throw;
   }
   boost::system::error_code ec;
   boost::filesystem::rename(temporary, a.output, ec);
@@ -402,7 +412,8 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
   options.inter_layer =
       a.inter_layer == "exhaustive" ? InterLayerSearch::kExhaustive : InterLayerSearch::kPruned;
   options.allocation_probability = a.allocation_probability;
-  options.intra_layer_budget = Budget{a.intra_max_evaluations, a.intra_max_seconds};
+  options.intra_layer_budget =
+      Budget{static_cast<std::uint64_t>(a.intra_max_evaluations), a.intra_max_seconds};
   // A per-layer searcher for the intra-layer solves: KAPLA's baselines S
   // and R (§V) on the same inter-layer space. Searchers are stateless
   // across calls (`search` is const), so one instance serves every solve.
@@ -414,11 +425,13 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
   NetworkSchedule s;
   tbb::task_arena arena(a.threads > 0 ? a.threads : tbb::this_task_arena::max_concurrency());
   arena.execute([&] { s = scheduler->schedule(net, arch, *model, options); });
-  if (!a.output.empty()) write_results(a, net, arch, s);
+  // Printed first: a result file that cannot be written loses nothing shown.
   if (a.format == "json")
     print_json(a, net, arch, s, out);
   else
     print_table(a, net, arch, s, out);
+  out.flush();
+  if (!a.output.empty()) write_results(a, net, arch, s);
   return s.valid ? 0 : 1;
 }
 
