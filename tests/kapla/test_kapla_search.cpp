@@ -108,12 +108,17 @@ TEST(KaplaSearch, RefinedNotWorseThanRandomWith2000SamplesOnThePaperChip) {
                                1000);
 }
 
+/// The layers of experiments/workloads/kapla_small.yaml.
+std::vector<Operator> kapla_small_layers() {
+  return {make_conv2d("conv1x1", Conv2dShape{1, 4, 16, 4, 4, 1, 1}), make_fc("fc1", 4, 64, 32),
+          make_fc("fc2", 4, 32, 64)};
+}
+
 // The refinement starts from the solver's best and only accepts a lower
 // cost, so it is never worse than the solver alone; it is deterministic.
 TEST(KaplaSearch, RefinementNeverWorseThanWithout) {
   const std::string dir = MAPEX_EXPERIMENTS_DIR;
-  const std::vector<Operator> ops = {make_conv2d("conv1x1", Conv2dShape{1, 4, 16, 4, 4, 1, 1}),
-                                     make_fc("fc1", 4, 64, 32), make_fc("fc2", 4, 32, 64)};
+  const std::vector<Operator> ops = kapla_small_layers();
   bool improved = false;
   for (const char* chip : {"kapla_multinode", "kapla_edge"}) {
     const Architecture arch = Architecture::load(dir + "/architectures/" + chip + ".yaml");
@@ -152,8 +157,7 @@ TEST(KaplaSearch, EdgeFcLayersNotWorseThanRandomWith2000Samples) {
 // is better on the edge fc layers, and it adds few evaluations.
 TEST(KaplaSearch, CachingAloneNeverWorseOnThePaperChips) {
   const std::string dir = MAPEX_EXPERIMENTS_DIR;
-  const std::vector<Operator> ops = {make_conv2d("conv1x1", Conv2dShape{1, 4, 16, 4, 4, 1, 1}),
-                                     make_fc("fc1", 4, 64, 32), make_fc("fc2", 4, 32, 64)};
+  const std::vector<Operator> ops = kapla_small_layers();
   bool improved = false;
   for (const char* chip : {"kapla_multinode", "kapla_edge"}) {
     const Architecture arch = Architecture::load(dir + "/architectures/" + chip + ".yaml");
