@@ -128,8 +128,12 @@ def main():
                "as many dimensions as the array has axes, capacity checked) and the "
                "`tensor_centric` cost model (KAPLA §IV-A). KAPLA's own evaluation "
                "scores every scheme with the nn_dataflow simulator instead, and "
-               "searches inter-layer schemes as well; mapex's kapla searcher is the "
-               "intra-layer solver (§IV-C) only, so the comparison is per layer.\n")
+               "searches inter-layer schemes as well. This page compares the "
+               "intra-layer solver (§IV-C) per layer, where exhaustive search "
+               "finishes; whole networks (`mapex schedule`: kapla against the "
+               "exhaustive inter-layer search and random search, Fig. 7-10, Tables IV "
+               "and V) are in [kapla_networks.md](kapla_networks.md), and k_S and "
+               "pruning (Fig. 11, Table VI) in [kapla_schedule.md](kapla_schedule.md).\n")
 
     per_exp = collections.defaultdict(list)
     for key, by in sorted(groups.items()):
