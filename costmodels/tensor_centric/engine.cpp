@@ -189,18 +189,23 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
     for (size_t j = plan.data.size() - 1; j > k; --j)
       outside.insert(outside.end(), level_loops[j].begin(), level_loops[j].end());
     const std::vector<int>& arrays = plan.spatial_above[k];
+    // Every used instance of the parent runs this exchange: the splits
+    // above the parent are not loops, so the counts below are per parent
+    // instance and scale by their number (as nn_dataflow multiplies its
+    // per-node counts by the nodes).
+    const double parents = used_instances(parent);
     double units = 1;
     for (int s : arrays)
       for (auto f : mapping.level(s).split) units *= static_cast<double>(f);
-    const Level* noc =
+    const Level* noc_level =
         arrays.empty() ? nullptr : &arch.levels()[static_cast<size_t>(arrays.back())];
-    const bool broadcast = !noc || noc->noc.multicast;
-    const bool forward = noc && noc->noc.forwarding;
-    const bool reduce = !noc || noc->noc.reduction || forward;
+    const bool broadcast = !noc_level || noc_level->noc.multicast;
+    const bool forward = noc_level && noc_level->noc.forwarding;
+    const bool reduce = !noc_level || noc_level->noc.reduction || forward;
     double unicast_distance = 1;
-    if (noc) {
+    if (noc_level) {
       double sum = 0;
-      for (auto a : noc->shape) sum += static_cast<double>(a);
+      for (auto a : noc_level->shape) sum += static_cast<double>(a);
       unicast_distance = std::max(1.0, sum / 2);
     }
 
@@ -241,10 +246,7 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
       const double neighbour = forward ? c - w : 0;
       const double delivered = forward ? w : c;
       const double hop_words = delivered * (broadcast ? 1 : unicast_distance) + neighbour;
-      auto& pr = reads[static_cast<size_t>(parent)][t];
-      auto& pw = writes[static_cast<size_t>(parent)][t];
-      auto& cr = reads[static_cast<size_t>(child)][t];
-      auto& cw = writes[static_cast<size_t>(child)][t];
+      double pr = 0, pw = 0, cr = 0, cw = 0, noc = 0, hop = 0;
       if (tensor.role == TensorRole::kOutput) {
         // Partial sums go up after every residency (reduced on the way when
         // the network can) and come back down except on the first visit.
@@ -255,20 +257,23 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
         pr += down;
         cr += c;
         cw += down * std::max(1.0, copies);
-        if (noc) {
-          const auto s = static_cast<size_t>(arrays.back());
-          noc_words[s] += up + down;
-          hops[s] += up + down * std::max(1.0, copies);
-        }
+        noc += up + down;
+        hop += up + down * std::max(1.0, copies);
       } else {
         pr += from_parent;
         cw += c / shr;
         cr += neighbour;
-        if (noc) {
-          const auto s = static_cast<size_t>(arrays.back());
-          noc_words[s] += from_parent;
-          hops[s] += hop_words;
-        }
+        noc += from_parent;
+        hop += hop_words;
+      }
+      reads[static_cast<size_t>(parent)][t] += pr * parents;
+      writes[static_cast<size_t>(parent)][t] += pw * parents;
+      reads[static_cast<size_t>(child)][t] += cr * parents;
+      writes[static_cast<size_t>(child)][t] += cw * parents;
+      if (noc_level) {
+        const auto s = static_cast<size_t>(arrays.back());
+        noc_words[s] += noc * parents;
+        hops[s] += hop * parents;
       }
     }
   }

@@ -2,15 +2,18 @@
 // the tensor-centric directives (§III-B) and the generic hardware template
 // (§III-C). The arithmetic lives in engine.cpp.
 
+#include <mapex/error.hpp>
+#include <mapex/nn_dataflow_bridge.hpp>
 #include <mapex/plugin.hpp>
 
 #include "engine.hpp"
 
 namespace {
 
-class BoundTensorCentric final : public mapex::BoundCostModel {
+/// KAPLA's directive model (engine.cpp).
+class BoundDirectives final : public mapex::BoundCostModel {
  public:
-  BoundTensorCentric(const mapex::Operator& op, const mapex::Architecture& arch)
+  BoundDirectives(const mapex::Operator& op, const mapex::Architecture& arch)
       : op_(op), arch_(arch) {}
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
     return mapex::tc::validity_error(op_, arch_, mapping);
@@ -24,15 +27,73 @@ class BoundTensorCentric final : public mapex::BoundCostModel {
   const mapex::Architecture& arch_;
 };
 
-class TensorCentric final : public mapex::CostModel {
+/// nn_dataflow's model (nn_dataflow.cpp), on mappings that are
+/// nn_dataflow schemes.
+class BoundNnDataflow final : public mapex::BoundCostModel {
  public:
-  std::unique_ptr<mapex::BoundCostModel> bind(const mapex::Operator& op,
-                                              const mapex::Architecture& arch) const override {
-    return std::make_unique<BoundTensorCentric>(op, arch);
+  BoundNnDataflow(const mapex::Operator& op, const mapex::Architecture& arch,
+                  mapex::ndf::Problem problem)
+      : op_(op), arch_(arch), problem_(std::move(problem)) {}
+  std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
+    if (auto err = mapping.structural_error(op_, arch_)) return err;
+    mapex::ndf::Scheme scheme;
+    return mapex::ndf::scheme_from_mapping(problem_, mapping, scheme);
   }
+  mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
+    if (auto err = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*err);
+    return mapex::ndf::to_metrics(op_, arch_, problem_,
+                                  mapex::ndf::evaluate_mapping(problem_, mapping));
+  }
+
+ private:
+  const mapex::Operator& op_;
+  const mapex::Architecture& arch_;
+  mapex::ndf::Problem problem_;
 };
 
-mapex::CostModel* make(const mapex::Params&) { return new TensorCentric(); }
+class TensorCentric final : public mapex::CostModel {
+ public:
+  explicit TensorCentric(const mapex::Params& params)
+      : model_(params.get_string("model")),
+        bypass_(params.get_string("gbuf_bypass")),
+        ifmap_layout_(params.get_string("ifmap_layout")),
+        forwarding_(params.get_string("forwarding")) {
+    if (model_ != "kapla" && model_ != "nn_dataflow")
+      throw mapex::InputError(
+          "cost model 'tensor_centric': model must be kapla or nn_dataflow, "
+          "got '" +
+          model_ + "'");
+  }
+  std::unique_ptr<mapex::BoundCostModel> bind(const mapex::Operator& op,
+                                              const mapex::Architecture& arch) const override {
+    if (model_ == "kapla") return std::make_unique<BoundDirectives>(op, arch);
+    mapex::ndf::Problem problem;
+    if (auto err = mapex::ndf::make_problem(op, arch, bypass_, ifmap_layout_, forwarding_, problem))
+      throw mapex::InputError("cost model 'tensor_centric' (model=nn_dataflow), layer '" +
+                              op.name() + "' on '" + arch.name() + "': " + *err);
+    return std::make_unique<BoundNnDataflow>(op, arch, std::move(problem));
+  }
+
+ private:
+  std::string model_, bypass_, ifmap_layout_, forwarding_;
+};
+
+mapex::CostModel* make(const mapex::Params& params) { return new TensorCentric(params); }
+
+const mapex::ParamSpec kParams[] = {
+    {"model", mapex::ParamType::kString, "kapla",
+     "kapla: KAPLA's directive model (§IV-A, README). nn_dataflow: the model KAPLA's results "
+     "come from (stanford-mast/nn_dataflow 198a527), on mappings that are nn_dataflow schemes."},
+    {"gbuf_bypass", mapex::ParamType::kString, "",
+     "nn_dataflow: data that may bypass the GBUF, as letters i, o, f (empty: none, KAPLA's "
+     "--disable-bypass i o f)."},
+    {"ifmap_layout", mapex::ParamType::kString, "",
+     "nn_dataflow: the input's DRAM layout as ORDER:HxW,HxW,HxW,HxW (OUTP, OFMP, BATP, INPP); "
+     "empty: the layer's own partition projected onto the memory channels."},
+    {"forwarding", mapex::ParamType::kString, "arch",
+     "nn_dataflow: GBUF sharing between nodes (access forwarding): arch (the node array's "
+     "noc.forwarding), on or off."},
+};
 
 const mapex::PluginDescriptor kDescriptor{
     mapex::kPluginAbiVersion,
@@ -40,10 +101,10 @@ const mapex::PluginDescriptor kDescriptor{
     mapex::PluginKind::kCostModel,
     "tensor_centric",
     "1.0.0",
-    "KAPLA's tensor-centric model (§IV-A): accesses from tensor sizes and updates, "
-    "broadcast, forwarding and buffer sharing, roofline latency",
-    nullptr,
-    0,
+    "KAPLA's tensor-centric model (§IV-A), or nn_dataflow's model that scores KAPLA's "
+    "results (model=nn_dataflow)",
+    kParams,
+    sizeof(kParams) / sizeof(kParams[0]),
     &make,
     nullptr};
 

@@ -8,7 +8,7 @@
 namespace mapex {
 
 bool operator==(const LevelMapping& a, const LevelMapping& b) {
-  return a.tile == b.tile && a.order == b.order && a.split == b.split;
+  return a.tile == b.tile && a.order == b.order && a.split == b.split && a.axes == b.axes;
 }
 
 bool Mapping::operator==(const Mapping& other) const { return levels_ == other.levels_; }
@@ -19,6 +19,42 @@ std::vector<DimId> identity_order(int n) {
   std::vector<DimId> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
   return order;
+}
+
+/// A spatial level's placement (`axes`, `order`) is either absent or
+/// complete: every split on the array's axes within their sizes.
+std::optional<std::string> placement_error(const Operator& op, const Level& level,
+                                           const LevelMapping& lm) {
+  const auto n = static_cast<size_t>(op.num_dims());
+  if (!lm.order.empty()) {
+    std::vector<DimId> sorted = lm.order;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted != identity_order(op.num_dims()))
+      return std::string("order must name every dimension exactly once");
+  }
+  if (lm.axes.empty()) return std::nullopt;
+  if (lm.axes.size() != n) return std::string("axes need one entry per dimension");
+  std::vector<std::int64_t> used(level.shape.size(), 1);
+  for (size_t d = 0; d < n; ++d) {
+    const auto& name = op.dims()[d].name;
+    if (lm.axes[d].size() != level.shape.size())
+      return "axes of " + name + " give " + std::to_string(lm.axes[d].size()) +
+             " factors; the array has " + std::to_string(level.shape.size()) + " axes";
+    std::int64_t product = 1;
+    for (size_t a = 0; a < level.shape.size(); ++a) {
+      if (lm.axes[d][a] < 1) return "axes of " + name + " must be at least 1";
+      product *= lm.axes[d][a];
+      used[a] *= lm.axes[d][a];
+    }
+    if (product != lm.split[d])
+      return "axes of " + name + " multiply to " + std::to_string(product) + ", its split is " +
+             std::to_string(lm.split[d]);
+  }
+  for (size_t a = 0; a < level.shape.size(); ++a)
+    if (used[a] > level.shape[a])
+      return "splits placed on axis " + std::to_string(a) + " need " + std::to_string(used[a]) +
+             " children, the axis has " + std::to_string(level.shape[a]);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -89,6 +125,7 @@ std::optional<std::string> Mapping::structural_error(const Operator& op,
       if (used > level.fanout())
         return where + ": splits use " + std::to_string(used) + " children, fan-out is " +
                std::to_string(level.fanout());
+      if (auto error = placement_error(op, level, lm)) return where + ": " + *error;
       continue;
     }
     if (lm.tile.size() != n) return where + ": tile needs one entry per dimension";
@@ -123,6 +160,21 @@ std::string Mapping::to_yaml(const Operator& op, const Architecture& arch) const
       for (size_t d = 0; d < lm.split.size(); ++d)
         if (lm.split[d] > 1) out << YAML::Key << op.dims()[d].name << YAML::Value << lm.split[d];
       out << YAML::EndMap;
+      if (!lm.axes.empty()) {
+        out << YAML::Key << "axes" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (size_t d = 0; d < lm.axes.size(); ++d)
+          if (lm.split[d] > 1) {
+            out << YAML::Key << op.dims()[d].name << YAML::Value << YAML::Flow << YAML::BeginSeq;
+            for (auto f : lm.axes[d]) out << f;
+            out << YAML::EndSeq;
+          }
+        out << YAML::EndMap;
+      }
+      if (!lm.order.empty()) {
+        out << YAML::Key << "order" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (auto d : lm.order) out << op.dims()[static_cast<size_t>(d)].name;
+        out << YAML::EndSeq;
+      }
     } else {
       if (level.kind != LevelKind::kDram) {
         out << YAML::Key << "tile" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -206,6 +258,43 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
     }
   };
 
+  auto read_order = [&](const YAML::Node& node, std::vector<DimId>& order) {
+    const auto names = yaml::as_string_list(origin, node, "order");
+    std::vector<DimId> listed;
+    for (const auto& dim_name : names) {
+      const DimId d = op.find_dim(dim_name);
+      if (d < 0 || std::find(listed.begin(), listed.end(), d) != listed.end())
+        yaml::fail(origin, node, "order",
+                   "'" + dim_name + "' is not a dimension of '" + op.name() + "' or appears twice");
+      listed.push_back(d);
+    }
+    // Dimensions left out go outermost, in operator order.
+    order.clear();
+    for (DimId d = 0; d < op.num_dims(); ++d)
+      if (std::find(listed.begin(), listed.end(), d) == listed.end()) order.push_back(d);
+    order.insert(order.end(), listed.begin(), listed.end());
+  };
+
+  // `axes: {C: [2, 16]}`: a split's factor on each axis of the array.
+  auto read_axes = [&](const YAML::Node& node, const Level& level, LevelMapping& lm) {
+    if (!node.IsMap()) yaml::fail(origin, node, "axes", "expected a map of dimension to factors");
+    lm.axes.assign(n, std::vector<std::int64_t>(level.shape.size(), 1));
+    for (const auto& item : node) {
+      const std::string dim_name = yaml::as_string(origin, item.first, "axes");
+      const DimId d = op.find_dim(dim_name);
+      if (d < 0)
+        yaml::fail(origin, item.first, "axes",
+                   "unknown dimension '" + dim_name + "' of operator '" + op.name() + "'");
+      if (!item.second.IsSequence() || item.second.size() != level.shape.size())
+        yaml::fail(origin, item.second, dim_name,
+                   "expected one factor per axis of '" + level.name + "' (" +
+                       std::to_string(level.shape.size()) + ")");
+      for (size_t a = 0; a < level.shape.size(); ++a)
+        lm.axes[static_cast<size_t>(d)][a] =
+            yaml::as_positive_int(origin, item.second[a], dim_name);
+    }
+  };
+
   for (size_t i = 0; i < arch.levels().size(); ++i) {
     const Level& level = arch.levels()[i];
     LevelMapping& lm = mapping.levels_[i];
@@ -214,6 +303,8 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
       if (node) {
         yaml::Map m(origin, *node, "level '" + level.name + "'");
         if (auto split = m.optional("split")) read_dim_map(*split, "split", lm.split);
+        if (auto axes = m.optional("axes")) read_axes(*axes, level, lm);
+        if (auto order = m.optional("order")) read_order(*order, lm.order);
         m.finish();
       }
       for (size_t d = 0; d < n; ++d)
@@ -226,23 +317,7 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
       if (level.kind == LevelKind::kBuffer) {
         if (auto tile = m.optional("tile")) read_dim_map(*tile, "tile", lm.tile);
       }
-      if (auto order = m.optional("order")) {
-        const auto names = yaml::as_string_list(origin, *order, "order");
-        std::vector<DimId> listed;
-        for (const auto& dim_name : names) {
-          const DimId d = op.find_dim(dim_name);
-          if (d < 0 || std::find(listed.begin(), listed.end(), d) != listed.end())
-            yaml::fail(
-                origin, *order, "order",
-                "'" + dim_name + "' is not a dimension of '" + op.name() + "' or appears twice");
-          listed.push_back(d);
-        }
-        // Dimensions left out go outermost, in operator order.
-        lm.order.clear();
-        for (DimId d = 0; d < op.num_dims(); ++d)
-          if (std::find(listed.begin(), listed.end(), d) == listed.end()) lm.order.push_back(d);
-        lm.order.insert(lm.order.end(), listed.begin(), listed.end());
-      }
+      if (auto order = m.optional("order")) read_order(*order, lm.order);
       m.finish();
     }
     child = lm.tile;

@@ -163,17 +163,19 @@ TEST(HardwareTemplate, PresetsCarryThePaperNumbers) {
   EXPECT_EQ(m.num_pes(), 16 * 16 * 8 * 8);
   EXPECT_EQ(m.clock_mhz(), 500);
   EXPECT_EQ(m.word_bits(), 16);
-  EXPECT_EQ(m.mac_energy_pj(), 1);
+  // Unit costs of KAPLA's hardware file (multi_node.json, per 16-bit word).
+  EXPECT_DOUBLE_EQ(m.mac_energy_pj(), 0.9984);
   EXPECT_EQ(lv[0].size_bytes, 64);
   EXPECT_EQ(lv[1].shape, (std::vector<std::int64_t>{8, 8}));
   EXPECT_EQ(lv[2].size_bytes, 32 * 1024);
   EXPECT_EQ(lv[3].shape, (std::vector<std::int64_t>{16, 16}));
   EXPECT_DOUBLE_EQ(lv[3].noc.hop_energy_pj, 0.61 * 16);
   EXPECT_TRUE(lv[1].noc.forwarding && lv[3].noc.forwarding);
-  EXPECT_DOUBLE_EQ(lv[3].idle_energy_pj_per_cycle, 1272);
-  EXPECT_DOUBLE_EQ(lv[0].read_energy_pj, 0.012 * 16);
-  EXPECT_DOUBLE_EQ(lv[2].read_energy_pj, 0.354 * 16);
-  EXPECT_DOUBLE_EQ(lv[4].read_energy_pj, 8.0 * 16);
+  EXPECT_NEAR(lv[3].idle_energy_pj_per_cycle, 1272.87, 0.01);
+  EXPECT_NEAR(lv[0].read_energy_pj, 0.0940885, 1e-7);
+  EXPECT_NEAR(lv[1].noc.hop_energy_pj, 1.6416, 1e-7);
+  EXPECT_NEAR(lv[2].read_energy_pj, 2.8325, 1e-4);
+  EXPECT_NEAR(lv[4].read_energy_pj, 401.89, 0.01);
   EXPECT_DOUBLE_EQ(*lv[4].bandwidth_gbps, 25.6);
   // The edge chip: one 16 x 16 systolic array, 512 B registers, 256 KB.
   const Architecture e = Architecture::load(kExperiments + "/architectures/kapla_edge.yaml");

@@ -25,6 +25,13 @@ struct LevelMapping {
   std::vector<DimId> order;
   /// Spatial: number of children along each dimension (1 = not split).
   std::vector<std::int64_t> split;
+  /// Spatial, optional: where each split lies on the array, as the factor
+  /// along each axis of the level's shape (`axes[d][a]`, product over a =
+  /// split[d]). Empty: not placed; a model that needs a placement chooses
+  /// one. With `order` (spatial: the split dimensions, outermost first) it
+  /// fixes each child's coordinate: for d in order, coord = coord x
+  /// axes[d] + index[d] on every axis (nn_dataflow's partition scheme).
+  std::vector<std::vector<std::int64_t>> axes;
 };
 
 class Mapping {

@@ -1,0 +1,191 @@
+#pragma once
+/// \file
+// nn_dataflow's cost model of one layer on a multi-node chip, the model that
+// scores every schedule KAPLA reports (KAPLA §V: baseline B and all energy
+// figures come from nn_dataflow's simulator). Term by term it computes what
+// stanford-mast/nn_dataflow (commit 198a527) computes for a layer whose
+// source and destination are DRAM:
+//
+// - partitioning over the node array (OUTP, OFMP, BATP, INPP, each a 2D
+//   factor, nested in an order) into per-node layers, with the occupancy
+//   that ceil-division leaves;
+// - the row-stationary PE-array mapping (Eyeriss, ISCA'16 §V): logical PE
+//   sets of filter rows x output rows, folded and replicated onto the array,
+//   one "processing pass" per replication;
+// - loop blocking of the ifmap, ofmap and batch loops over three levels
+//   (DRAM->GBUF, GBUF->REGF, in REGF) and two loop orders, which give the
+//   fetch counts and so the DRAM, GBUF, array-interconnect and REGF accesses;
+// - access forwarding between nodes that need the same data (with GBUF
+//   sharing), which divides DRAM fetches by the sharing group;
+// - NoC hops from the memory channels at the chip's corners to every node
+//   (Manhattan distance; with forwarding, a minimum tree from the sources),
+//   times the top-level fetch count;
+// - time = max(processing, array bus, DRAM); energy = MACs + accesses x unit
+//   costs + hops x hop cost + idle cost x time.
+//
+// Everything here is plain arithmetic on small structs, so the same code
+// scores imported schemes and searched ones.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mapex::ndf {
+
+// Data categories, loops, memory levels and parallelisms, in nn_dataflow's
+// enum order (the importer and the results use these indices).
+enum Dce { kFil = 0, kIfm = 1, kOfm = 2 };
+enum LoopId { kLoopIfm = 0, kLoopOfm = 1, kLoopBat = 2 };
+enum Mem { kDram = 0, kGbuf = 1, kItcn = 2, kRegf = 3 };
+enum Par { kOutp = 0, kOfmp = 1, kBatp = 2, kInpp = 3 };
+
+struct Dim2 {
+  std::int64_t h = 1;
+  std::int64_t w = 1;
+  std::int64_t size() const { return h * w; }
+  bool operator==(const Dim2&) const = default;
+};
+
+/// A convolution or fully-connected layer (FC: every spatial size 1).
+struct Layer {
+  std::int64_t batch = 1;
+  std::int64_t nifm = 1, nofm = 1;
+  std::int64_t hofm = 1, wofm = 1;
+  std::int64_t hfil = 1, wfil = 1;
+  std::int64_t htrd = 1, wtrd = 1;
+  std::int64_t hifm() const { return hfil + (hofm - 1) * htrd; }
+  std::int64_t wifm() const { return wfil + (wofm - 1) * wtrd; }
+  double ops() const {
+    return static_cast<double>(batch * nifm * nofm * hofm * wofm * hfil * wfil);
+  }
+};
+
+/// nn_dataflow's PartitionScheme: `order` lists the parallelisms from the
+/// outermost to the innermost level of the node array.
+struct Partition {
+  std::array<int, 4> order{0, 1, 2, 3};
+  std::array<Dim2, 4> pdims{};
+  Dim2 dim() const;
+  std::int64_t size(int par) const { return pdims[static_cast<size_t>(par)].size(); }
+};
+
+/// A rectangular node region (nn_dataflow's NodeRegion without folding):
+/// node (i, j) is at origin + (i x dist.h, j x dist.w).
+struct Region {
+  Dim2 dim;
+  Dim2 origin{0, 0};
+  Dim2 dist{1, 1};
+};
+
+/// Where a 4D fmap (batch, channel, height, width) lies in DRAM: split by a
+/// partition scheme over a region (nn_dataflow's DataLayout, one range).
+struct Layout {
+  std::array<std::int64_t, 4> end{};  ///< the fmap's size: b, n, h, w
+  Region region;
+  Partition part;
+};
+
+struct Hardware {
+  Dim2 nodes;                        ///< the processing node array
+  Dim2 array;                        ///< PEs per node
+  double regf_words = 0;             ///< per PE
+  double gbuf_words = 0;             ///< per node
+  double bus_words = 0;              ///< array bus, words per cycle per data type; 0: unlimited
+  double dram_words = 0;             ///< DRAM, words per cycle; 0: unlimited
+  Region dram;                       ///< the memory channels (2D memory: the four corners)
+  double mac_cost = 0;               ///< per MAC
+  std::array<double, 4> mem_cost{};  ///< per word: DRAM, GBUF, ITCN, REGF
+  double hop_cost = 0;               ///< per word per hop
+  double idle_cost = 0;              ///< per cycle, whole chip
+};
+
+struct Options {
+  /// Nodes that need the same data forward it (nn_dataflow's GBUF sharing
+  /// or access forwarding): DRAM fetches divide by the sharing group and
+  /// NoC transfers follow a forwarding tree.
+  bool forwarding = false;
+  /// Per data category: may the data bypass the GBUF (`--disable-bypass`
+  /// clears it)?
+  std::array<bool, 3> bypass{false, false, false};
+};
+
+/// The loop-blocking scheme of one node: factors t[level][loop] for levels
+/// 0 (DRAM->GBUF), 1 (GBUF->REGF), 2 (in REGF), and loop orders for levels
+/// 0 and 1 as the position of each loop (0 = innermost).
+struct Blocking {
+  std::array<std::array<std::int64_t, 3>, 3> t{};
+  std::array<std::array<int, 3>, 2> ord{};
+};
+
+/// A whole scheme of one layer: partition, the replication of the
+/// processing pass (input and output channels per pass), loop blocking.
+struct Scheme {
+  Partition part;
+  std::int64_t ifms = 1;
+  std::int64_t ofms = 1;
+  Blocking blocking;
+};
+
+/// The row-stationary mapping of the per-node layer (MapStrategyEyeriss).
+struct PeMapping {
+  Dim2 lpeset, repl, fold, flpeset, ppeset;
+  double util = 0;
+  /// Allowed replications (ifms, ofms), in nn_dataflow's generation order.
+  std::vector<std::pair<std::int64_t, std::int64_t>> repl_choices;
+};
+
+/// The nested-loop description of one processing pass (NestedLoopDesc).
+struct LoopDesc {
+  std::array<std::int64_t, 3> loopcnt{};
+  std::array<double, 3> usize_gbuf{}, usize_regf{};
+  std::array<std::array<double, 3>, 4> unit_access{};
+  double unit_ops = 0, unit_time = 0;
+};
+
+struct Result {
+  bool valid = false;
+  std::string reason;
+  Layer node_layer;
+  double occupancy = 0;
+  PeMapping pe;
+  LoopDesc nld;
+  std::int64_t num_nodes = 0;
+  std::array<std::array<double, 3>, 2> fetch{};
+  std::array<bool, 3> stored_in_gbuf{};
+  std::array<double, 3> accfwd{};
+  std::array<std::array<double, 3>, 4> access{};     ///< [Mem][Dce], all nodes
+  std::array<double, 3> gbuf_words{}, regf_words{};  ///< buffered per node/PE
+  std::array<double, 3> unit_nhops{}, nhops{};
+  double ops = 0, proc_time = 0, bus_time = 0, dram_time = 0, time = 0;
+  double cost_op = 0, cost_noc = 0, cost_static = 0;
+  std::array<double, 4> cost_access{};  ///< per Mem
+  double cost() const;
+};
+
+/// The per-node layer, batch and occupancy of a partition (part_layer).
+Layer part_layer(const Layer& layer, const Partition& part, double* occupancy);
+
+/// The row-stationary mapping of a per-node layer on the PE array; an
+/// error when the layer cannot use half of the array (nn_dataflow asserts).
+std::optional<std::string> pe_mapping(const Layer& node_layer, const Dim2& array, PeMapping& out);
+
+/// The processing-pass description for one replication choice.
+LoopDesc loop_desc(const Layer& node_layer, double occupancy, const PeMapping& pe,
+                   std::int64_t ifms, std::int64_t ofms);
+
+/// The layout nn_dataflow gives a layer's output in DRAM: its partition
+/// projected onto the memory region (PartitionScheme.projection).
+Layout ofmap_layout(const Layer& layer, const Partition& part, const Region& dram);
+
+/// Hops to bring each data category to the nodes once
+/// (unit_nhops_to_proc_region).
+std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, const Hardware& hw,
+                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding);
+
+/// Scores a scheme. `ifmaps` is where the input lies in DRAM.
+Result evaluate(const Layer& layer, const Hardware& hw, const Options& options,
+                const Scheme& scheme, const Layout& ifmaps);
+
+}  // namespace mapex::ndf

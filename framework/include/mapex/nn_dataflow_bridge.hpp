@@ -1,0 +1,80 @@
+#pragma once
+/// \file
+// Between mapex's canonical world and nn_dataflow's: a conv/FC operator
+// becomes an nn_dataflow layer, a chip of REGF / PE array / GBUF / node
+// array / DRAM becomes its resource and unit costs, and a canonical mapping
+// is read as (and written from) a partition, a row-stationary processing
+// pass and a loop blocking. The correspondence is in README.md.
+
+#include <mapex/architecture.hpp>
+#include <mapex/mapping.hpp>
+#include <mapex/metrics.hpp>
+#include <mapex/nn_dataflow.hpp>
+#include <mapex/operator.hpp>
+#include <optional>
+#include <string>
+
+namespace mapex::ndf {
+
+/// Indices of the architecture's levels in nn_dataflow's roles.
+struct Roles {
+  int regf = -1, pe_array = -1, gbuf = -1, node_array = -1, dram = -1;
+};
+
+/// Everything but the mapping: the layer, the chip, the options and the
+/// input's DRAM layout.
+struct Problem {
+  Layer layer;
+  Hardware hw;
+  Options options;
+  Layout ifmaps;
+  Roles roles;
+  DimId n = -1, k = -1, c = -1, p = -1, q = -1, r = -1, s = -1;
+  int fil = -1, ifm = -1, ofm = -1;  ///< operator tensor of each data category
+};
+
+/// Builds the problem, or says why the operator or chip is outside the
+/// model. `bypass`: data categories that may bypass the GBUF, as
+/// nn_dataflow's letters ("", "i", "if", ...). `ifmap_layout`: where the
+/// input lies in DRAM, as "ORDER:HxW,HxW,HxW,HxW" (partition order digits
+/// and the OUTP, OFMP, BATP, INPP factors); empty: the layer's own
+/// partition projected onto the memory channels, as nn_dataflow lays out
+/// every layer's output. `forwarding`: "arch" (the node array's
+/// `noc.forwarding`), "on" or "off" (nn_dataflow's GBUF sharing option).
+std::optional<std::string> make_problem(const Operator& op, const Architecture& arch,
+                                        const std::string& bypass, const std::string& ifmap_layout,
+                                        const std::string& forwarding, Problem& out);
+
+/// Reads a canonical mapping as an nn_dataflow scheme, or says why it is
+/// not one (a PE-array split that is not a row-stationary pass, loops over
+/// filter or row dimensions above the REGF, ...).
+std::optional<std::string> scheme_from_mapping(const Problem& problem, const Mapping& mapping,
+                                               Scheme& out);
+
+/// The partition a mapping's node-array split stands for (placing the split
+/// when the mapping does not); nothing with the reason when it cannot.
+std::optional<std::string> partition_from_mapping(const Problem& problem, const Mapping& mapping,
+                                                  Partition& out);
+
+/// The canonical mapping of a scheme (for the importer and searchers); an
+/// error when the canonical form cannot carry it.
+std::optional<std::string> mapping_from_scheme(const Operator& op, const Architecture& arch,
+                                               const Problem& problem, const Scheme& scheme,
+                                               Mapping& out);
+
+/// A partition as `ifmap_layout` text.
+std::string format_layout(const Partition& part);
+
+/// The input layout of the problem's layer under `ifmap_layout` text.
+std::optional<std::string> parse_layout(const std::string& text, const Problem& problem,
+                                        Layout& out);
+
+/// Scores a canonical mapping (an invalid result says why it is not an
+/// nn_dataflow scheme or does not fit).
+Result evaluate_mapping(const Problem& problem, const Mapping& mapping);
+
+/// mapex's metrics of an evaluated scheme.
+Metrics to_metrics(const Operator& op, const Architecture& arch, const Problem& problem,
+                   const Result& result);
+
+}  // namespace mapex::ndf
