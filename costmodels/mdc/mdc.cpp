@@ -4,6 +4,8 @@
 // files reach the same engine through the DirectiveEvaluator capability
 // (see the comment in mapex/mdc.hpp for why it is a separate interface).
 
+#include <mapex/analysis.hpp>
+#include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
 #include <mapex/plugin.hpp>
 
@@ -14,23 +16,39 @@ namespace {
 using mapex::mdc::Hardware;
 using mapex::mdc::Result;
 
-// Energy of one evaluation in pJ, by component, from the architecture's
-// per-word energies (innermost buffer as L1, outermost on-chip buffer as
-// L2); MAESTRO's MAC-unit energy is in Result::energy_total_macunits.
-struct Energy {
-  double mac = 0, l1 = 0, l2 = 0;
-};
-
 class BoundMdc final : public mapex::BoundCostModel {
  public:
   BoundMdc(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity,
            bool maestro_compat)
       : op_(op), arch_(arch), check_capacity_(check_capacity), maestro_compat_(maestro_compat) {
-    for (int i = 0; i < arch.num_levels(); ++i)
-      if (arch.levels()[static_cast<std::size_t>(i)].kind == mapex::LevelKind::kBuffer) {
-        if (l1_ < 0) l1_ = i;
-        l2_ = i;
-      }
+    std::vector<int> buffers;
+    for (int i = 0; i < arch.num_levels(); ++i) {
+      const auto kind = arch.levels()[static_cast<std::size_t>(i)].kind;
+      if (kind == mapex::LevelKind::kBuffer) buffers.push_back(i);
+      if (kind == mapex::LevelKind::kDram) dram_ = i;
+    }
+    if (buffers.empty())
+      throw mapex::InputError("mdc: architecture '" + arch.name() +
+                              "' has no on-chip buffer; MAESTRO's analysis needs an L1");
+    l1_ = buffers.front();
+    l2_ = buffers.back();
+    // MAESTRO's analysis (§IV) reports the accesses of two buffers, the
+    // PE-local L1 and the shared L2 its top cluster level reads from. A
+    // buffer between them would get no traffic and no energy: refuse the
+    // chip instead of reporting a silent zero.
+    if (buffers.size() > 2) {
+      std::string middle;
+      for (std::size_t i = 1; i + 1 < buffers.size(); ++i)
+        middle += (middle.empty() ? "'" : ", '") +
+                  arch.levels()[static_cast<std::size_t>(buffers[i])].name + "'";
+      throw mapex::InputError(
+          "mdc: architecture '" + arch.name() + "' has buffer " + middle + " between '" +
+          arch.levels()[static_cast<std::size_t>(l1_)].name + "' (MAESTRO's L1) and '" +
+          arch.levels()[static_cast<std::size_t>(l2_)].name +
+          "' (its L2); MAESTRO's analysis counts the accesses of two buffer levels only, so "
+          "that level's traffic and energy would be missing (use a chip with two buffer levels "
+          "or another cost model)");
+    }
   }
 
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
@@ -45,30 +63,44 @@ class BoundMdc final : public mapex::BoundCostModel {
       return mapex::Metrics::invalid(std::string("mdc: ") + e.problem());
     }
     const double word = arch_.word_bytes();
+    // MAESTRO sizes every tile twice (double buffering); a buffer marked
+    // single-buffered needs one copy, so its requirement is halved exactly.
+    const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
+    const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
+    const double l1_req = r.l1_size_req * word * (l1.double_buffered ? 1.0 : 0.5);
+    const double l2_req = r.l2_size_req * word * (l2.double_buffered ? 1.0 : 0.5);
     if (check_capacity_) {
-      const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
-      const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
-      if (r.l1_size_req * word > static_cast<double>(l1.size_bytes))
-        return mapex::Metrics::invalid(
-            l1.name + ": tiles need " +
-            std::to_string(static_cast<long long>(r.l1_size_req * word)) +
-            " B (double-buffered), capacity " + std::to_string(l1.size_bytes) + " B");
-      if (l2_ != l1_ && r.l2_size_req * word > static_cast<double>(l2.size_bytes))
-        return mapex::Metrics::invalid(
-            l2.name + ": tiles need " +
-            std::to_string(static_cast<long long>(r.l2_size_req * word)) +
-            " B (double-buffered), capacity " + std::to_string(l2.size_bytes) + " B");
+      auto overflow = [](const mapex::Level& l, double need) {
+        return l.name + ": tiles need " + std::to_string(static_cast<long long>(need)) + " B" +
+               (l.double_buffered ? " (double-buffered)" : "") + ", capacity " +
+               std::to_string(l.size_bytes) + " B";
+      };
+      if (l1_req > static_cast<double>(l1.size_bytes))
+        return mapex::Metrics::invalid(overflow(l1, l1_req));
+      if (l2_ != l1_ && l2_req > static_cast<double>(l2.size_bytes))
+        return mapex::Metrics::invalid(overflow(l2, l2_req));
     }
-    return to_metrics(r);
+    return to_metrics(r, mapping, l1_req, l2_req);
   }
 
  private:
-  mapex::Metrics to_metrics(const Result& r) const {
+  mapex::Metrics to_metrics(const Result& r, const mapex::Mapping& mapping, double l1_req,
+                            double l2_req) const {
+    // The loop-nest analysis of the same mapping (mapex/analysis.hpp) gives
+    // the two figures MAESTRO's analysis has no term for: the compute bound
+    // (the MACs of the busiest PE, edge tiles included, the meaning
+    // `compute_cycles` has under every model) and the off-chip traffic.
+    // MAESTRO's top cluster level reads from L2 (§IV), and Algorithm 1 gives
+    // DRAM's loops over L2 tiles no region (Marvel §4), so DRAM traffic is
+    // the L2 tile refills of DRAM's loop nest, as Marvel's decoupled
+    // off-chip model counts them (§5.1, with one-word blocks).
+    const mapex::NestAnalysis a = mapex::analyse(op_, arch_, mapping);
+    const auto nest_levels = mapex::level_metrics(op_, arch_, a);
     mapex::Metrics m;
     m.valid = true;
     m.macs = r.true_macs;
+    m.compute_cycles = a.compute_cycles;
     m.latency_cycles = r.runtime_cycles;
-    m.compute_cycles = r.compute_delay_avg;
     m.bound_by = "mdc";
     const auto& tensors = op_.tensors();
     // MAESTRO's tensors are input, filter, output; mapex's follow the
@@ -83,36 +115,54 @@ class BoundMdc final : public mapex::BoundCostModel {
     const double rd2[3] = {r.input_l2_rd, r.filter_l2_rd, r.output_l2_rd};
     const double wr2[3] = {r.input_l2_wr, r.filter_l2_wr, r.output_l2_wr};
     const auto& levels = arch_.levels();
-    const double word = arch_.word_bytes();
     double total = r.num_macs * arch_.mac_energy_pj();
     m.energy_breakdown_pj.emplace_back("mac", total);
+    double dram_cycles = 0;
     for (int i = 0; i < arch_.num_levels(); ++i) {
       const auto& l = levels[static_cast<std::size_t>(i)];
       mapex::LevelMetrics lm;
       lm.level = l.name;
-      lm.capacity_bytes =
-          l.kind == mapex::LevelKind::kBuffer ? static_cast<double>(l.size_bytes) : 0;
-      const bool is_l1 = i == l1_, is_l2 = i == l2_ && l2_ != l1_;
-      for (int t = 0; t < 3; ++t) {
-        mapex::TensorAccess a;
-        a.tensor = names[static_cast<std::size_t>(t)];
-        if (is_l1) {
-          a.reads = rd1[t];
-          a.writes = wr1[t];
-        } else if (is_l2) {
-          a.reads = rd2[t];
-          a.writes = wr2[t];
+      if (i == dram_) {
+        lm = nest_levels[static_cast<std::size_t>(i)];
+        dram_cycles = lm.transfer_cycles;
+      } else {
+        lm.capacity_bytes =
+            l.kind == mapex::LevelKind::kBuffer ? static_cast<double>(l.size_bytes) : 0;
+        const bool is_l1 = i == l1_, is_l2 = i == l2_ && l2_ != l1_;
+        for (int t = 0; t < 3; ++t) {
+          mapex::TensorAccess acc;
+          acc.tensor = names[static_cast<std::size_t>(t)];
+          if (is_l1) {
+            acc.reads = rd1[t];
+            acc.writes = wr1[t];
+          } else if (is_l2) {
+            acc.reads = rd2[t];
+            acc.writes = wr2[t];
+          }
+          lm.energy_pj += acc.reads * l.read_energy_pj + acc.writes * l.write_energy_pj;
+          if (!acc.tensor.empty()) lm.tensors.push_back(acc);
         }
-        lm.energy_pj += a.reads * l.read_energy_pj + a.writes * l.write_energy_pj;
-        if (!a.tensor.empty()) lm.tensors.push_back(a);
+        if (is_l1) lm.required_bytes = l1_req;
+        if (is_l2) lm.required_bytes = l2_req;
       }
-      if (is_l1) lm.required_bytes = r.l1_size_req * word;
-      if (is_l2) lm.required_bytes = r.l2_size_req * word;
       total += lm.energy_pj;
       m.energy_breakdown_pj.emplace_back(l.name, lm.energy_pj);
       m.levels.push_back(lm);
     }
     m.energy_pj = total;
+    // Off-chip time: a double-buffered L2 refills its next tile while the
+    // array works on the current one (MAESTRO §IV's overlap, one level up),
+    // so the slower of the two bounds the layer; a single-buffered L2 waits
+    // for each refill.
+    const auto& l2 = levels[static_cast<std::size_t>(l2_)];
+    if (l2.double_buffered) {
+      if (dram_cycles > m.latency_cycles) {
+        m.latency_cycles = dram_cycles;
+        m.bound_by = levels[static_cast<std::size_t>(dram_)].name;
+      }
+    } else {
+      m.latency_cycles += dram_cycles;
+    }
     const double peak = static_cast<double>(arch_.num_pes()) * arch_.macs_per_pe();
     m.utilization = m.latency_cycles > 0 ? r.true_macs / (m.latency_cycles * peak) : 0;
     return m;
@@ -122,7 +172,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   const mapex::Architecture& arch_;
   bool check_capacity_;
   bool maestro_compat_;
-  int l1_ = -1, l2_ = -1;
+  int l1_ = -1, l2_ = -1, dram_ = -1;
 };
 
 class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator {

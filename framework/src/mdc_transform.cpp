@@ -166,6 +166,21 @@ Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping
     }
     units_used *= units;
   };
+  // Row stationary (Eyeriss; MAESTRO §III's YR-P, Marvel §6's row-stationary
+  // style): a split of filter rows R (columns S) hands unit i filter rows
+  // [i*tR, (i+1)*tR). Marvel's Algorithm 1 maps the independent dimension R
+  // (§3, rule 4) and leaves the input rows to the dependent subscript
+  // Y = P*stride + R; MAESTRO's directives are in input coordinates, so the
+  // rows Y that move with R must be mapped in the same region, in lock
+  // step: SpatialMap((tP-1)*stride + tR, tR) Y next to SpatialMap(tR, tR) R
+  // (MAESTRO §III allows two SpatialMaps per cluster level for this). Without
+  // it every unit receives the whole window's rows and MAESTRO sees
+  // different, mostly idle, PEs.
+  const bool windows = dm.type != LayerType::kGemm;
+  auto is_filter = [&](DimId d) {
+    const std::string& name = op_dims[static_cast<std::size_t>(d)].name;
+    return windows && (name == "R" || name == "S") && op.find_dim(name == "R" ? "P" : "Q") >= 0;
+  };
   for (auto it = spatial.rbegin(); it != spatial.rend(); ++it) {
     const int s = *it;
     const int parent = s + 1;
@@ -182,10 +197,19 @@ Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping
     for (DimId d : order)
       if (split_of(d) > 1 && dm.to_maestro.count(op_dims[static_cast<std::size_t>(d)].name))
         split_dims.push_back(d);
-    if (split_dims.empty())
+    // Regions below the outermost have no folds and no temporal maps of
+    // their own, so their nesting order changes nothing but this: a filter
+    // split must lie inside the region that splits its window (P, Q), whose
+    // rows it subdivides, and the outermost region, which also walks every
+    // other dimension in time, cannot hold the lock-step rows. Filter splits
+    // therefore go last, and when only filters are split the outermost
+    // region is a single unit over the first other dimension of the order.
+    std::stable_partition(split_dims.begin(), split_dims.end(),
+                          [&](DimId d) { return !is_filter(d); });
+    if (split_dims.empty() || is_filter(split_dims.front()))
       for (DimId d : order)
-        if (dm.to_maestro.count(op_dims[static_cast<std::size_t>(d)].name)) {
-          split_dims.push_back(d);
+        if (dm.to_maestro.count(op_dims[static_cast<std::size_t>(d)].name) && !is_filter(d)) {
+          split_dims.insert(split_dims.begin(), d);
           break;
         }
     open_region(split_of(split_dims.front()));
@@ -201,6 +225,30 @@ Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping
       const std::int64_t t = child_span[static_cast<std::size_t>(d)];
       open_region(split_of(d));
       emit(dataflow, true, d, t, t);
+      if (!is_filter(d)) continue;
+      const bool rows = op_dims[static_cast<std::size_t>(d)].name == "R";
+      const std::int64_t stride = rows ? layer.stride_y : layer.stride_x;
+      // The window's outputs per unit: its own region (if any) is further
+      // out, so a unit holds the child tile of P (Q).
+      const std::int64_t outputs =
+          child_span[static_cast<std::size_t>(op.find_dim(rows ? "P" : "Q"))];
+      Directive window;
+      window.kind = DirectiveKind::kSpatialMap;
+      window.dim = rows ? "Y" : "X";
+      window.size = (outputs - 1) * stride + t;
+      window.offset = t;
+      // MAESTRO rewrites a strided input-row map that covers a whole filter
+      // into whole output rows (§III-B), which would move these rows by the
+      // stride instead of with the filter rows.
+      if (stride > 1 && window.size >= bound(rows ? "R" : "S"))
+        throw InputError("a split of " + op_dims[static_cast<std::size_t>(d)].name + " with " +
+                         std::to_string(outputs) + " outputs per unit at stride " +
+                         std::to_string(stride) +
+                         " has no MAESTRO form (its input rows cover the filter and MAESTRO "
+                         "rewrites them by the stride)");
+      // Written as MAESTRO's own files do (the rows first, e.g. its YR-P):
+      // the first SpatialMap of a level sets the folds the second follows.
+      dataflow.insert(dataflow.end() - 1, window);
     }
   }
   // The point loops of the L1 tile (Algorithm 1, lines 2-3) need no region

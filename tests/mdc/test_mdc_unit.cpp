@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
@@ -14,6 +15,7 @@
 #include <mapex/network.hpp>
 
 #include "engine.hpp"
+#include "test_chips.hpp"
 
 namespace mapex::mdc {
 namespace {
@@ -398,6 +400,114 @@ TEST(MdcTransform, ThreeSplitsAtOneLevelAreThreeRegions) {
   EXPECT_EQ(r.num_macs, static_cast<double>(op.macs()));
   EXPECT_EQ(r.avg_utilized_pes, 16);
   EXPECT_GE(r.runtime_cycles, static_cast<double>(op.macs()) / 16);
+}
+
+// Row stationary (Eyeriss; MAESTRO's YR-P, Marvel Fig. 12's style) on
+// VGG16 conv5_1 with 256 PEs: output rows over 14 clusters of 3 PEs, filter
+// row r and input row p + r on PE r of each cluster. The canonical mapping
+// with the same P14 x R3 split, lowered, must be MAESTRO's own YR-P
+// directives (42 busy PEs, the same cycles and traffic), not what a
+// lowering without the lock-step input rows gives (every PE would then
+// receive all three rows of its window).
+TEST(MdcTransform, RowStationaryMapsInputRowsWithFilterRows) {
+  const std::string yr_p =
+      "SpatialMap(1,1) Y';\nTemporalMap(1,1) X';\nTemporalMap(1,1) C;\nTemporalMap(16,16) K;\n"
+      "TemporalMap(Sz(R),Sz(R)) R;\nTemporalMap(Sz(S),Sz(S)) S;\nCluster(Sz(R),P);\n"
+      "SpatialMap(1,1) Y;\nSpatialMap(1,1) R;\nTemporalMap(Sz(S),Sz(S)) S;\n";
+  const Network net =
+      parse_mapping(layer_text("K: 512, C: 512, R: 3, S: 3, Y: 16, X: 16", yr_p), "yr_p.m");
+  Hardware hw;
+  hw.num_pes = 256;
+  hw.l1_size = 1024;
+  hw.l2_size = 1048576;
+  hw.noc_bw = 64;
+  hw.offchip_bw = 64;
+  const Result native = engine::analyse(engine::compile(net.layers.at(0), hw, false));
+
+  Level l1;
+  l1.name = "L1";
+  l1.size_bytes = 1024;
+  Level pes;
+  pes.name = "PEs";
+  pes.kind = LevelKind::kSpatial;
+  pes.shape = {256};
+  pes.noc.bandwidth_gbps = 64;
+  Level l2 = l1;
+  l2.name = "L2";
+  l2.size_bytes = 1048576;
+  Level dram;
+  dram.name = "DRAM";
+  dram.kind = LevelKind::kDram;
+  dram.bandwidth_gbps = 64;
+  const Architecture arch = Architecture::make("hw256", 1000, 8, 1, 1, {l1, pes, l2, dram});
+  const Operator op = mapex::make_conv2d(
+      "conv5_1", mapex::Conv2dShape{1, 512, 512, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+  const Mapping m = Mapping::parse(
+      "L1: {tile: {K: 16, S: 3}}\n"
+      "PEs: {split: {P: 14, R: 3}}\n"
+      "L2: {tile: {K: 512, C: 512, P: 14, Q: 14, R: 3, S: 3}, order: [P, Q, C, K, R, S, N]}\n",
+      "rs", op, arch);
+  const Lowered lowered = from_mapping(op, arch, m);
+  EXPECT_EQ(format_dataflow(lowered.layer.dataflow),
+            "SpatialMap(3,1) Y;\nTemporalMap(3,1) X;\nTemporalMap(1,1) C;\nTemporalMap(16,16) K;\n"
+            "TemporalMap(3,3) R;\nTemporalMap(3,3) S;\nTemporalMap(1,1) N;\nCluster(3,P);\n"
+            "SpatialMap(1,1) Y;\nSpatialMap(1,1) R;\n");
+  EXPECT_EQ(lowered.hardware.num_pes, 42);
+  const Result r = engine::analyse(engine::compile(lowered.layer, lowered.hardware, true));
+  EXPECT_EQ(r.num_macs, static_cast<double>(op.macs()));
+  EXPECT_EQ(r.runtime_cycles, native.runtime_cycles);
+  EXPECT_EQ(r.avg_utilized_pes, 42);
+  EXPECT_EQ(native.avg_utilized_pes, 42);
+  // What the lowering gave before the rows moved with the filter rows: the
+  // YR-P directives without the inner SpatialMap on Y.
+  std::string without_rows = yr_p;
+  without_rows.erase(without_rows.find("SpatialMap(1,1) Y;\n"), 19);
+  const Result old = engine::analyse(engine::compile(
+      parse_mapping(layer_text("K: 512, C: 512, R: 3, S: 3, Y: 16, X: 16", without_rows), "o.m")
+          .layers.at(0),
+      hw, false));
+  std::cout << "conv5_1 row stationary: " << r.runtime_cycles << " cycles on " << r.avg_utilized_pes
+            << " PEs; without the lock-step rows " << old.runtime_cycles << " cycles on "
+            << old.avg_utilized_pes << " PEs\n";
+  EXPECT_GT(old.runtime_cycles, 1.2 * r.runtime_cycles);
+  EXPECT_EQ(r.input_l2_rd, native.input_l2_rd);
+  EXPECT_EQ(r.filter_l2_rd, native.filter_l2_rd);
+  EXPECT_EQ(r.output_l2_wr, native.output_l2_wr);
+
+  // Only filter rows split (no output-row split): the outermost region is
+  // one unit over the first other dimension, and the rows still follow.
+  const Mapping only_r = Mapping::parse(
+      "L1: {tile: {K: 16, S: 3}}\n"
+      "PEs: {split: {R: 3}}\n"
+      "L2: {tile: {K: 512, C: 512, P: 14, Q: 14, R: 3, S: 3}, order: [P, Q, C, K, R, S, N]}\n",
+      "r only", op, arch);
+  const Lowered lr = from_mapping(op, arch, only_r);
+  EXPECT_EQ(lr.hardware.num_pes, 3);
+  const Result rr = engine::analyse(engine::compile(lr.layer, lr.hardware, true));
+  EXPECT_EQ(rr.num_macs, static_cast<double>(op.macs()));
+  EXPECT_EQ(rr.avg_utilized_pes, 3);
+  EXPECT_NEAR(rr.runtime_cycles, r.runtime_cycles * 14, r.runtime_cycles * 14 * 0.05);
+}
+
+// A strided layer whose row-stationary units hold more than one output row
+// has input rows that cover a whole filter; MAESTRO rewrites such rows by
+// the stride (§III-B), so they cannot follow the filter rows: refused.
+TEST(MdcTransform, StridedRowStationaryWithSeveralOutputRowsIsRefused) {
+  const Architecture arch = mapex::test::chip({64});
+  const Operator op =
+      mapex::make_conv2d("s2", mapex::Conv2dShape{1, 8, 8, 17, 17, 3, 3, 2, 2, 0, 0, 1, 1, 1});
+  const Mapping m = Mapping::parse(
+      "L1: {tile: {P: 2, S: 3}}\nPEs: {split: {P: 4, R: 3}}\n"
+      "L2: {tile: {K: 8, C: 8, P: 8, Q: 8, R: 3, S: 3}}\n",
+      "rs2", op, arch);
+  try {
+    (void)from_mapping(op, arch, m);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("split of R with 2 outputs per unit at stride 2"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 Operator loopnest(const std::vector<std::string>& input_subscripts,

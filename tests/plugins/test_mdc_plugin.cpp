@@ -1,0 +1,144 @@
+// The mdc plugin's figures that MAESTRO's analysis does not give by itself,
+// on mappings small enough to count by hand: buffers marked single-buffered,
+// the off-chip traffic and time of the DRAM loop nest over L2 tiles, the
+// compute bound under its framework-wide meaning, and the refusal of chips
+// with a buffer level between MAESTRO's L1 and L2.
+
+#include <gtest/gtest.h>
+
+#include <mapex/error.hpp>
+#include <mapex/generators.hpp>
+
+#include "host/plugin_registry.hpp"
+#include "test_chips.hpp"
+
+namespace mapex::host {
+namespace {
+
+const PluginRegistry& registry() {
+  static const PluginRegistry r = load_plugins();
+  return r;
+}
+
+Metrics evaluate(const std::string& model, const Operator& op, const Architecture& arch,
+                 const Mapping& m) {
+  const auto bound = registry().make_costmodel(model, {})->bind(op, arch);
+  if (auto reason = bound->precheck(m)) return Metrics::invalid(*reason);
+  return bound->evaluate(m);
+}
+
+const LevelMetrics& level(const Metrics& m, const std::string& name) {
+  for (const auto& l : m.levels)
+    if (l.level == name) return l;
+  throw std::runtime_error("no level " + name);
+}
+
+// L1 (per PE) / PEs / L2 / DRAM with the given L1 size, buffering and DRAM
+// bandwidth (1 GHz, 1-byte words: GB/s are words per cycle).
+Architecture chip(std::int64_t pes, std::int64_t l1_bytes, bool l1_double, bool l2_double,
+                  double dram_gbps) {
+  Level l1 = test::buffer("L1", l1_bytes, 1, 1);
+  l1.double_buffered = l1_double;
+  Level l2 = test::buffer("L2", 1 << 20, 10, 10);
+  l2.double_buffered = l2_double;
+  Level dram = test::dram(100);
+  dram.bandwidth_gbps = dram_gbps;
+  return Architecture::make("c", 1000, 8, 1, 1, {l1, test::spatial("PEs", {pes}), l2, dram});
+}
+
+// GEMM 8x8x8, L1 tiles of 2x2x2 on one PE: MAESTRO's L1 requirement is the
+// three 2x2 tiles (A: M x K, B: K x N, C: M x N), 12 words, twice over for
+// double buffering. A 16-byte L1 holds them only single-buffered.
+TEST(MdcPlugin, SingleBufferedL1NeedsOneCopyOfItsTiles) {
+  const Operator op = make_gemm("g", 8, 8, 8);
+  Mapping m = Mapping::trivial(op, chip(1, 16, true, true, 1));
+  m.level(0).tile = {2, 2, 2};
+  m.level(2).tile = {8, 8, 8};
+  const Metrics dbl = evaluate("mdc", op, chip(1, 16, true, true, 1), m);
+  EXPECT_FALSE(dbl.valid);
+  EXPECT_EQ(dbl.invalid_reason, "L1: tiles need 24 B (double-buffered), capacity 16 B");
+  const Metrics single = evaluate("mdc", op, chip(1, 16, false, true, 1), m);
+  ASSERT_TRUE(single.valid) << single.invalid_reason;
+  EXPECT_EQ(level(single, "L1").required_bytes, 12);
+  const Metrics small = evaluate("mdc", op, chip(1, 11, false, true, 1), m);
+  EXPECT_FALSE(small.valid);
+  EXPECT_EQ(small.invalid_reason, "L1: tiles need 12 B, capacity 11 B");
+}
+
+// DRAM loops over L2 tiles of M4 N4 K8, order M then N: A's tile (4 x 8)
+// changes with M only, so it is read once per M tile: 2 x 32 = 64 words;
+// B's (8 x 4) changes with N, read for each of the 4 (M, N) tiles: 4 x 32 =
+// 128; C's tiles (4 x 4) are written once each, K being whole in L2: 64.
+TEST(MdcPlugin, DramTrafficIsTheRefillOfL2Tiles) {
+  const Operator op = make_gemm("g", 8, 8, 8);
+  const Architecture fast = chip(4, 1 << 10, true, true, 1);
+  Mapping m = Mapping::trivial(op, fast);
+  m.level(0).tile = {1, 4, 8};
+  m.level(1).split = {4, 1, 1};
+  m.level(2).tile = {4, 4, 8};
+  m.level(3).order = {0, 1, 2};  // M, N, K
+  const Metrics r = evaluate("mdc", op, fast, m);
+  ASSERT_TRUE(r.valid) << r.invalid_reason;
+  const LevelMetrics& dram = level(r, "DRAM");
+  ASSERT_EQ(dram.tensors.size(), 3u);
+  EXPECT_EQ(dram.tensors[0].reads, 64);   // A
+  EXPECT_EQ(dram.tensors[1].reads, 128);  // B
+  EXPECT_EQ(dram.tensors[2].writes, 64);  // C
+  EXPECT_EQ(dram.transfer_cycles, 256);   // 256 words at 1 word per cycle
+  EXPECT_EQ(dram.energy_pj, 256 * 100);
+  double sum = 0;
+  for (const auto& [part, pj] : r.energy_breakdown_pj) sum += pj;
+  EXPECT_DOUBLE_EQ(sum, r.energy_pj);
+  // The array needs more than 256 cycles for 512 MACs on 4 PEs: on-chip bound.
+  EXPECT_EQ(r.bound_by, "mdc");
+  EXPECT_GT(r.latency_cycles, 256);
+
+  // At 0.1 words per cycle DRAM needs 2560 cycles; a double-buffered L2
+  // overlaps them with the array, a single-buffered one waits for them.
+  const Metrics slow = evaluate("mdc", op, chip(4, 1 << 10, true, true, 0.1), m);
+  ASSERT_TRUE(slow.valid);
+  EXPECT_DOUBLE_EQ(slow.latency_cycles, 2560);
+  EXPECT_EQ(slow.bound_by, "DRAM");
+  const Metrics serial = evaluate("mdc", op, chip(4, 1 << 10, true, false, 0.1), m);
+  ASSERT_TRUE(serial.valid);
+  EXPECT_DOUBLE_EQ(serial.latency_cycles, r.latency_cycles + 2560);
+}
+
+// compute_cycles means the same under every model: the MACs of the busiest
+// PE (512 MACs over 4 PEs in lock step: 128), not MAESTRO's per-step delay.
+TEST(MdcPlugin, ComputeCyclesIsTheComputeBoundAsUnderRoofline) {
+  const Operator op = make_gemm("g", 8, 8, 8);
+  const Architecture arch = chip(4, 1 << 10, true, true, 1);
+  Mapping m = Mapping::trivial(op, arch);
+  m.level(0).tile = {1, 4, 8};
+  m.level(1).split = {4, 1, 1};
+  m.level(2).tile = {8, 8, 8};
+  const Metrics mdc = evaluate("mdc", op, arch, m);
+  const Metrics roof = evaluate("roofline", op, arch, m);
+  ASSERT_TRUE(mdc.valid && roof.valid);
+  EXPECT_EQ(mdc.compute_cycles, 128);
+  EXPECT_EQ(roof.compute_cycles, 128);
+  EXPECT_GE(mdc.latency_cycles, mdc.compute_cycles);
+}
+
+// A buffer between the innermost and the outermost would get no traffic in
+// MAESTRO's two-buffer analysis: the chip is refused, naming the level.
+TEST(MdcPlugin, ChipWithAMiddleBufferIsRefusedNamingIt) {
+  const Architecture arch = Architecture::make(
+      "three", 1000, 8, 1, 1,
+      {test::buffer("REGF", 64), test::spatial("PEs", {4}), test::buffer("GBUF", 1 << 12),
+       test::spatial("nodes", {2}), test::buffer("L3", 1 << 20), test::dram()});
+  const Operator op = make_gemm("g", 8, 8, 8);
+  try {
+    (void)registry().make_costmodel("mdc", {})->bind(op, arch);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("buffer 'GBUF' between 'REGF' (MAESTRO's L1) and 'L3' (its L2)"),
+              std::string::npos)
+        << what;
+  }
+}
+
+}  // namespace
+}  // namespace mapex::host
