@@ -12,6 +12,7 @@
 #include <mapex/constraints.hpp>
 #include <mapex/directives.hpp>
 #include <mapex/mapspace.hpp>
+#include <mapex/nn_dataflow_import.hpp>
 #include <mapex/version.hpp>
 #include <sstream>
 
@@ -55,6 +56,7 @@ const char* const kUsage =
     "  evaluate --maestro MAPPING.m --hw HW.m [--costmodel mdc] [--format table|csv|json]\n"
     "           [--maestro-compat]\n"
     "  check    --workload W [--layer L]\n"
+    "  import   nn_dataflow RESULT.json --workload W --arch A -o DIR\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
@@ -167,6 +169,56 @@ Mapping load_directives(const std::string& path, const Network& net, const Opera
     if (layer.layer == op.name()) return to_mapping(layer, op, arch, path);
   throw InputError(SourceLocation{path, 0, 0}, "",
                    "no section for layer '" + op.name() + "' (a line '" + op.name() + ":')");
+}
+
+/// `mapex import nn_dataflow RESULT.json --workload W --arch A -o DIR`:
+/// every layer nn_dataflow scheduled as a mapping file, and the parameters
+/// under which tensor_centric (model=nn_dataflow) scores it as nn_dataflow
+/// did, with nn_dataflow's own figures beside them.
+int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
+  po::options_description desc("mapex import nn_dataflow");
+  std::string format, result, workload, arch_path, dir;
+  desc.add_options()("help,h", "show this help")("format", po::value(&format),
+                                                 "the source tool: nn_dataflow")(
+      "result", po::value(&result), "the tool's result (nn_dataflow: its JSON output)")(
+      "workload", po::value(&workload), "the network it scheduled (mapex workload YAML)")(
+      "arch", po::value(&arch_path), "the chip it scheduled on (mapex architecture YAML)")(
+      "output,o", po::value(&dir), "folder for the mapping files");
+  po::positional_options_description positional;
+  positional.add("format", 1).add("result", 1);
+  const auto vm = parse(desc, positional, args);
+  if (vm.count("help")) {
+    out << desc;
+    return kExitOk;
+  }
+  if (format != "nn_dataflow")
+    throw UsageError(
+        "import reads nn_dataflow results: mapex import nn_dataflow RESULT.json "
+        "--workload W --arch A -o DIR");
+  if (result.empty() || workload.empty() || arch_path.empty() || dir.empty())
+    throw UsageError("import nn_dataflow needs RESULT.json, --workload, --arch and -o DIR");
+  require_file(result, "result");
+  require_file(workload, "workload");
+  require_file(arch_path, "architecture");
+  const Network net = Network::load(workload);
+  const Architecture arch = Architecture::load(arch_path);
+  const auto layers = ndf::import_result(result, net, arch);
+  boost::filesystem::create_directories(dir);
+  out << "layer\tmapping\tparams\tnn_dataflow_energy_pj\tnn_dataflow_cycles\n";
+  for (const auto& il : layers) {
+    const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(il.name))].op;
+    const std::string file = (boost::filesystem::path(dir) / (il.name + ".mapping.yaml")).string();
+    std::ofstream f(file);
+    f << "# " << il.name << " as scheduled in " << result
+      << "\n# mapex evaluate --costmodel tensor_centric";
+    for (const auto& [k, v] : il.params) f << " --param " << k << "=" << v;
+    f << "\n" << il.mapping.to_yaml(op, arch);
+    if (!f) throw std::runtime_error("cannot write " + file);
+    out << il.name << '\t' << file << '\t';
+    for (const auto& [k, v] : il.params) out << k << '=' << v << ' ';
+    out << '\t' << il.reported.cost << '\t' << il.reported.time << '\n';
+  }
+  return kExitOk;
 }
 
 /// `mapex directives`: a mapping in KAPLA's tensor-centric directives, or
@@ -664,6 +716,7 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "mapspace") return cmd_mapspace(args, out);
     if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);
+    if (command == "import") return cmd_import(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
     if (command == "report") return cmd_report(args, out);
