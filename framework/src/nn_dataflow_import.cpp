@@ -144,12 +144,21 @@ std::vector<ImportedLayer> import_result(const std::string& path, const Network&
     Problem pr;
     if (auto err = make_problem(op, arch, bypass, "", forwarding ? "on" : "off", pr))
       rd.fail(item.first, name, *err);
-    if (index >= 0 && !same(pr.hw.mem_cost[kDram], scale * rd.number(hier[0], "mem_hier")))
-      rd.fail(hier, "mem_hier",
-              "the architecture's unit costs are not the result's (DRAM " +
-                  std::to_string(pr.hw.mem_cost[kDram]) + " pJ against " +
-                  std::to_string(scale * rd.number(hier[0], "mem_hier")) +
-                  " at the MAC's scale): evaluate it on its own chip");
+    // Every unit cost must be the result's, at the MAC's scale.
+    static const char* kLevel[4] = {"DRAM", "GBUF", "ITCN", "REGF"};
+    for (size_t m = 0; m < 4; ++m) {
+      const double theirs = scale * rd.number(hier[m], "mem_hier");
+      if (!same(pr.hw.mem_cost[m], theirs))
+        rd.fail(hier, "mem_hier",
+                std::string("the architecture's unit costs are not the result's (") + kLevel[m] +
+                    " " + std::to_string(pr.hw.mem_cost[m]) + " pJ against " +
+                    std::to_string(theirs) + " at the MAC's scale): evaluate it on its own chip");
+    }
+    const double hop = scale * rd.number(rd.need(cost, "noc_hop", "a number"), "noc_hop");
+    if (pr.roles.node_array >= 0 && !same(pr.hw.hop_cost, hop))
+      rd.fail(cost["noc_hop"], "noc_hop",
+              "the architecture's NoC hop cost (" + std::to_string(pr.hw.hop_cost) +
+                  " pJ) is not the result's (" + std::to_string(hop) + ")");
 
     Scheme sc;
     sc.part = rd.partition(field("part"), name + ".part");

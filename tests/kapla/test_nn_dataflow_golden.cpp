@@ -153,3 +153,33 @@ INSTANTIATE_TEST_SUITE_P(RefData, NnDataflowGolden, ::testing::ValuesIn(cases())
                          });
 
 }  // namespace
+
+namespace {
+
+// A result scored on another chip is refused, naming the costs that differ.
+TEST(NnDataflowImport, RefusesAChipWithOtherUnitCosts) {
+  const auto net = mapex::Network::load((kData / "mn_ex_fc_784_1000_b64.yaml").string());
+  const auto arch = mapex::Architecture::load((kData / "sm4.yaml").string());
+  try {
+    mapex::ndf::import_result((kRef / "runs/mn_ex_fc_784_1000_b64.json").string(), net, arch);
+    FAIL() << "expected the importer to refuse the chip";
+  } catch (const mapex::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("unit costs are not the result's"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A layer the workload lacks is refused, naming it.
+TEST(NnDataflowImport, RefusesALayerTheWorkloadLacks) {
+  const auto net = mapex::Network::load((kData / "mlp_m.yaml").string());
+  const auto arch = mapex::Architecture::load((kArchs / "kapla_multinode.yaml").string());
+  try {
+    mapex::ndf::import_result((kRef / "runs/mn_ex_conv_512_512_e7_r3_b1.json").string(), net, arch);
+    FAIL() << "expected the importer to refuse the layer";
+  } catch (const mapex::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer 'L' is not in workload 'mlp_m'"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace

@@ -23,56 +23,18 @@
 #include <sstream>
 
 #include "engine.hpp"
+#include "maestro_index.hpp"
 
 namespace mapex::mdc {
 namespace {
 
 const std::string kRef = MAPEX_MAESTRO_REFDATA;
 
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::string cur;
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"') {
-      quoted = !quoted;
-    } else if (c == ',' && !quoted) {
-      out.push_back(cur);
-      cur.clear();
-    } else if (c != '\r') {
-      cur += c;
-    }
-  }
-  out.push_back(cur);
-  return out;
-}
+using maestro_ref::hardware_of;
+using maestro_ref::num;
+using maestro_ref::Row;
 
-using Row = std::map<std::string, std::string>;
-
-std::vector<Row> read_index() {
-  std::ifstream in(kRef + "/index.csv");
-  std::string line;
-  std::getline(in, line);
-  const auto header = split_csv(line);
-  std::vector<Row> rows;
-  while (std::getline(in, line)) {
-    const auto cells = split_csv(line);
-    Row r;
-    for (std::size_t i = 0; i < header.size() && i < cells.size(); ++i) r[header[i]] = cells[i];
-    rows.push_back(r);
-  }
-  return rows;
-}
-
-double num(const Row& r, const std::string& key) {
-  const auto it = r.find(key);
-  if (it == r.end() || it->second.empty()) return std::nan("");
-  try {
-    return std::stod(it->second);
-  } catch (const std::exception&) {
-    return std::nan("");  // MAESTRO printed nan or inf
-  }
-}
+std::vector<Row> read_index() { return maestro_ref::read_index(kRef); }
 
 struct Column {
   const char* name;
@@ -155,23 +117,6 @@ void expect_sane(const Result& res, const std::string& what) {
   EXPECT_EQ(res.input_l1_rd, res.num_macs) << what;
   EXPECT_EQ(res.filter_l1_rd, res.num_macs) << what;
   EXPECT_EQ(res.output_l1_wr, res.num_macs) << what;
-}
-
-Hardware hardware_of(const Row& r, const std::string& dir) {
-  if (std::filesystem::exists(dir + "/hw.m")) return load_hardware(dir + "/hw.m");
-  // Flag-only case: the values MAESTRO used, from the index (INT_MAX is
-  // written as a word there).
-  auto value = [&](const char* key) {
-    const std::string& v = r.at(key);
-    return v == "INT_MAX" ? std::int64_t{2147483647} : static_cast<std::int64_t>(num(r, key));
-  };
-  Hardware hw;
-  hw.num_pes = value("num_pes");
-  hw.noc_bw = value("noc_bw");
-  hw.offchip_bw = value("offchip_bw");
-  hw.noc_latency = value("noc_latency");
-  hw.simd_lanes = value("simd_lanes");
-  return hw;
 }
 
 TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
