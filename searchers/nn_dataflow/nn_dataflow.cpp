@@ -136,15 +136,14 @@ class NnDataflow final : public mapex::Searcher {
     if (out.stats.rotation_refused)
       why << ", " << out.stats.rotation_refused
           << " fit only with GBUF rotation, which the model does not compute (left out)";
-    if (widened)
+    if (out.tops.empty())
+      why << "; no scheme fits";
+    else if (batch.empty())
+      why << "; none of the best " << out.tops.size()
+          << " schemes has a canonical mapping (first: " << first_refusal << ")";
+    else if (widened)
       why << "; nn_dataflow's best scheme has no canonical mapping (" << first_refusal
           << "): the best of the top " << widened << " that has one is returned";
-    if (batch.empty()) {
-      if (out.tops.empty())
-        why << "; no scheme fits";
-      else
-        why << "; no scheme found has a canonical mapping (" << first_refusal << ")";
-    }
     return {out.complete, why.str()};
   }
 
