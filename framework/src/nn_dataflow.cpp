@@ -333,7 +333,8 @@ Layout ofmap_layout(const Layer& layer, const Partition& part, const Region& dra
 }
 
 std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, const Hardware& hw,
-                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding) {
+                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding,
+                                 std::array<bool, 3> categories) {
   // Which nodes need which filters, ifmaps and ofmaps
   // (partition.proc_data_range), grouped by identical ranges.
   Box ofull;
@@ -355,9 +356,9 @@ std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, cons
     irng.beg[3] = orng.beg[3] * layer.wtrd;
     irng.end[3] = std::max(irng.beg[3], (orng.end[3] - 1) * layer.wtrd + layer.wfil);
     if (irng.size() > 0 && orng.size() > 0) {
-      ifm[irng].push_back(coord);
-      ofm[orng].push_back(coord);
-      if (irng.end[1] > irng.beg[1] && orng.end[1] > orng.beg[1])
+      if (categories[kIfm]) ifm[irng].push_back(coord);
+      if (categories[kOfm]) ofm[orng].push_back(coord);
+      if (categories[kFil] && irng.end[1] > irng.beg[1] && orng.end[1] > orng.beg[1])
         fil[{irng.beg[1], irng.end[1], orng.beg[1], orng.end[1]}].push_back(coord);
     }
   }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 #include <mapex/nn_dataflow_search.hpp>
+#include <optional>
+#include <tuple>
 
 namespace mapex::ndf {
 
@@ -88,26 +90,26 @@ struct Candidate {
 
 /// Keeps the `n` smallest by key; an equal key goes after the ones seen
 /// before it (Python's stable sorts and heapq.nsmallest).
-template <class T>
+template <class T, class Key = std::pair<double, double>>
 class TopN {
  public:
   explicit TopN(std::size_t n) : n_(std::max<std::size_t>(1, n)) {}
   bool full() const { return items_.size() >= n_; }
-  const std::pair<double, double>& worst() const { return items_.back().first; }
+  const Key& worst() const { return items_.back().first; }
   /// Whether an item with this key would be kept.
-  bool admits(const std::pair<double, double>& key) const { return !full() || key < worst(); }
-  void add(const std::pair<double, double>& key, const T& item) {
+  bool admits(const Key& key) const { return !full() || key < worst(); }
+  void add(const Key& key, const T& item) {
     if (!admits(key)) return;
     auto it = std::upper_bound(items_.begin(), items_.end(), key,
                                [](const auto& k, const auto& e) { return k < e.first; });
     items_.insert(it, {key, item});
     if (items_.size() > n_) items_.pop_back();
   }
-  const std::vector<std::pair<std::pair<double, double>, T>>& items() const { return items_; }
+  const std::vector<std::pair<Key, T>>& items() const { return items_; }
 
  private:
   std::size_t n_;
-  std::vector<std::pair<std::pair<double, double>, T>> items_;
+  std::vector<std::pair<Key, T>> items_;
 };
 
 std::pair<double, double> pass_key(Goal goal, double access_cost, double time) {
@@ -348,42 +350,80 @@ SearchOutput search(const Layer& layer, const Hardware& hw, const Options& optio
     return &nr;
   };
 
-  TopN<Found> top(so.ntops);
-  for (size_t li = 0; li < ifmaps.size(); ++li) {
-    for (const Partition& part : parts) {
-      const std::array<double, 3> share = sharing_groups(part);
-      const NodeResult* nr = node_result(part, share);
-      if (!nr->pe_ok) {
-        if (li == 0) ++stats.pe_refused;
-        continue;
-      }
-      // The NoC hops are the costly part of a partition's score; skip them
-      // when no blocking could enter the top even without any NoC cost.
+  // Per-node searches of every partition (shared through the cache).
+  std::vector<const NodeResult*> nodes(parts.size());
+  std::vector<std::array<double, 3>> shares(parts.size());
+  for (size_t pi = 0; pi < parts.size(); ++pi) {
+    shares[pi] = sharing_groups(parts[pi]);
+    nodes[pi] = node_result(parts[pi], shares[pi]);
+    if (!nodes[pi]->pe_ok) ++stats.pe_refused;
+  }
+
+  // Scoring a scheme needs the partition's NoC hops, the costly part. The
+  // (layout, partition) pairs are scored best-first by a lower bound that
+  // leaves the NoC out, and the search stops at the first pair whose bound
+  // cannot enter the top. Keys carry each scheme's place in nn_dataflow's
+  // generation order (layout, partition, pass, rank), so ties still go to
+  // the scheme nn_dataflow would have met first.
+  using Key = std::tuple<double, double, std::uint64_t>;
+  auto key_of = [&](double cost, double time, std::uint64_t seq) {
+    const auto k = rank_key(so.goal, cost, time);
+    return Key{k.first, k.second, seq};
+  };
+  auto lower_bound_cost = [&](const Candidate& c) {
+    return hw.mac_cost * c.ops + c.access_cost + hw.idle_cost * c.time;
+  };
+  struct Pair {
+    Key bound;
+    size_t li = 0, pi = 0;
+  };
+  std::vector<Pair> pairs;
+  for (size_t li = 0; li < ifmaps.size(); ++li)
+    for (size_t pi = 0; pi < parts.size(); ++pi) {
+      if (!nodes[pi]->pe_ok) continue;
+      const std::uint64_t seq = (static_cast<std::uint64_t>(li * parts.size() + pi)) << 32;
       bool any = false;
-      for (const Pass& pass : nr->passes)
+      Key best{};
+      for (const Pass& pass : nodes[pi]->passes)
         for (const Candidate& c : pass.tops) {
-          const double lb = hw.mac_cost * c.ops + c.access_cost + hw.idle_cost * c.time;
-          if (top.admits(rank_key(so.goal, lb, c.time))) any = true;
+          const Key k = key_of(lower_bound_cost(c), c.time, seq);
+          if (!any || k < best) best = k;
+          any = true;
         }
-      if (!any) continue;
-      Layout in = ifmaps[li];
-      if (in.part.order[0] < 0) {
-        const std::array<std::int64_t, 4> end = in.end;
-        in = ofmap_layout(layer, part, hw.dram);
-        in.end = end;
-      }
-      const std::array<double, 3> unh =
-          unit_nhops(layer, part, hw, in, ofmap_layout(layer, part, hw.dram), options.forwarding);
-      for (const Pass& pass : nr->passes)
-        for (const Candidate& c : pass.tops) {
-          double hops = 0;
-          for (size_t d = 0; d < 3; ++d) hops += unh[d] * c.fetch0[d];
-          const double cost =
-              hw.mac_cost * c.ops + c.access_cost + hw.hop_cost * hops + hw.idle_cost * c.time;
-          top.add(rank_key(so.goal, cost, c.time),
-                  Found{Scheme{part, pass.ifms, pass.ofms, c.blocking}, li, cost, c.time});
-        }
+      if (any) pairs.push_back(Pair{best, li, pi});
     }
+  std::sort(pairs.begin(), pairs.end(),
+            [](const Pair& a, const Pair& b) { return a.bound < b.bound; });
+
+  TopN<Found, Key> top(so.ntops);
+  // Filter and ofmap hops do not depend on the input layout: once per
+  // partition.
+  std::vector<std::optional<std::array<double, 3>>> fil_ofm_hops(parts.size());
+  for (const Pair& pair : pairs) {
+    if (!top.admits(pair.bound)) break;
+    const Partition& part = parts[pair.pi];
+    const Layout ofmaps = ofmap_layout(layer, part, hw.dram);
+    Layout in = ifmaps[pair.li];
+    if (in.part.order[0] < 0) {
+      const std::array<std::int64_t, 4> end = in.end;
+      in = ofmap_layout(layer, part, hw.dram);
+      in.end = end;
+    }
+    auto& fo = fil_ofm_hops[pair.pi];
+    if (!fo) fo = unit_nhops(layer, part, hw, in, ofmaps, options.forwarding, {true, false, true});
+    std::array<double, 3> unh = *fo;
+    unh[kIfm] =
+        unit_nhops(layer, part, hw, in, ofmaps, options.forwarding, {false, true, false})[kIfm];
+    std::uint64_t local = 0;
+    const std::uint64_t seq = std::get<2>(pair.bound);
+    for (const Pass& pass : nodes[pair.pi]->passes)
+      for (const Candidate& c : pass.tops) {
+        double hops = 0;
+        for (size_t d = 0; d < 3; ++d) hops += unh[d] * c.fetch0[d];
+        const double cost = lower_bound_cost(c) + hw.hop_cost * hops;
+        top.add(key_of(cost, c.time, seq | local++),
+                Found{Scheme{part, pass.ifms, pass.ofms, c.blocking}, pair.li, cost, c.time});
+      }
   }
   for (const auto& [key, f] : top.items()) result.tops.push_back(f);
   result.complete = !limits.stopped();

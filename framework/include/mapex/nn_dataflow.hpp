@@ -181,8 +181,12 @@ Layout ofmap_layout(const Layer& layer, const Partition& part, const Region& dra
 
 /// Hops to bring each data category to the nodes once
 /// (unit_nhops_to_proc_region).
+/// `categories`: which data categories to compute (the others are 0), so
+/// that a search trying several input layouts on one partition recomputes
+/// only the ifmaps'.
 std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, const Hardware& hw,
-                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding);
+                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding,
+                                 std::array<bool, 3> categories = {true, true, true});
 
 /// Nodes whose partitions need the same data of each category
 /// (BufShrScheme.size): with forwarding, DRAM fetches divide by them.
