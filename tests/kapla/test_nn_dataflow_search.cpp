@@ -96,3 +96,91 @@ INSTANTIATE_TEST_SUITE_P(RefData, NnDataflowSearchGolden, ::testing::ValuesIn(id
                          [](const auto& p) { return p.param; });
 
 }  // namespace
+
+namespace {
+
+using mapex::ndf::Dim2;
+using mapex::ndf::Layer;
+using mapex::ndf::SearchOptions;
+
+// Partitions as nn_dataflow generates them, counted by hand.
+TEST(NnDataflowPartitions, NaiveSplitsFmapsOfConvolutionsAndChannelsOfFcLayers) {
+  Layer conv;
+  conv.nifm = 8;
+  conv.nofm = 8;
+  conv.hofm = conv.wofm = 4;
+  conv.hfil = conv.wfil = 3;
+  const auto c = mapex::ndf::gen_partitions(conv, Dim2{2, 2}, SearchOptions{});
+  ASSERT_EQ(c.size(), 1u);  // OFMP 2x2; the trivial ones first, in enum order
+  EXPECT_EQ(c[0].pdims[mapex::ndf::kOfmp], (Dim2{2, 2}));
+  EXPECT_EQ(c[0].order, (std::array<int, 4>{0, 2, 3, 1}));
+  Layer fc;
+  fc.nifm = 8;
+  fc.nofm = 8;
+  const auto f = mapex::ndf::gen_partitions(fc, Dim2{2, 2}, SearchOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].pdims[mapex::ndf::kOutp], (Dim2{2, 2}));
+  EXPECT_EQ(f[0].order, (std::array<int, 4>{1, 2, 3, 0}));
+}
+
+TEST(NnDataflowPartitions, HybridWithInputChannelsOnOneRow) {
+  // 1 x 4 nodes, an FC layer: OUTP x INPP in {4 x 1, 2 x 2, 1 x 4} along
+  // the width; 2 x 2 has two orders (either non-trivial one outermost),
+  // the others one.
+  Layer fc;
+  fc.nifm = 8;
+  fc.nofm = 8;
+  SearchOptions so;
+  so.hybrid = so.ifmaps = true;
+  EXPECT_EQ(mapex::ndf::gen_partitions(fc, Dim2{1, 4}, so).size(), 4u);
+  so.ifmaps = false;
+  EXPECT_EQ(mapex::ndf::gen_partitions(fc, Dim2{1, 4}, so).size(), 1u);
+}
+
+/// One node with one PE: an FC layer of 2 inputs and 1 output is a pass
+/// with an ifmap loop of 2 and nothing else.
+mapex::ndf::Hardware one_pe() {
+  mapex::ndf::Hardware hw;
+  hw.nodes = Dim2{1, 1};
+  hw.array = Dim2{1, 1};
+  hw.regf_words = 100;
+  hw.gbuf_words = 1000;
+  hw.dram.dim = Dim2{1, 1};
+  hw.mac_cost = 1;
+  hw.mem_cost = {200, 6, 2, 1};
+  return hw;
+}
+
+TEST(NnDataflowSearch, ScoresEveryRegularBlockingOnce) {
+  // The ifmap loop of 2 blocked over three levels: (2,1,1), (1,2,1),
+  // (1,1,2); with one non-trivial loop each level has one regular order,
+  // so skip_conv leaves 3 blockings.
+  Layer fc;
+  fc.nifm = 2;
+  mapex::ndf::Layout unset;
+  unset.end = {1, 2, 1, 1};
+  unset.part.order = {-1, -1, -1, -1};
+  const auto out =
+      mapex::ndf::search(fc, one_pe(), mapex::ndf::Options{}, {unset}, SearchOptions{});
+  EXPECT_EQ(out.stats.partitions, 1u);
+  EXPECT_EQ(out.stats.blockings, 3u);
+  EXPECT_EQ(out.stats.fitting, 3u);
+  ASSERT_EQ(out.tops.size(), 1u);
+  EXPECT_TRUE(out.complete);
+}
+
+TEST(NnDataflowSearch, StopsAtItsBlockingLimit) {
+  Layer fc;
+  fc.nifm = 2;
+  mapex::ndf::Layout unset;
+  unset.end = {1, 2, 1, 1};
+  unset.part.order = {-1, -1, -1, -1};
+  SearchOptions so;
+  so.max_blockings = 2;
+  const auto out = mapex::ndf::search(fc, one_pe(), mapex::ndf::Options{}, {unset}, so);
+  EXPECT_EQ(out.stats.blockings, 2u);
+  EXPECT_FALSE(out.complete);
+  EXPECT_EQ(out.tops.size(), 1u);
+}
+
+}  // namespace
