@@ -474,6 +474,8 @@ std::optional<std::string> mapping_from_scheme(const Operator& op, const Archite
   return std::nullopt;
 }
 
+BoundNnDataflowModel::~BoundNnDataflowModel() = default;
+
 Result evaluate_mapping(const Problem& pr, const Mapping& mapping) {
   Scheme scheme;
   if (auto err = scheme_from_mapping(pr, mapping, scheme)) {
