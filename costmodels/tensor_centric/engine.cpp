@@ -90,6 +90,11 @@ std::optional<std::string> validity_error(const Operator& op, const Architecture
   if (auto err = mapping.structural_error(op, arch)) return err;
   for (int i = 0; i < arch.num_levels(); ++i) {
     const Level& level = arch.levels()[static_cast<size_t>(i)];
+    if (level.kind == LevelKind::kSpatial && mapping.level(i).cluster.active())
+      return level.name +
+             ": a cluster level (temporal loops between two spatial splits, FLASH Table 2) is "
+             "not modelled by tensor_centric: KAPLA's and nn_dataflow's loop nests step only at "
+             "buffer levels";
     if (level.kind == LevelKind::kSpatial) {
       if (!fits_array(mapping.level(i).split, level.shape)) {
         std::ostringstream why;

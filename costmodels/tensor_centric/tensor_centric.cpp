@@ -10,6 +10,19 @@
 
 namespace {
 
+/// Both models step loops only at buffer levels (KAPLA §III-B, nn_dataflow's
+/// loop blocking), so a cluster level's temporal loops have no image.
+std::optional<mapex::Unsupported> cluster_level(const mapex::Architecture& arch,
+                                                const mapex::Mapping& mapping) {
+  for (int i = 0; i < arch.num_levels(); ++i)
+    if (mapping.level(i).cluster.active())
+      return mapex::Unsupported{arch.levels()[static_cast<std::size_t>(i)].name, "cluster",
+                                "cost model 'tensor_centric' cannot model a cluster level "
+                                "(temporal loops between two spatial splits, FLASH Table 2): "
+                                "KAPLA's and nn_dataflow's loop nests step only at buffer levels"};
+  return std::nullopt;
+}
+
 /// KAPLA's directive model (engine.cpp).
 class BoundDirectives final : public mapex::BoundCostModel {
  public:
@@ -20,6 +33,9 @@ class BoundDirectives final : public mapex::BoundCostModel {
   }
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
     return mapex::tc::evaluate(op_, arch_, mapping);
+  }
+  std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
+    return cluster_level(arch_, mapping);
   }
 
  private:
@@ -45,6 +61,9 @@ class BoundNnDataflow final : public mapex::ndf::BoundNnDataflowModel {
                                   mapex::ndf::evaluate_mapping(problem_, mapping));
   }
   const mapex::ndf::Problem& problem() const override { return problem_; }
+  std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
+    return cluster_level(arch_, mapping);
+  }
 
  private:
   const mapex::Operator& op_;

@@ -286,6 +286,11 @@ std::optional<std::string> partition_from_mapping(const Problem& pr, const Mappi
 std::optional<std::string> scheme_from_mapping(const Problem& pr, const Mapping& mapping,
                                                Scheme& out) {
   out = Scheme{};
+  for (const auto& level : mapping.levels())
+    if (level.cluster.active())
+      return std::string(
+          "a cluster level (temporal loops between two spatial splits, FLASH Table 2) is not an "
+          "nn_dataflow scheme: its loops step only at buffer levels");
   if (auto err = partition_from_mapping(pr, mapping, out.part)) return err;
   double occ = 0;
   const Layer nl = part_layer(pr.layer, out.part, &occ);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <mapex/analysis.hpp>
+#include <mapex/error.hpp>
 #include <mapex/generators.hpp>
 
 #include "test_chips.hpp"
@@ -168,6 +169,70 @@ TEST(RooflinePeak, LargerOfComputeAndEachLevelOnce) {
   // No mapping beats it.
   const NestAnalysis a = analyse(op, arch, Mapping::trivial(op, arch));
   EXPECT_GE(a.compute_cycles, peak.compute_cycles);
+}
+
+// A cluster level (FLASH Table 2): M = 4, N = 2, K = 4 on 4 PEs; two
+// clusters split N, each cluster's two PEs split K and step in time over a
+// cluster tile M2 x K4, order K then M (M innermost); L2 holds M2 N2 K4,
+// DRAM walks M in 2. Counted by hand:
+// - A[M][K]: M moves innermost in the cluster, so every PE step refills:
+//   32 fills, multicast over the 2 clusters (N): 16 L2 reads, A once.
+// - B[K][N]: stays across the 2 M steps: 16 fills, no multicast over M;
+//   L2 re-serves it for each of DRAM's 2 M tiles: 16 reads.
+// - C[M][N]: 32 partial-sum updates, reduced over the cluster's K split:
+//   16 L2 writes; the second temporal K step reads 8 back.
+TEST(Analysis, ClusterLevelStepsInTimeBetweenTheSplits) {
+  const Operator op = make_gemm("g", 4, 2, 4);
+  const Architecture arch = chip({4});
+  const auto M = static_cast<size_t>(dim(op, "M")), N = static_cast<size_t>(dim(op, "N")),
+             K = static_cast<size_t>(dim(op, "K"));
+  Mapping m = Mapping::trivial(op, arch);
+  auto& pe = m.level(1);
+  pe.split[N] = 2;
+  pe.cluster.split.assign(3, 1);
+  pe.cluster.split[K] = 2;
+  pe.cluster.tile.assign(3, 1);
+  pe.cluster.tile[M] = 2;
+  pe.cluster.tile[K] = 4;
+  pe.cluster.order = {dim(op, "K"), dim(op, "M"), dim(op, "N")};
+  m.level(2).tile[M] = 2;
+  m.level(2).tile[N] = 2;
+  m.level(2).tile[K] = 4;
+  ASSERT_FALSE(m.structural_error(op, arch)) << *m.structural_error(op, arch);
+  EXPECT_EQ(m.span(op, arch, 1), m.level(2).tile);
+  const NestAnalysis a = analyse(op, arch, m);
+  const auto& l1 = a.traffic[0];
+  EXPECT_DOUBLE_EQ(l1[0].fills, 32);
+  EXPECT_DOUBLE_EQ(l1[0].parent_reads, 16);
+  EXPECT_DOUBLE_EQ(l1[1].fills, 16);
+  EXPECT_DOUBLE_EQ(l1[1].parent_reads, 16);
+  EXPECT_DOUBLE_EQ(l1[2].updates, 32);
+  EXPECT_DOUBLE_EQ(l1[2].parent_writes, 16);
+  EXPECT_DOUBLE_EQ(l1[2].parent_reads, 8);
+  // 32 MACs on 4 PEs, every PE busy in each of the 2 x 2 x 2 steps.
+  EXPECT_DOUBLE_EQ(a.compute_cycles, 8);
+  // The summary shows the cluster's loops and split.
+  EXPECT_NE(m.summary(op, arch).find("PEs[N2 cluster(K2 M2 / K2)]"), std::string::npos)
+      << m.summary(op, arch);
+  // Round trip through YAML.
+  EXPECT_EQ(Mapping::parse(m.to_yaml(op, arch), "t.yaml", op, arch), m);
+}
+
+TEST(Mapping, ClusterTileSmallerThanOneStepIsRefusedWithItsLine) {
+  const Operator op = make_gemm("g", 4, 2, 4);
+  const Architecture arch = chip({4});
+  const std::string text =
+      "PEs:\n"
+      "  split: {N: 2}\n"
+      "  cluster: {split: {K: 2}, tile: {M: 2, K: 1}, order: [K, M, N]}\n";
+  try {
+    Mapping::parse(text, "c.yaml", op, arch);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("c.yaml:3:"), std::string::npos) << what;
+    EXPECT_NE(what.find("cluster tile of K is 1"), std::string::npos) << what;
+  }
 }
 
 }  // namespace
