@@ -714,9 +714,9 @@ struct Analyser {
               const SubResult b = sub_level(li + 1, sd);
               compute = std::max(compute, b.runtime);
               sub_active += b.avg_active * static_cast<long double>(L.num_edge_sub - 1);
-              const auto n = static_cast<long double>(L.num_edge_sub);
+              const auto busy = static_cast<long double>(L.num_edge_sub);
               for (int t = 0; t < kNumTensors; ++t)
-                sub_unshared[t] = (a.unshared[t] + b.unshared[t] * (n - 1)) / n;
+                sub_unshared[t] = (a.unshared[t] + b.unshared[t] * (busy - 1)) / busy;
             }
           } else {
             sub_dims(c, false, sd);

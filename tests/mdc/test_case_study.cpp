@@ -51,7 +51,7 @@ TEST(MdcCaseStudy, Fig4dKcpOnVgg16Conv2WithoutMulticastOrReduction) {
   const Lowered lowered = from_mapping(*op, base, Mapping::load(mapping, *op, base));
   EXPECT_EQ(format_dataflow(lowered.layer.dataflow),
             "TemporalMap(1,1) N;\nSpatialMap(1,1) K;\nTemporalMap(64,64) C;\nTemporalMap(3,3) R;\n"
-            "TemporalMap(3,3) S;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\nCluster(64, P);\n"
+            "TemporalMap(3,3) S;\nTemporalMap(3,1) Y;\nTemporalMap(3,1) X;\nCluster(64,P);\n"
             "SpatialMap(1,1) C;\n");
 
   const Result on = evaluate(*op, with_switches(base, true, true), mapping);
