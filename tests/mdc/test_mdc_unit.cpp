@@ -399,6 +399,46 @@ TEST(MdcNoc, ClusterLevelsScaleByThePesSharingAWord) {
   EXPECT_NEAR(off.energy_total_macunits - on.energy_total_macunits, (2 + 2 + 2) * 18.61, 1e-9);
 }
 
+// Overlapping windows (X-P), 6 input columns, 3-column windows, 2 PEs: two
+// folds. First fold: PE 0 columns 0-2, PE 1 columns 1-3 (MAESTRO's all-Init
+// case gives every unit its whole tile: 3 + 3); second fold: columns 2-4 and
+// 3-5, where with multicast PE 1 gets only the column PE 0 lacks (3 + 1).
+// Without multicast each PE gets its whole window each fold (3 + 3 twice).
+// The filter row both PEs use: read once with multicast, twice without.
+TEST(MdcNoc, WithoutMulticastOverlappingWindowsAreSentToEachPe) {
+  const std::string text = layer_text("K: 1, C: 1, R: 1, S: 3, Y: 1, X: 6", "SpatialMap(3,1) X;\n");
+  const Result on = run_noc(text, 2, 1000, true, true);
+  const Result off = run_noc(text, 2, 1000, false, true);
+  EXPECT_EQ(on.num_macs, 12);
+  EXPECT_EQ(on.input_l2_rd, 6 + 4);
+  EXPECT_EQ(off.input_l2_rd, 6 + 6);
+  EXPECT_EQ(on.filter_l2_rd, 3);
+  EXPECT_EQ(off.filter_l2_rd, 6);
+  EXPECT_EQ(off.output_l2_wr, on.output_l2_wr);
+}
+
+// The mirror image, CK-P: C over two clusters, K over the two PEs of each.
+// Now the input word of a cluster's channel is multicast inside it (the
+// inner level's ratio, 2 PEs per word: 2 L2 reads become 4) and the
+// partial sums of the two channels are reduced across the clusters (2
+// outputs with reduction; 4 partial sums and 2 read-modify-writes without).
+TEST(MdcNoc, SharingInsideAClusterAndAcrossClusters) {
+  const std::string text = layer_text("K: 2, C: 2, R: 1, S: 1, Y: 1, X: 1",
+                                      "SpatialMap(1,1) C;\nTemporalMap(2,2) K;\nCluster(2, P);\n"
+                                      "SpatialMap(1,1) K;\n");
+  const Result on = run_noc(text, 4, 1000, true, true);
+  const Result no_mc = run_noc(text, 4, 1000, false, true);
+  const Result no_red = run_noc(text, 4, 1000, true, false);
+  EXPECT_EQ(on.input_l2_rd, 2);
+  EXPECT_EQ(no_mc.input_l2_rd, 4);
+  EXPECT_EQ(no_red.input_l2_rd, 2);
+  EXPECT_EQ(no_mc.filter_l2_rd, 4);
+  EXPECT_EQ(on.output_l2_wr, 2);
+  EXPECT_EQ(no_mc.output_l2_wr, 2);
+  EXPECT_EQ(no_red.output_l2_wr, 4);
+  EXPECT_EQ(no_red.output_l2_rd, on.output_l2_rd + 2);
+}
+
 // The switches reach the analysis from the architecture (every spatial
 // level) and a mix, which MAESTRO's one network cannot model, is refused
 // naming the level and key.
