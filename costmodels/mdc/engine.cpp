@@ -509,7 +509,7 @@ struct SubResult {
   // by one, per word the level receives or sends as a whole: 1 with
   // multicast and reduction, the number of PEs sharing a word without them.
   // Computed only when a switch is off (Plan::hw).
-  long double unshared[kNumTensors] = {1, 1, 1};
+  double unshared[kNumTensors] = {1, 1, 1};
 };
 
 struct CacheEntry {
@@ -708,14 +708,14 @@ struct Analyser {
             const SubResult a = sub_level(li + 1, sd);
             compute = std::max(compute, a.runtime);
             sub_active += a.avg_active;
-            std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
+            if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
             if (L.num_edge_sub - 1 > 0) {
               sub_dims(c, false, sd);
               const SubResult b = sub_level(li + 1, sd);
               compute = std::max(compute, b.runtime);
               sub_active += b.avg_active * static_cast<long double>(L.num_edge_sub - 1);
               const auto busy = static_cast<long double>(L.num_edge_sub);
-              for (int t = 0; t < kNumTensors; ++t)
+              for (int t = 0; t < kNumTensors && !shared_net; ++t)
                 sub_unshared[t] = (a.unshared[t] + b.unshared[t] * (busy - 1)) / busy;
             }
           } else {
@@ -723,14 +723,14 @@ struct Analyser {
             const SubResult a = sub_level(li + 1, sd);
             compute = a.runtime;
             sub_active += a.avg_active * static_cast<long double>(L.num_edge_sub);
-            std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
+            if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
           }
         } else {
           sub_dims(c, false, sd);
           const SubResult a = sub_level(li + 1, sd);
           compute = a.runtime;
           sub_active += a.avg_active * static_cast<long double>(L.num_sub);
-          std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
+          if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
         }
       } else {
         compute = ceil_div(psums_critical, P.hw.simd_lanes);
@@ -814,7 +814,8 @@ struct Analyser {
     r.runtime = runtime;
     r.avg_active = occurrences > 0 ? active_sum / static_cast<long double>(occurrences) : 0;
     for (int t = 0; t < kNumTensors; ++t)
-      if (words_whole[t] > 0) r.unshared[t] = words_unshared[t] / words_whole[t];
+      if (words_whole[t] > 0)
+        r.unshared[t] = static_cast<double>(words_unshared[t] / words_whole[t]);
     if (top && occurrences > 0) {
       const long double n = static_cast<long double>(occurrences);
       top->avg_bw /= n;
