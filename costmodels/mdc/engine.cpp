@@ -15,6 +15,10 @@
 // Plan::maestro_compat they follow MAESTRO's published behaviour
 // (refdata/maestro/README.md), miscounts included. Each difference is
 // listed under "Deviations from MAESTRO" in README.md next to this file.
+// Hardware::multicast / reduction off (MAESTRO Table 1; MAESTRO's own code
+// stores but never reads such a switch) make every busy sub-unit receive
+// its own copy and send its own partial sums (README, "Networks without
+// multicast or reduction").
 
 #include "engine.hpp"
 
