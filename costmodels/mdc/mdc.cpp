@@ -49,6 +49,9 @@ class BoundMdc final : public mapex::BoundCostModel {
           "that level's traffic and energy would be missing (use a chip with two buffer levels "
           "or another cost model)");
     }
+    // Spatial levels that disagree on multicast or reduction cannot be one
+    // MAESTRO network: refuse the chip now rather than every mapping later.
+    (void)mapex::mdc::hardware_from(arch);
   }
 
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {

@@ -259,7 +259,10 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
         const double up = reduce ? w : c;
         const double down = w - first;
         pw += up;
-        pr += down;
+        // Without reduction in the network (MAESTRO Table 1) the parent adds
+        // each unit's partial sums to its running sum: a read-modify-write
+        // for each of the c - w words an adder tree would have merged.
+        pr += down + (up - w);
         cr += c;
         cw += down * std::max(1.0, copies);
         noc += up + down;

@@ -138,6 +138,19 @@ std::optional<std::string> make_problem(const Operator& op, const Architecture& 
     return true;
   };
   if (!dim2(pes, pr.hw.array)) return "level '" + pes.name + "': the PE array must be 2D";
+  // nn_dataflow's array bus and node network always multicast shared data
+  // and reduce partial sums (its access counts have no unicast term), so a
+  // network without either cannot be modelled.
+  for (int role : {pr.roles.pe_array, pr.roles.node_array}) {
+    if (role < 0) continue;
+    const Level& net = levels[static_cast<size_t>(role)];
+    for (const auto& [key, on] :
+         {std::pair{"multicast", net.noc.multicast}, std::pair{"reduction", net.noc.reduction}})
+      if (!on)
+        return "level '" + net.name + "', key noc." + key +
+               ": false, but the nn_dataflow model always multicasts and reduces on its "
+               "networks (use model=kapla)";
+  }
   pr.hw.nodes = Dim2{1, 1};
   if (pr.roles.node_array >= 0) {
     const Level& na = levels[static_cast<size_t>(pr.roles.node_array)];

@@ -95,6 +95,36 @@ TEST(Analysis, MulticastSharesReadsAcrossIrrelevantSplits) {
   }
 }
 
+// K (the reduction) split over 4 PEs, each holding the whole 4x4 C tile
+// for its one K: 4 x 16 partial sums leave the PEs. With spatial reduction
+// the network adds them and L2 takes 16 writes; without, L2 takes all 64
+// and adds 48 of them to its running sum by a read-modify-write.
+TEST(Analysis, WithoutReductionTheParentAccumulatesEveryPartialSum) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const DimId M = dim(op, "M"), N = dim(op, "N"), K = dim(op, "K");
+  const size_t c_index = 2;
+  ASSERT_EQ(op.tensors()[c_index].name, "C");
+  for (bool reduction : {true, false}) {
+    Level pes = test::spatial("PEs", {4});
+    pes.noc.reduction = reduction;
+    const Architecture arch =
+        Architecture::make("chip", 1000, 8, 1, 1,
+                           {test::buffer("L1", 1 << 20, 1, 2), pes,
+                            test::buffer("L2", 1 << 20, 10, 10), test::dram()});
+    Mapping m = Mapping::trivial(op, arch);
+    for (DimId d : {M, N}) m.level(0).tile[static_cast<size_t>(d)] = 4;
+    m.level(0).tile[static_cast<size_t>(K)] = 1;
+    m.level(1).split[static_cast<size_t>(K)] = 4;
+    for (DimId d : {M, N, K}) m.level(2).tile[static_cast<size_t>(d)] = 4;
+    const NestAnalysis a = analyse(op, arch, m);
+    const TensorTraffic& up = a.traffic[0][c_index];
+    EXPECT_EQ(up.updates, 64.0);
+    EXPECT_EQ(up.parent_writes, reduction ? 16.0 : 64.0);
+    EXPECT_EQ(up.parent_reads, reduction ? 0.0 : 48.0);
+    EXPECT_EQ(a.noc_up[1][c_index], reduction ? 16.0 : 64.0);
+  }
+}
+
 TEST(Analysis, OutputsAreReadBackWhenReductionLoopIsOutside) {
   const Operator op = make_gemm("g", 2, 2, 3);
   const Architecture arch = chip({1});
