@@ -22,6 +22,9 @@ class BoundRoofline final : public mapex::BoundCostModel {
   }
 
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
+    // Structure (splits within the fan-out and placed on the array's axes)
+    // as every model checks it; the framework checks it before score().
+    if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
     if (auto reason = precheck(mapping)) return mapex::Metrics::invalid(*reason);
     const mapex::NestAnalysis a = mapex::analyse(op_, arch_, mapping);
     mapex::Metrics m;

@@ -65,26 +65,6 @@ struct Loop {
 
 }  // namespace
 
-bool fits_array(std::vector<std::int64_t> factors, const std::vector<std::int64_t>& shape) {
-  factors.erase(std::remove(factors.begin(), factors.end(), 1), factors.end());
-  std::sort(factors.rbegin(), factors.rend());
-  std::vector<std::int64_t> room = shape;
-  // Depth-first placement, largest factor first: a handful of factors and
-  // axes at most, so this is cheap.
-  auto place = [&](auto&& self, size_t i) -> bool {
-    if (i == factors.size()) return true;
-    for (auto& r : room) {
-      if (factors[i] > r) continue;
-      const std::int64_t before = r;
-      r = r / factors[i];
-      if (self(self, i + 1)) return true;
-      r = before;
-    }
-    return false;
-  };
-  return place(place, 0);
-}
-
 std::optional<std::string> validity_error(const Operator& op, const Architecture& arch,
                                           const Mapping& mapping) {
   if (auto err = mapping.structural_error(op, arch)) return err;
@@ -95,23 +75,8 @@ std::optional<std::string> validity_error(const Operator& op, const Architecture
              ": a cluster level (temporal loops between two spatial splits, FLASH Table 2) is "
              "not modelled by tensor_centric: KAPLA's and nn_dataflow's loop nests step only at "
              "buffer levels";
-    if (level.kind == LevelKind::kSpatial) {
-      if (!fits_array(mapping.level(i).split, level.shape)) {
-        std::ostringstream why;
-        why << level.name << ": the stacks (";
-        bool first = true;
-        for (DimId d = 0; d < op.num_dims(); ++d)
-          if (mapping.level(i).split[static_cast<size_t>(d)] > 1) {
-            why << (first ? "" : " x ") << op.dims()[static_cast<size_t>(d)].name
-                << mapping.level(i).split[static_cast<size_t>(d)];
-            first = false;
-          }
-        why << ") do not fit the array shape";
-        for (size_t a = 0; a < level.shape.size(); ++a) why << (a ? "x" : " ") << level.shape[a];
-        return why.str();
-      }
-      continue;
-    }
+    // The stacks of a spatial level occupy a region of its array (§III-C):
+    // structural_error above placed them (mapex::placement_error).
     if (level.kind != LevelKind::kBuffer) continue;
     const auto extent = as_extent(mapping.level(i).tile);
     double words = 0;

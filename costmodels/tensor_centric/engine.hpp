@@ -23,9 +23,4 @@ std::optional<std::string> validity_error(const Operator& op, const Architecture
 /// reason. Pure function: safe from any thread.
 Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& mapping);
 
-/// True when split factors (each > 1) can be laid out on the array axes so
-/// that the product on each axis stays within its size (§III-C: the stacks
-/// of a level occupy a region of its array).
-bool fits_array(std::vector<std::int64_t> factors, const std::vector<std::int64_t>& shape);
-
 }  // namespace mapex::tc

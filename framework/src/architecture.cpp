@@ -19,6 +19,18 @@ std::string to_string(LevelKind kind) {
   return "buffer";
 }
 
+std::string to_string(SplitPlacement placement) {
+  switch (placement) {
+    case SplitPlacement::kOneAxis:
+      return "one_axis";
+    case SplitPlacement::kAcrossAxes:
+      return "across_axes";
+    case SplitPlacement::kFlat:
+      return "flat";
+  }
+  return "one_axis";
+}
+
 std::int64_t Level::fanout() const {
   if (kind != LevelKind::kSpatial) return 1;
   std::int64_t n = 1;
@@ -79,6 +91,9 @@ std::uint64_t Architecture::content_hash() const {
     mix_value(h, l.bandwidth_gbps.value_or(-1.0));
     mix_value(h, l.block_bytes);
     for (auto s : l.shape) mix_value(h, s);
+    // Only when set, so that hashes (job ids) of files without it stay.
+    if (l.split_placement != SplitPlacement::kOneAxis)
+      mix_value(h, static_cast<int>(l.split_placement));
     mix_value(h, l.noc.bandwidth_gbps);
     mix_value(h, l.noc.latency_cycles);
     mix_value(h, l.noc.hop_energy_pj);
@@ -231,6 +246,18 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
         for (const auto& s : shape) l.shape.push_back(level_shape(origin, s, l.name));
       } else {
         yaml::fail(origin, shape, "shape", "expected a positive integer or a list of them");
+      }
+      if (auto placement = m.optional("split_placement")) {
+        const std::string value = yaml::as_string(origin, *placement, "split_placement");
+        if (value == "one_axis")
+          l.split_placement = SplitPlacement::kOneAxis;
+        else if (value == "across_axes")
+          l.split_placement = SplitPlacement::kAcrossAxes;
+        else if (value == "flat")
+          l.split_placement = SplitPlacement::kFlat;
+        else
+          yaml::fail(origin, *placement, "split_placement",
+                     "expected one_axis, across_axes or flat, got '" + value + "'");
       }
       yaml::Map noc(origin, m.required("noc"), "noc");
       l.noc.bandwidth_gbps = noc.positive_double("bandwidth_gbps");

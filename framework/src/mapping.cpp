@@ -47,10 +47,11 @@ std::vector<DimId> identity_order(int n) {
   return order;
 }
 
-/// A spatial level's placement (`axes`, `order`) is either absent or
-/// complete: every split on the array's axes within their sizes.
-std::optional<std::string> placement_error(const Operator& op, const Level& level,
-                                           const LevelMapping& lm) {
+/// A spatial level's explicit placement (`axes`, `order`) is either absent
+/// or complete: every split on the array's axes within their sizes, and on
+/// one axis each where the level says so.
+std::optional<std::string> explicit_placement_error(const Operator& op, const Level& level,
+                                                    const LevelMapping& lm) {
   const auto n = static_cast<size_t>(op.num_dims());
   if (!lm.order.empty()) {
     std::vector<DimId> sorted = lm.order;
@@ -67,7 +68,9 @@ std::optional<std::string> placement_error(const Operator& op, const Level& leve
       return "axes of " + name + " give " + std::to_string(lm.axes[d].size()) +
              " factors; the array has " + std::to_string(level.shape.size()) + " axes";
     std::int64_t product = 1;
+    int axes_used = 0;
     for (size_t a = 0; a < level.shape.size(); ++a) {
+      if (lm.axes[d][a] > 1) ++axes_used;
       if (lm.axes[d][a] < 1) return "axes of " + name + " must be at least 1";
       product *= lm.axes[d][a];
       used[a] *= lm.axes[d][a];
@@ -75,6 +78,9 @@ std::optional<std::string> placement_error(const Operator& op, const Level& leve
     if (product != lm.split[d])
       return "axes of " + name + " multiply to " + std::to_string(product) + ", its split is " +
              std::to_string(lm.split[d]);
+    if (axes_used > 1 && level.split_placement == SplitPlacement::kOneAxis)
+      return "axes of " + name + " spread its split over " + std::to_string(axes_used) +
+             " axes; the level's split_placement is one_axis (say across_axes to allow it)";
   }
   for (size_t a = 0; a < level.shape.size(); ++a)
     if (used[a] > level.shape[a])
@@ -113,6 +119,85 @@ std::optional<std::string> cluster_error(const Operator& op, const LevelMapping&
 }
 
 }  // namespace
+
+namespace {
+
+/// Depth-first placement of factors[i..] on the room left on each axis
+/// (room[a]: the largest product axis a still takes, so a factor f fits
+/// when f <= room[a] and leaves room[a] / f). Largest factors first keeps
+/// the search short; there are a handful of factors and axes at most.
+bool place_factors(const std::vector<std::int64_t>& factors, size_t i,
+                   std::vector<std::int64_t>& room, bool across) {
+  if (i == factors.size()) return true;
+  const std::int64_t f = factors[i];
+  if (!across) {
+    for (auto& r : room) {
+      if (f > r) continue;
+      const std::int64_t before = r;
+      r /= f;
+      if (place_factors(factors, i + 1, room, across)) return true;
+      r = before;
+    }
+    return false;
+  }
+  // Across axes: give axis a a divisor g of what is left of f, then go on
+  // with the next axis; the factor is placed when nothing is left.
+  auto spread = [&](auto&& self, size_t a, std::int64_t left) -> bool {
+    if (left == 1) return place_factors(factors, i + 1, room, across);
+    if (a == room.size()) return false;
+    for (std::int64_t g = std::min(left, room[a]); g >= 1; --g) {
+      if (left % g != 0) continue;
+      const std::int64_t before = room[a];
+      room[a] /= g;
+      if (self(self, a + 1, left / g)) return true;
+      room[a] = before;
+    }
+    return false;
+  };
+  return spread(spread, 0, f);
+}
+
+std::string split_list(const Operator& op, const std::vector<std::int64_t>& split) {
+  std::string out;
+  for (size_t d = 0; d < split.size(); ++d)
+    if (split[d] > 1)
+      out += (out.empty() ? "" : " x ") + op.dims()[d].name + std::to_string(split[d]);
+  return out;
+}
+
+}  // namespace
+
+bool splits_fit_array(std::vector<std::int64_t> factors, const Level& level) {
+  std::erase(factors, std::int64_t{1});
+  if (level.split_placement == SplitPlacement::kFlat || level.shape.size() <= 1) {
+    std::int64_t product = 1;
+    for (auto f : factors) {
+      product *= f;
+      if (product > level.fanout()) return false;
+    }
+    return true;
+  }
+  std::sort(factors.rbegin(), factors.rend());
+  std::vector<std::int64_t> room = level.shape;
+  return place_factors(factors, 0, room, level.split_placement == SplitPlacement::kAcrossAxes);
+}
+
+std::optional<std::string> placement_error(const Operator& op, const Level& level,
+                                           const LevelMapping& lm) {
+  if (auto error = explicit_placement_error(op, level, lm)) return error;
+  if (!lm.axes.empty()) return std::nullopt;
+  std::vector<std::int64_t> factors = lm.split;
+  if (lm.cluster.active())
+    factors.insert(factors.end(), lm.cluster.split.begin(), lm.cluster.split.end());
+  if (splits_fit_array(factors, level)) return std::nullopt;
+  std::string shape;
+  for (size_t a = 0; a < level.shape.size(); ++a)
+    shape += (a ? " x " : "") + std::to_string(level.shape[a]);
+  std::string what = split_list(op, lm.split);
+  if (lm.cluster.active()) what += " (cluster " + split_list(op, lm.cluster.split) + ")";
+  return "splits " + what + " cannot be placed on the " + shape +
+         " array (split_placement: " + to_string(level.split_placement) + ")";
+}
 
 Mapping Mapping::trivial(const Operator& op, const Architecture& arch) {
   const auto n = static_cast<size_t>(op.num_dims());

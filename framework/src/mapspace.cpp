@@ -21,6 +21,7 @@ struct Rules {
   bool fixed = true;        ///< fixed tiles and splits
   bool orders = true;       ///< loop-order rules
   bool utilization = true;  ///< Marvel's PE-utilisation bound
+  bool placement = true;    ///< splits placed on the array's axes
 };
 
 BigInt factorial(int k) {
@@ -127,6 +128,10 @@ struct Mapspace::Impl {
     };
     std::vector<Field> data_field, prod_field, par_field;
     std::vector<int> max_parallel;
+    /// Per spatial slot: the split factors so far, largest first (0 =
+    /// empty), one field each; none when placement is not tested there
+    /// (see placement_slots).
+    std::vector<std::vector<Field>> place_field;
     std::vector<std::unordered_map<std::uint64_t, BigInt>> W;
     /// Per data slot, for masked slots: free set -> allowed orders.
     std::vector<std::map<std::uint32_t, std::vector<std::vector<DimId>>>> allowed;
@@ -311,6 +316,13 @@ struct Mapspace::Impl {
                                                   : static_cast<int>(l.shape.size());
       if (!rules.parallel) max_par = n;
       t->max_parallel.push_back(max_par);
+      auto& factors = t->place_field.emplace_back();
+      const int slots = rules.placement ? placement_slots(l, max_par) : 0;
+      const int bits = bits_for(
+          static_cast<std::uint64_t>(l.split_placement == SplitPlacement::kOneAxis
+                                         ? *std::max_element(l.shape.begin(), l.shape.end())
+                                         : l.fanout()));
+      for (int k = 0; k < slots; ++k) factors.push_back(field(bits));
     }
     if (shift > 64)
       throw InputError(SourceLocation{}, "mapspace",
@@ -319,6 +331,37 @@ struct Mapspace::Impl {
     t->allowed.resize(data_levels.size());
     t->W.resize(static_cast<size_t>(n + 1));
     return t;
+  }
+
+  /// Split factors a spatial level's state must remember to test placement
+  /// (issue 16, item 4): none where only the product matters (a flat or
+  /// one-axis array), else at most one per split dimension and at most
+  /// log2(fan-out) (each factor is at least 2). Whether the factors can be
+  /// placed depends on them only as a multiset, so the state keeps them
+  /// sorted.
+  static int placement_slots(const Level& l, int max_parallel) {
+    if (l.split_placement == SplitPlacement::kFlat || l.shape.size() <= 1) return 0;
+    const int most = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(l.fanout()))) - 1;
+    return std::min(max_parallel, most);
+  }
+
+  /// Adds factor v to spatial slot j's sorted factors in state s; nothing
+  /// when they cannot be placed on the level's array (splits_fit_array,
+  /// the test every cost model applies).
+  std::optional<std::uint64_t> place(const Table& t, std::uint64_t s, size_t j, std::int64_t v,
+                                     const Level& l) const {
+    const auto& fields = t.place_field[j];
+    if (fields.empty()) return s;
+    std::vector<std::int64_t> factors;
+    for (const auto& f : fields)
+      if (const auto x = t.get(s, f)) factors.push_back(static_cast<std::int64_t>(x));
+    if (factors.size() == fields.size()) return std::nullopt;
+    factors.push_back(v);
+    std::sort(factors.rbegin(), factors.rend());
+    if (!splits_fit_array(factors, l)) return std::nullopt;
+    for (size_t k = 0; k < factors.size(); ++k)
+      s = t.put(s, fields[k], static_cast<std::uint64_t>(factors[k]));
+    return s;
   }
 
   /// Fills the completion counts W and the total of a laid-out table.
@@ -399,6 +442,9 @@ struct Mapspace::Impl {
       const std::uint64_t par = t.get(s, t.par_field[j]) + 1;
       if (par > static_cast<std::uint64_t>(t.max_parallel[j])) return std::nullopt;
       s = t.put(t.put(s, t.prod_field[j], prod), t.par_field[j], par);
+      const auto placed = place(t, s, j, v, l);
+      if (!placed) return std::nullopt;
+      s = *placed;
     }
     return s;
   }
@@ -695,7 +741,7 @@ BigInt Mapspace::count_valid() const {
 
 std::vector<CountStep> Mapspace::count_steps(bool with_capacity) const {
   std::vector<CountStep> out;
-  Rules r{false, false, false, false};
+  Rules r{false, false, false, false, false};
   const std::string tiles =
       options_.factors_only ? "tiles dividing the bounds" : "tiles with edge tiles";
   out.push_back({tiles + ", splits within fan-outs, all loop orders", impl_->make_table(r)->total});
@@ -709,6 +755,13 @@ std::vector<CountStep> Mapspace::count_steps(bool with_capacity) const {
                           : " (at most the array's rank)") +
                      (any_parallel_rule ? ", allowed dimensions" : ""),
                  impl_->make_table(r)->total});
+  r.placement = true;
+  const bool any_placement =
+      std::any_of(arch_->levels().begin(), arch_->levels().end(), [](const Level& l) {
+        return l.kind == LevelKind::kSpatial && Impl::placement_slots(l, 1) > 0;
+      });
+  if (any_placement)
+    out.push_back({"splits placed on the array's axes", impl_->make_table(r)->total});
   const bool any_fixed =
       std::any_of(options_.levels.begin(), options_.levels.end(), [](const LevelRule& l) {
         return std::any_of(l.fixed.begin(), l.fixed.end(), [](std::int64_t v) { return v != 0; });

@@ -26,6 +26,53 @@ using test::chip;
 
 bool divides(std::int64_t a, std::int64_t b) { return b % a == 0; }
 
+/// Whether split factors fit a spatial level's array, restated by brute
+/// force: every way to give each factor (one_axis) or each of its integer
+/// factorisations over the axes (across_axes) to the axes, products per
+/// axis within the axis sizes; a flat level only checks the product.
+bool placeable_reference(const std::vector<std::int64_t>& splits, const Level& level) {
+  std::vector<std::int64_t> factors;
+  std::int64_t product = 1;
+  for (auto f : splits)
+    if (f > 1) {
+      factors.push_back(f);
+      product *= f;
+    }
+  if (level.split_placement == SplitPlacement::kFlat) return product <= level.fanout();
+  const size_t axes = level.shape.size();
+  std::vector<std::int64_t> load(axes, 1);
+  std::function<bool(size_t)> place = [&](size_t i) -> bool {
+    if (i == factors.size()) {
+      for (size_t a = 0; a < axes; ++a)
+        if (load[a] > level.shape[a]) return false;
+      return true;
+    }
+    // Every tuple of per-axis parts whose product is the factor.
+    std::vector<std::int64_t> part(axes, 1);
+    std::function<bool(size_t, std::int64_t)> spread = [&](size_t a, std::int64_t left) -> bool {
+      if (a + 1 == axes) {
+        part[a] = left;
+      } else {
+        for (std::int64_t g = 1; g <= left; ++g) {
+          if (left % g) continue;
+          part[a] = g;
+          if (spread(a + 1, left / g)) return true;
+        }
+        return false;
+      }
+      int used = 0;
+      for (auto p : part) used += p > 1;
+      if (level.split_placement == SplitPlacement::kOneAxis && used > 1) return false;
+      for (size_t b = 0; b < axes; ++b) load[b] *= part[b];
+      const bool ok = place(i + 1);
+      for (size_t b = 0; b < axes; ++b) load[b] /= part[b];
+      return ok;
+    };
+    return spread(0, factors[i]);
+  };
+  return place(0);
+}
+
 /// A level's loop order: the one-trip loops outermost, then `perm`.
 void set_order(std::vector<DimId>& order, int n, const std::vector<DimId>& perm) {
   order.clear();
@@ -113,6 +160,7 @@ std::set<std::string> brute_force(const Operator& op, const Architecture& arch,
       }
     }
     if (used > fanout || parallel > max_par) return;
+    if (!placeable_reference(m.level(1).split, arch.levels()[1])) return;
     if (used < o.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9) return;
     if (o.check_capacity && capacity_error(op, arch, m)) return;
     // Free loops per data level (trip count above 1) and every order of them.
@@ -472,6 +520,7 @@ TEST(Constraints, StylesSplitTheirDimensionsOnly) {
 /// Which rules the general reference applies (the steps of count_steps).
 struct RefRules {
   bool parallel = true, fixed = true, orders = true, utilization = true, capacity = true;
+  bool placement = true;
 };
 
 /// Every mapping of `op` on any chain of buffer and spatial levels ending in
@@ -558,6 +607,7 @@ std::uint64_t brute_force_chain(const Operator& op, const Architecture& arch,
                           : o.max_parallel_dims > 0 ? o.max_parallel_dims
                                                     : static_cast<int>(level(i).shape.size());
       if (product > level(i).fanout() || parallel > max_par) return;
+      if (rules.placement && !placeable_reference(m.level(i).split, level(i))) return;
       used *= static_cast<double>(product);
     }
     if (rules.utilization && used < o.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9)
@@ -598,8 +648,9 @@ std::uint64_t brute_force_chain(const Operator& op, const Architecture& arch,
 
 /// The rules in force after each step of count_steps, by its rule text.
 RefRules rules_after(const std::string& rule, RefRules r) {
-  if (rule.rfind("tiles ", 0) == 0) return {false, false, false, false, false};
+  if (rule.rfind("tiles ", 0) == 0) return {false, false, false, false, false, false};
   if (rule.rfind("parallel dimensions", 0) == 0) r.parallel = true;
+  if (rule == "splits placed on the array's axes") r.placement = true;
   if (rule == "fixed tiles and splits") r.fixed = true;
   if (rule == "loop-order rules") r.fixed = r.orders = true;
   if (rule.rfind("PE utilisation", 0) == 0) r.fixed = r.orders = r.utilization = true;
@@ -613,7 +664,7 @@ std::size_t expect_steps_match(const Operator& op, const Architecture& arch,
                                const MapspaceOptions& o) {
   const Mapspace space(op, arch, o);
   const auto steps = space.count_steps();
-  RefRules r{false, false, false, false, false};
+  RefRules r{false, false, false, false, false, false};
   for (const auto& step : steps) {
     r = rules_after(step.rule, r);
     // Before capacity the fixed rule is switched on with the orders, as
@@ -657,8 +708,9 @@ TEST(MapspaceTwoSpatialLevels, EveryCountStepMatchesEnumeration) {
   regf.fixed = {{"K", 1}};
   spec.levels = {nodes, gbuf, regf};
   const MapspaceOptions o = resolve(spec, op, arch);
-  // tiles, parallel, fixed, orders, utilisation, capacity.
-  EXPECT_EQ(expect_steps_match(op, arch, o), 6u);
+  // tiles, parallel, placement (the 2 x 2 PEs), fixed, orders,
+  // utilisation, capacity.
+  EXPECT_EQ(expect_steps_match(op, arch, o), 7u);
 }
 
 TEST(MapspaceTwoSpatialLevels, EdgeTilesMatchEnumeration) {

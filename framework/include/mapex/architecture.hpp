@@ -16,6 +16,25 @@ namespace mapex {
 enum class LevelKind { kBuffer, kSpatial, kDram };
 std::string to_string(LevelKind kind);
 
+/// How a spatial level's splits may lie on the axes of its `shape` (issue
+/// 16, item 4: a split that only fits the fan-out may not fit the array).
+/// Each split (one per split dimension, and one per cluster-split
+/// dimension) is a factor; placements multiply the factors on each axis,
+/// and an axis holds at most its size.
+enum class SplitPlacement {
+  /// Each factor lies along one axis (Timeloop's spatial factors with
+  /// their X/Y split; Eyeriss rows and columns). The default.
+  kOneAxis,
+  /// A factor may be factored over several axes (nn_dataflow's partitions:
+  /// one partition type takes a height x width block of nodes).
+  kAcrossAxes,
+  /// The units are addressed as one list (MAESTRO's NumPEs with clusters
+  /// of consecutive PEs; FLASH's and Marvel's P): splits need only fit the
+  /// fan-out; the shape is the physical layout only.
+  kFlat,
+};
+std::string to_string(SplitPlacement placement);
+
 /// Network-on-chip properties of a spatial fan-out.
 struct Noc {
   double bandwidth_gbps = 0;  ///< GB/s from the parent buffer into the array
@@ -41,6 +60,7 @@ struct Level {
   std::int64_t block_bytes = 64;  ///< DRAM only
   // Spatial levels.
   std::vector<std::int64_t> shape;
+  SplitPlacement split_placement = SplitPlacement::kOneAxis;
   Noc noc;
   /// Static energy of the whole level (all its instances) per cycle the
   /// chip runs, charged over the latency (KAPLA §III-C, Fig. 4 idle_cost).

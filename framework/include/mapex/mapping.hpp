@@ -66,6 +66,23 @@ std::vector<std::int64_t> spatial_span(const Operator& op, const LevelMapping& l
 /// split and of its cluster split.
 std::int64_t units_used(const LevelMapping& lm);
 
+/// Whether split factors (1s are ignored) can be placed on the axes of a
+/// spatial level's shape under its `split_placement` (issue 16, item 4):
+/// each factor, or with kAcrossAxes each of its integer factors, goes on
+/// an axis, and the factors on an axis multiply to at most its size. With
+/// kFlat, or a one-axis shape, only the product against the fan-out
+/// counts. The one test of placement: structural_error (so every cost
+/// model) and the mapspace's counts, enumeration and sampling use it.
+bool splits_fit_array(std::vector<std::int64_t> factors, const Level& level);
+
+/// Why the splits of a spatial level cannot be placed on its array, or
+/// nothing. Without an explicit placement (`axes`) some placement of the
+/// split (and cluster split) factors must exist (splits_fit_array); with
+/// one, it must be complete, multiply to the splits, fit every axis, and
+/// under kOneAxis put each split on one axis.
+std::optional<std::string> placement_error(const Operator& op, const Level& level,
+                                           const LevelMapping& lm);
+
 class Mapping {
  public:
   Mapping() = default;
@@ -87,8 +104,9 @@ class Mapping {
 
   /// Returns why the mapping does not fit the operator and architecture
   /// (wrong number of levels, a tile smaller than the span below it or larger
-  /// than the bound, a split over more children than the fan-out, an order
-  /// that is not a permutation), or nothing when it is well formed. Capacity
+  /// than the bound, a split over more children than the fan-out or that
+  /// cannot be placed on the array's axes (placement_error), an order that
+  /// is not a permutation), or nothing when it is well formed. Capacity
   /// is not checked here: it is a cost-model matter.
   std::optional<std::string> structural_error(const Operator& op, const Architecture& arch) const;
 
