@@ -351,9 +351,10 @@ Mapping normalise_orders(const Mapping& mapping, const Operator& op, const Archi
       // A cluster level's loops, like a buffer's: one-trip loops first.
       if (!lm.cluster.active()) continue;
       std::vector<std::int64_t> step;
-      spatial_span(op, lm, i == 0 ? std::vector<std::int64_t>(lm.split.size(), 1)
-                                  : mapping.span(op, arch, i - 1),
-                   &step);
+      spatial_span(
+          op, lm,
+          i == 0 ? std::vector<std::int64_t>(lm.split.size(), 1) : mapping.span(op, arch, i - 1),
+          &step);
       std::vector<DimId> ones, multi;
       for (DimId d = 0; d < op.num_dims(); ++d)
         if (ceil_div(lm.cluster.tile[static_cast<size_t>(d)], step[static_cast<size_t>(d)]) <= 1)
