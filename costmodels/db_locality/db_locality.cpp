@@ -73,6 +73,21 @@ class BoundDb final : public mapex::BoundCostModel {
     const double bytes = traffic.total_blocks() * static_cast<double>(model_.block_bytes());
     dm.transfer_cycles =
         dram.bandwidth_gbps ? bytes / arch_.bytes_per_cycle(*dram.bandwidth_gbps) : 0;
+    // Separate read and write ports each limit their own blocks.
+    double read_blocks = 0, write_blocks = 0;
+    for (std::size_t t = 0; t < op_.tensors().size(); ++t) {
+      read_blocks += traffic.read_blocks[t];
+      write_blocks += traffic.write_blocks[t];
+    }
+    const auto block = static_cast<double>(model_.block_bytes());
+    if (dram.read_bandwidth_gbps)
+      dm.transfer_cycles =
+          std::max(dm.transfer_cycles,
+                   read_blocks * block / arch_.bytes_per_cycle(*dram.read_bandwidth_gbps));
+    if (dram.write_bandwidth_gbps)
+      dm.transfer_cycles =
+          std::max(dm.transfer_cycles,
+                   write_blocks * block / arch_.bytes_per_cycle(*dram.write_bandwidth_gbps));
     for (int i = 0; i < arch_.num_levels(); ++i) {
       const auto& l = arch_.levels()[static_cast<std::size_t>(i)];
       if (i == dram_) {

@@ -27,6 +27,12 @@ class BoundMdc final : public mapex::BoundCostModel {
       if (kind == mapex::LevelKind::kBuffer) buffers.push_back(i);
       if (kind == mapex::LevelKind::kDram) dram_ = i;
     }
+    // MAESTRO has one off-chip bandwidth and none per buffer port.
+    if (const int p = arch.first_split_ports(); p >= 0)
+      throw mapex::InputError(mapex::SourceLocation{}, "read_bandwidth_gbps",
+                              "mdc cannot model separate read and write bandwidths (level '" +
+                                  arch.levels()[static_cast<std::size_t>(p)].name +
+                                  "' of architecture '" + arch.name() + "')");
     if (buffers.empty())
       throw mapex::InputError("mdc: architecture '" + arch.name() +
                               "' has no on-chip buffer; MAESTRO's analysis needs an L1");

@@ -302,9 +302,12 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
     double words = 0;
     if (level.kind == LevelKind::kSpatial) {
       lm.energy_pj = hops[static_cast<size_t>(i)] * level.noc.hop_energy_pj;
-      const double per_cycle =
-          arch.bytes_per_cycle(level.noc.bandwidth_gbps) * used_instances(i) / arch.word_bytes();
-      lm.transfer_cycles = noc_words[static_cast<size_t>(i)] / per_cycle;
+      // A network without a bandwidth (0) never bounds the latency.
+      if (level.noc.bandwidth_gbps > 0) {
+        const double per_cycle =
+            arch.bytes_per_cycle(level.noc.bandwidth_gbps) * used_instances(i) / arch.word_bytes();
+        lm.transfer_cycles = noc_words[static_cast<size_t>(i)] / per_cycle;
+      }
     } else {
       for (size_t t = 0; t < num_tensors; ++t) {
         const double r = reads[static_cast<size_t>(i)][t];

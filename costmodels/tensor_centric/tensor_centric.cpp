@@ -86,6 +86,13 @@ class TensorCentric final : public mapex::CostModel {
   }
   std::unique_ptr<mapex::BoundCostModel> bind(const mapex::Operator& op,
                                               const mapex::Architecture& arch) const override {
+    // KAPLA's and nn_dataflow's time models have one bandwidth per level.
+    if (const int i = arch.first_split_ports(); i >= 0)
+      throw mapex::InputError(mapex::SourceLocation{}, "read_bandwidth_gbps",
+                              "cost model 'tensor_centric' cannot model separate read and write "
+                              "bandwidths (level '" +
+                                  arch.levels()[static_cast<std::size_t>(i)].name +
+                                  "' of architecture '" + arch.name() + "')");
     if (model_ == "kapla") return std::make_unique<BoundDirectives>(op, arch);
     mapex::ndf::Problem problem;
     if (auto err = mapex::ndf::make_problem(op, arch, bypass_, ifmap_layout_, forwarding_, problem))

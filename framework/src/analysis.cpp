@@ -324,7 +324,7 @@ LevelCost account_level(const Operator& op, const Architecture& arch, const Nest
   const auto iu = static_cast<size_t>(level);
   const Level& l = arch.levels()[iu];
   LevelCost cost;
-  double words = 0;
+  double words = 0, read_words = 0, write_words = 0;
   for (size_t t = 0; t < nt; ++t) {
     double reads = 0, writes = 0;
     if (l.kind == LevelKind::kSpatial) {
@@ -346,14 +346,29 @@ LevelCost account_level(const Operator& op, const Architecture& arch, const Nest
       cost.energy_pj += reads * l.read_energy_pj + writes * l.write_energy_pj;
     }
     words += reads + writes;
+    read_words += reads;
+    write_words += writes;
     on_access(t, reads, writes);
   }
-  const double bytes = words * arch.word_bytes();
+  const double word = arch.word_bytes();
   const double instances = static_cast<double>(arch.instances(level));
-  if (l.kind == LevelKind::kSpatial)
-    cost.transfer_cycles = bytes / (arch.bytes_per_cycle(l.noc.bandwidth_gbps) * instances);
-  else if (l.bandwidth_gbps)
-    cost.transfer_cycles = bytes / (arch.bytes_per_cycle(*l.bandwidth_gbps) * instances);
+  // Cycles `w` words need through a port of `gbps` shared by the instances.
+  auto cycles = [&](double w, double gbps) {
+    return w * word / (arch.bytes_per_cycle(gbps) * instances);
+  };
+  if (l.kind == LevelKind::kSpatial) {
+    // A network without a bandwidth (0) never bounds the latency.
+    if (l.noc.bandwidth_gbps > 0) cost.transfer_cycles = cycles(words, l.noc.bandwidth_gbps);
+    return cost;
+  }
+  if (l.bandwidth_gbps) cost.transfer_cycles = cycles(words, *l.bandwidth_gbps);
+  // Separate read and write ports (Timeloop): each limits its own traffic.
+  if (l.read_bandwidth_gbps)
+    cost.transfer_cycles =
+        std::max(cost.transfer_cycles, cycles(read_words, *l.read_bandwidth_gbps));
+  if (l.write_bandwidth_gbps)
+    cost.transfer_cycles =
+        std::max(cost.transfer_cycles, cycles(write_words, *l.write_bandwidth_gbps));
   return cost;
 }
 
@@ -400,17 +415,29 @@ RooflinePeak roofline_peak(const Operator& op, const Architecture& arch) {
       static_cast<double>(op.macs()) / (static_cast<double>(arch.num_pes()) * arch.macs_per_pe());
   peak.cycles = peak.compute_cycles;
   peak.bound_by = "compute";
-  double words = 0;
-  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) words += op.tensor_size(t);
-  const double bytes = words * arch.word_bytes();
+  double words = 0, input_words = 0;
+  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
+    words += op.tensor_size(t);
+    if (op.tensors()[static_cast<size_t>(t)].role == TensorRole::kInput)
+      input_words += op.tensor_size(t);
+  }
+  const double word = arch.word_bytes();
   for (int i = 0; i < arch.num_levels(); ++i) {
     const Level& l = arch.levels()[static_cast<size_t>(i)];
-    std::optional<double> gbps = l.kind == LevelKind::kSpatial
-                                     ? std::optional<double>(l.noc.bandwidth_gbps)
-                                     : l.bandwidth_gbps;
-    if (!gbps) continue;
-    const double cycles =
-        bytes / (arch.bytes_per_cycle(*gbps) * static_cast<double>(arch.instances(i)));
+    const auto instances = static_cast<double>(arch.instances(i));
+    auto at = [&](double w, double gbps) {
+      return w * word / (arch.bytes_per_cycle(gbps) * instances);
+    };
+    double cycles = 0;
+    if (l.kind == LevelKind::kSpatial) {
+      if (l.noc.bandwidth_gbps > 0) cycles = at(words, l.noc.bandwidth_gbps);
+    } else {
+      // Inputs cross once as reads, outputs once as writes.
+      if (l.bandwidth_gbps) cycles = at(words, *l.bandwidth_gbps);
+      if (l.read_bandwidth_gbps) cycles = std::max(cycles, at(input_words, *l.read_bandwidth_gbps));
+      if (l.write_bandwidth_gbps)
+        cycles = std::max(cycles, at(words - input_words, *l.write_bandwidth_gbps));
+    }
     if (cycles > peak.cycles) {
       peak.cycles = cycles;
       peak.bound_by = l.name;

@@ -62,6 +62,12 @@ void mix_value(std::uint64_t& h, T value) {
 
 }  // namespace
 
+int Architecture::first_split_ports() const {
+  for (int i = 0; i < num_levels(); ++i)
+    if (levels_[static_cast<size_t>(i)].split_ports()) return i;
+  return -1;
+}
+
 std::uint64_t Architecture::content_hash() const {
   std::uint64_t h = 1469598103934665603ULL;
   mix(h, name_);
@@ -77,6 +83,11 @@ std::uint64_t Architecture::content_hash() const {
     mix_value(h, l.read_energy_pj);
     mix_value(h, l.write_energy_pj);
     mix_value(h, l.bandwidth_gbps.value_or(-1.0));
+    // Only when set, so the ids of existing chips do not change.
+    if (l.split_ports()) {
+      mix_value(h, l.read_bandwidth_gbps.value_or(-1.0));
+      mix_value(h, l.write_bandwidth_gbps.value_or(-1.0));
+    }
     mix_value(h, l.block_bytes);
     for (auto s : l.shape) mix_value(h, s);
     mix_value(h, l.noc.bandwidth_gbps);
@@ -119,9 +130,9 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
       for (auto s : l.shape)
         if (s <= 0)
           throw InputError(where + ": spatial level '" + l.name + "' has a non-positive shape");
-      if (!(l.noc.bandwidth_gbps > 0))
+      if (l.noc.bandwidth_gbps < 0)
         throw InputError(where + ": spatial level '" + l.name +
-                         "' needs a positive noc.bandwidth_gbps");
+                         "' has a negative noc.bandwidth_gbps (leave it out for no limit)");
     }
   }
   if (levels.back().kind != LevelKind::kDram)
@@ -160,6 +171,17 @@ std::int64_t level_shape(const std::string& origin, const YAML::Node& node,
                "level '" + level + "' has an array dimension of " + std::to_string(n) +
                    "; every dimension needs at least one unit");
   return n;
+}
+
+// Optional separate read and write bandwidths of a buffer or DRAM.
+void read_ports(yaml::Map& m, Level& l) {
+  for (const char* key : {"read_bandwidth_gbps", "write_bandwidth_gbps"}) {
+    auto& port = key[0] == 'r' ? l.read_bandwidth_gbps : l.write_bandwidth_gbps;
+    if (m.has(key))
+      port = m.positive_double(key);
+    else
+      m.allow(key);
+  }
 }
 
 }  // namespace
@@ -214,12 +236,14 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
         l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
       else
         m.allow("bandwidth_gbps");
+      read_ports(m, l);
     } else if (kind == "dram") {
       l.kind = LevelKind::kDram;
       if (i + 1 != levels_node.size())
         yaml::fail(origin, kind_node, "kind", "a dram level must be the last (outermost) level");
       l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
       l.block_bytes = m.positive_int("block_bytes", 64);
+      read_ports(m, l);
       l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
       l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
     } else if (kind == "spatial") {
@@ -233,7 +257,10 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
         yaml::fail(origin, shape, "shape", "expected a positive integer or a list of them");
       }
       yaml::Map noc(origin, m.required("noc"), "noc");
-      l.noc.bandwidth_gbps = noc.positive_double("bandwidth_gbps");
+      // Left out: the network does not limit (a level without a bandwidth
+      // limit, as Timeloop's arithmetic-only fabrics).
+      l.noc.bandwidth_gbps = noc.has("bandwidth_gbps") ? noc.positive_double("bandwidth_gbps") : 0;
+      if (!noc.has("bandwidth_gbps")) noc.allow("bandwidth_gbps");
       l.noc.latency_cycles = noc.non_negative_double("latency_cycles", 1);
       l.noc.hop_energy_pj = noc.non_negative_double("hop_energy_pj", 0);
       l.noc.multicast = noc.boolean("multicast", true);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "cli_runner.hpp"
 
@@ -374,6 +375,27 @@ TEST_F(BadInput, FeatureAModelCannotModel) {
                            "--layer", "VI", "--arch", exp + "/architectures/flash_edge.yaml",
                            "--mapping", mapping, "--costmodel", "mdc"});
   EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+// Separate read and write ports: roofline models them, mdc refuses the chip.
+TEST_F(BadInput, ReadWritePortsRefusedByModelsWithOneBandwidth) {
+  const std::string exp = MAPEX_EXPERIMENTS_DIR;
+  std::ifstream in(exp + "/architectures/flash_edge.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string arch = text.str();
+  arch.replace(arch.find("    bandwidth_gbps: 25.6"), 24,
+               "    bandwidth_gbps: 25.6\n    read_bandwidth_gbps: 12.8");
+  const std::string path = write("ports.yaml", arch);
+  std::vector<std::string> args{"evaluate",   "--workload", exp + "/workloads/flash_table3.yaml",
+                                "--layer",    "VI",         "--arch",
+                                path,         "--mapping",  exp + "/flash/table5_vi_maeri_mnk.yaml",
+                                "--costmodel"};
+  args.push_back("mdc");
+  const std::string err = expect_bad(args);
+  EXPECT_NE(err.find("separate read and write bandwidths (level 'DRAM'"), std::string::npos) << err;
+  args.back() = "roofline";
+  EXPECT_EQ(run_cli(args).status, 0);
 }
 
 }  // namespace

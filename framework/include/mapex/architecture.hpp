@@ -18,7 +18,9 @@ std::string to_string(LevelKind kind);
 
 /// Network-on-chip properties of a spatial fan-out.
 struct Noc {
-  double bandwidth_gbps = 0;  ///< GB/s from the parent buffer into the array
+  /// GB/s from the parent buffer into the array; 0: not limited (the
+  /// network never bounds the latency).
+  double bandwidth_gbps = 0;
   double latency_cycles = 1;
   double hop_energy_pj = 0;  ///< per word per hop
   bool multicast = true;     ///< one read feeds every child that needs it
@@ -38,6 +40,13 @@ struct Level {
   double write_energy_pj = 0;  ///< per word
   /// GB/s; empty means unlimited (for DRAM it is required).
   std::optional<double> bandwidth_gbps;
+  /// Separate read and write ports (Timeloop's read_bandwidth and
+  /// write_bandwidth): GB/s of reads and of writes, each limiting on its
+  /// own; empty: only `bandwidth_gbps` limits them (together).
+  std::optional<double> read_bandwidth_gbps;
+  std::optional<double> write_bandwidth_gbps;
+  /// True when the level has separate read or write bandwidths.
+  bool split_ports() const { return read_bandwidth_gbps || write_bandwidth_gbps; }
   std::int64_t block_bytes = 64;  ///< DRAM only
   // Spatial levels.
   std::vector<std::int64_t> shape;
@@ -68,6 +77,9 @@ class Architecture {
   std::int64_t instances(int level) const;
   /// GB/s to bytes per cycle at this clock.
   double bytes_per_cycle(double gbps) const;
+  /// The first level with separate read and write bandwidths, or -1: for
+  /// models that have one bandwidth per level and must refuse them.
+  int first_split_ports() const;
   /// A stable hash of the content, for job ids.
   std::uint64_t content_hash() const;
 
