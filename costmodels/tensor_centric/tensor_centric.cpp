@@ -86,7 +86,8 @@ const mapex::ParamSpec kParams[] = {
      "come from (stanford-mast/nn_dataflow 198a527), on mappings that are nn_dataflow schemes."},
     {"gbuf_bypass", mapex::ParamType::kString, "",
      "nn_dataflow: data that may bypass the GBUF, as letters i, o, f (empty: none, KAPLA's "
-     "--disable-bypass i o f)."},
+     "--disable-bypass i o f), for mappings without `keep` at the GBUF; a mapping's `keep` "
+     "there fixes what the GBUF holds."},
     {"ifmap_layout", mapex::ParamType::kString, "",
      "nn_dataflow: the input's DRAM layout as ORDER:HxW,HxW,HxW,HxW (OUTP, OFMP, BATP, INPP); "
      "empty: the layer's own partition projected onto the memory channels."},

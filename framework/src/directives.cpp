@@ -74,6 +74,28 @@ std::int64_t sharing_factor(const Operator& op, const Architecture& arch, const 
   return std::max<std::int64_t>(1, std::min(replicas, elements));
 }
 
+namespace {
+
+// The `bypass` flags of a level section become the level's `keep`; a
+// section that keeps exactly the default (every tensor, or a partitioned
+// level's own) leaves `keep` empty, as a mapping file without `keep` does.
+void set_keep(Mapping& m, const Operator& op, const Architecture& arch, int level,
+              const LevelDirectives& ld) {
+  std::vector<bool> keep(op.tensors().size(), true);
+  for (const auto& td : ld.tensors)
+    for (size_t t = 0; t < op.tensors().size(); ++t)
+      if (op.tensors()[t].name == td.tensor) keep[t] = !td.bypass;
+  auto& lm = m.level(level);
+  lm.keep.clear();
+  for (size_t t = 0; t < keep.size(); ++t)
+    if (m.keeps(arch, op, level, static_cast<int>(t)) != keep[t]) {
+      lm.keep = keep;
+      return;
+    }
+}
+
+}  // namespace
+
 LayerDirectives to_directives(const Operator& op, const Architecture& arch,
                               const Mapping& mapping) {
   const LevelPlan p = plan_levels(arch, "architecture '" + arch.name() + "'");
@@ -91,6 +113,7 @@ LayerDirectives to_directives(const Operator& op, const Architecture& arch,
       for (DimId d = 0; d < op.num_dims(); ++d)
         if (op.relevant(t, d)) td.sizes.emplace_back(d, tile[static_cast<size_t>(d)]);
       td.shr = sharing_factor(op, arch, mapping, b, t);
+      td.bypass = !mapping.keeps(arch, op, b, t);
       ld.tensors.push_back(std::move(td));
     }
     if (p.spatial[k] >= 0) {
@@ -185,6 +208,7 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
     for (auto& v : tile)
       if (!v) v = 1;  // a dimension that indexes no tensor
     m.level(p.data[k]).tile = tile;
+    set_keep(m, op, arch, p.data[k], ld);
   }
 
   // Stacks: each partitions one dimension; its shift is the span stacked so
@@ -420,9 +444,13 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
       td.line = line;
       const std::string args = arguments(s.substr(close + 1), origin, line, "tensor");
       for (const auto& a : split_args(args)) {
+        if (trim(a) == "bypass") {
+          td.bypass = true;
+          continue;
+        }
         const auto eq = a.find('=');
         if (eq == std::string::npos)
-          fail_at(origin, line, td.tensor, "expected DIM=SIZE or shr=K, got '" + a + "'");
+          fail_at(origin, line, td.tensor, "expected DIM=SIZE, shr=K or bypass, got '" + a + "'");
         const std::string key = trim(a.substr(0, eq));
         const std::int64_t v = parse_count(a.substr(eq + 1), origin, line, key);
         if (key == "shr")
@@ -476,6 +504,7 @@ std::string format_directives(const LayerDirectives& directives, const Operator&
         out << (i ? ", " : "") << op.dims()[static_cast<size_t>(td.sizes[i].first)].name << "="
             << td.sizes[i].second;
       if (td.shr > 1) out << ", shr=" << td.shr;
+      if (td.bypass) out << ", bypass";
       out << ")\n";
     }
     for (const auto& s : ld.stacks)

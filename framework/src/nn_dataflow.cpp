@@ -508,7 +508,8 @@ Result evaluate(const Layer& layer, const Hardware& hw, const Options& options,
     for (int c = 0; c < 3; ++c)
       unit_cnt[static_cast<size_t>(bl)][static_cast<size_t>(c)] =
           data_product(c, levels_product(bl + 1));
-  for (size_t c = 0; c < 3; ++c) r.stored_in_gbuf[c] = !options.bypass[c];
+  for (size_t c = 0; c < 3; ++c)
+    r.stored_in_gbuf[c] = options.gbuf_keep ? (*options.gbuf_keep)[c] : !options.bypass[c];
   auto gbuf_size = [&](const std::array<double, 3>& groups) {
     double s = 0;
     for (size_t c = 0; c < 3; ++c) {
@@ -564,8 +565,10 @@ Result evaluate(const Layer& layer, const Hardware& hw, const Options& options,
     }
   }
   // Data that may bypass the GBUF are kept there only if they are reused.
-  for (size_t c = 0; c < 3; ++c)
-    if (!r.stored_in_gbuf[c]) r.stored_in_gbuf[c] = r.fetch[0][c] < r.fetch[1][c];
+  // A mapping that states what the GBUF keeps overrides that rule.
+  if (!options.gbuf_keep)
+    for (size_t c = 0; c < 3; ++c)
+      if (!r.stored_in_gbuf[c]) r.stored_in_gbuf[c] = r.fetch[0][c] < r.fetch[1][c];
   if (auto err = capacity_error(subgroup)) return fail(*err);
   if (options.forwarding && capacity_error({1, 1, 1})) {
     // Fits only when a group of nodes splits the data among their GBUFs:
