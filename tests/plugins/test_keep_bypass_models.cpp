@@ -148,9 +148,10 @@ TEST(KeepBypassModels, EveryModelRefusesAPartitionThatOverflowsForOneTensor) {
     const auto& c = access(r, "L1", "C");
     EXPECT_DOUBLE_EQ(access(r, "L1", "B").reads + access(r, "L1", "B").writes, 0) << model;
     for (const auto& l : r.levels)
-      if (l.level == "L1")
+      if (l.level == "L1") {
         EXPECT_DOUBLE_EQ(l.energy_pj, a.reads * 3 + a.writes * 5 + c.reads * 1 + c.writes * 2)
             << model;
+      }
   }
   // mdc keeps every tensor: it evaluates partitions (capacity and energy
   // per tensor) on mappings without a bypass.
@@ -163,7 +164,9 @@ TEST(KeepBypassModels, EveryModelRefusesAPartitionThatOverflowsForOneTensor) {
               x.writes * arch.levels()[0].write_energy_of(t);
   }
   for (const auto& l : r.levels)
-    if (l.level == "L1") EXPECT_DOUBLE_EQ(l.energy_pj, energy);
+    if (l.level == "L1") {
+      EXPECT_DOUBLE_EQ(l.energy_pj, energy);
+    }
 }
 
 // Timeloop's best Eyeriss-like mapping of VGG16 conv3_1 (5,505,024 cycles,

@@ -191,10 +191,30 @@ TEST(KeepBypass, BypassedTensorGoesStraightBetweenTheKeepingLevels) {
   EXPECT_DOUBLE_EQ(access(after, "L2", "C").writes, 4);
   // L1 energy: B 8 reads + 8 writes, C 4 reads + 4 writes at 1 and 2 pJ.
   for (const auto& l : after)
-    if (l.level == "L1") EXPECT_DOUBLE_EQ(l.energy_pj, (8 + 4) * 1 + (8 + 4) * 2);
+    if (l.level == "L1") {
+      EXPECT_DOUBLE_EQ(l.energy_pj, (8 + 4) * 1 + (8 + 4) * 2);
+    }
   // L1 needs no space for A.
   const auto a = analyse(op, arch, bypass);
   EXPECT_DOUBLE_EQ(a.required_bytes[0], 2);  // one word of B and one of C
+}
+
+// The loops of a bypassed level still run, and what is below keeps its
+// tile across those that do not index it. L1 takes K 2 and bypasses C:
+// each output is accumulated over L1's K loop by the MAC before it goes
+// to L2, so L2 is updated 8 / 2 = 4 times (not once per MAC), with no
+// read-back (each output is finished in one visit); L2 reads its 4 outputs
+// once, to send them to DRAM; L1 has no C traffic.
+TEST(KeepBypass, ReuseReadsThroughTheBypassedLevelsLoops) {
+  const Architecture arch = Architecture::parse(chip_yaml(kPlainL1), "chip.yaml");
+  const Operator op = gemm();
+  const Mapping m = Mapping::parse(mapping_yaml(", keep: [A, B]", "{K: 2}"), "m.yaml", op, arch);
+  const auto levels = level_metrics(op, arch, analyse(op, arch, m));
+  EXPECT_DOUBLE_EQ(access(levels, "L1", "C").reads + access(levels, "L1", "C").writes, 0);
+  EXPECT_DOUBLE_EQ(access(levels, "L2", "C").writes, 4);
+  EXPECT_DOUBLE_EQ(access(levels, "L2", "C").reads, 4);
+  EXPECT_DOUBLE_EQ(access(levels, "DRAM", "C").writes, 4);
+  EXPECT_DOUBLE_EQ(access(levels, "PEs", "C").writes, 4);  // network words up
 }
 
 TEST(Partitions, OneOverflowingPartitionIsACapacityErrorThatNamesIt) {
@@ -215,8 +235,9 @@ TEST(Partitions, OneOverflowingPartitionIsACapacityErrorThatNamesIt) {
   const auto& a = access(levels, "L1", "A");
   const auto& c = access(levels, "L1", "C");
   for (const auto& l : levels)
-    if (l.level == "L1")
+    if (l.level == "L1") {
       EXPECT_DOUBLE_EQ(l.energy_pj, a.reads * 3 + a.writes * 5 + c.reads * 1 + c.writes * 2);
+    }
 }
 
 TEST(Partitions, KeepingATensorNoPartitionHoldsIsStructural) {
@@ -368,8 +389,9 @@ TEST(Eyeriss, TimeloopsVgg16Conv31MappingFitsTheShippedPreset) {
   for (const auto& [partition, words] :
        std::vector<std::pair<std::string, double>>{{"ifmap", 24}, {"weights", 192}, {"psum", 8}})
     for (const auto& p : spad.partitions)
-      if (p.name == partition)
+      if (p.name == partition) {
         EXPECT_DOUBLE_EQ(kept_bytes(*conv, arch, m, 0, m.level(0).tile, &p), words) << partition;
+      }
   EXPECT_DOUBLE_EQ(kept_bytes(*conv, arch, m, glb, m.level(glb).tile), 5120 + 7168);
   const NestAnalysis a = analyse(*conv, arch, m);
   EXPECT_DOUBLE_EQ(a.compute_cycles, 5505024);  // 924,844,032 MACs on all 168 PEs
