@@ -221,9 +221,10 @@ TEST(NnDataflowKeep, TheMappingsGbufKeepDecides) {
   EXPECT_FALSE(no_filters.stored_in_gbuf[mapex::ndf::kFil]);
   EXPECT_DOUBLE_EQ(no_filters.access[mapex::ndf::kGbuf][mapex::ndf::kFil], 0);
   EXPECT_DOUBLE_EQ(no_filters.gbuf_words[mapex::ndf::kFil], 0);
-  if (base.stored_in_gbuf[mapex::ndf::kFil])
+  if (base.stored_in_gbuf[mapex::ndf::kFil]) {
     EXPECT_GE(no_filters.access[mapex::ndf::kDram][mapex::ndf::kFil],
               base.access[mapex::ndf::kDram][mapex::ndf::kFil]);
+  }
 
   mapex::Mapping regf = il.mapping;
   regf.level(pr.roles.regf).keep.assign(op.tensors().size(), true);

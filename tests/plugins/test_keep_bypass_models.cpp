@@ -22,8 +22,8 @@ const PluginRegistry& registry() {
 }
 
 Metrics evaluate(const std::string& model, const Operator& op, const Architecture& arch,
-                 const Mapping& m, const Params& params = {}) {
-  const auto bound = registry().make_costmodel(model, params)->bind(op, arch);
+                 const Mapping& m) {
+  const auto bound = registry().make_costmodel(model, {})->bind(op, arch);
   if (auto reason = bound->precheck(m)) return Metrics::invalid(*reason);
   return bound->evaluate(m);
 }
