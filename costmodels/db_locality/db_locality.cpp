@@ -116,7 +116,7 @@ class BoundDb final : public mapex::BoundCostModel {
   /// for. Bypass below that buffer does not touch the off-chip traffic.
   void refuse_outer_bypass(const mapex::Mapping& mapping) const {
     for (int t = 0; t < static_cast<int>(op_.tensors().size()); ++t)
-      if (!mapping.keeps(arch_, op_, outer_, t))
+      if (!mapping.keeps(op_, arch_, outer_, t))
         throw mapex::InputError(
             "db_locality: level '" + arch_.levels()[static_cast<std::size_t>(outer_)].name +
             "' bypasses tensor '" + op_.tensors()[static_cast<std::size_t>(t)].name +

@@ -101,7 +101,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   void refuse_bypass(const mapex::Mapping& mapping) const {
     for (int level : {l1_, l2_})
       for (int t = 0; t < static_cast<int>(op_.tensors().size()); ++t)
-        if (!mapping.keeps(arch_, op_, level, t))
+        if (!mapping.keeps(op_, arch_, level, t))
           throw mapex::InputError(
               "mdc: level '" + arch_.levels()[static_cast<std::size_t>(level)].name +
               "' bypasses tensor '" + op_.tensors()[static_cast<std::size_t>(t)].name +

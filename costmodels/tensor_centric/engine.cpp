@@ -93,7 +93,7 @@ namespace {
 /// the sharing factor, or nothing when the level bypasses t.
 double held_words(const Operator& op, const Architecture& arch, const Mapping& mapping, int level,
                   int t) {
-  if (!mapping.keeps(arch, op, level, t)) return 0;
+  if (!mapping.keeps(op, arch, level, t)) return 0;
   const auto extent = as_extent(mapping.level(level).tile);
   const double fp = op.tensors()[static_cast<size_t>(t)].footprint(extent);
   return std::ceil(fp / static_cast<double>(sharing_factor(op, arch, mapping, level, t)));
@@ -327,7 +327,7 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
   for (size_t t = 0; t < num_tensors; ++t) {
     std::vector<size_t> chain;
     for (size_t k = 0; k < plan.data.size(); ++k)
-      if (mapping.keeps(arch, op, plan.data[k], static_cast<int>(t))) chain.push_back(k);
+      if (mapping.keeps(op, arch, plan.data[k], static_cast<int>(t))) chain.push_back(k);
     const auto first = static_cast<size_t>(plan.data[chain.front()]);
     reads[first][t] += macs;
     if (op.tensors()[t].role == TensorRole::kOutput) writes[first][t] += macs;

@@ -43,7 +43,7 @@ double kept_bytes(const Operator& op, const Architecture& arch, const Mapping& m
   double words = 0;
   for (size_t t = 0; t < op.tensors().size(); ++t) {
     const Tensor& tensor = op.tensors()[t];
-    if (!mapping.keeps(arch, op, level, static_cast<int>(t))) continue;
+    if (!mapping.keeps(op, arch, level, static_cast<int>(t))) continue;
     if (partition && l.partition_of(tensor.name) != partition) continue;
     words += tensor.footprint(std::span<const double>(extent.data(), extent.size()));
   }
@@ -72,7 +72,7 @@ std::optional<std::string> level_capacity_error(const Operator& op, const Archit
     std::string held;
     for (size_t t = 0; t < op.tensors().size(); ++t)
       if (l.partition_of(op.tensors()[t].name) == &p &&
-          mapping.keeps(arch, op, level, static_cast<int>(t)))
+          mapping.keeps(op, arch, level, static_cast<int>(t)))
         held += (held.empty() ? "" : ", ") + op.tensors()[t].name;
     std::ostringstream out;
     out << l.name << "/" << p.name << ": tiles of " << held << " need " << need << " B" << buffering
@@ -276,7 +276,7 @@ void analyse_into(const Operator& op, const Architecture& arch, const Mapping& m
   reshape(a.keeps, Lu, nt, char{0});
   for (int i : data_levels)
     for (size_t t = 0; t < nt; ++t)
-      a.keeps[static_cast<size_t>(i)][t] = mapping.keeps(arch, op, i, static_cast<int>(t));
+      a.keeps[static_cast<size_t>(i)][t] = mapping.keeps(op, arch, i, static_cast<int>(t));
   for (size_t t = 0; t < nt; ++t) {
     // The chain of levels keeping t, innermost first; DRAM always ends it.
     boost::container::small_vector<int, 8> chain;

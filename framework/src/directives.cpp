@@ -88,7 +88,7 @@ void set_keep(Mapping& m, const Operator& op, const Architecture& arch, int leve
   auto& lm = m.level(level);
   lm.keep.clear();
   for (size_t t = 0; t < keep.size(); ++t)
-    if (m.keeps(arch, op, level, static_cast<int>(t)) != keep[t]) {
+    if (m.keeps(op, arch, level, static_cast<int>(t)) != keep[t]) {
       lm.keep = keep;
       return;
     }
@@ -113,7 +113,7 @@ LayerDirectives to_directives(const Operator& op, const Architecture& arch,
       for (DimId d = 0; d < op.num_dims(); ++d)
         if (op.relevant(t, d)) td.sizes.emplace_back(d, tile[static_cast<size_t>(d)]);
       td.shr = sharing_factor(op, arch, mapping, b, t);
-      td.bypass = !mapping.keeps(arch, op, b, t);
+      td.bypass = !mapping.keeps(op, arch, b, t);
       ld.tensors.push_back(std::move(td));
     }
     if (p.spatial[k] >= 0) {

@@ -98,7 +98,7 @@ std::optional<std::string> keep_error(const Operator& op, const Level& level,
 
 }  // namespace
 
-bool Mapping::keeps(const Architecture& arch, const Operator& op, int level, int tensor) const {
+bool Mapping::keeps(const Operator& op, const Architecture& arch, int level, int tensor) const {
   const Level& l = arch.levels()[static_cast<size_t>(level)];
   if (l.kind == LevelKind::kDram) return true;
   if (l.kind == LevelKind::kSpatial) return false;
@@ -107,11 +107,11 @@ bool Mapping::keeps(const Architecture& arch, const Operator& op, int level, int
   return default_keep(l, op.tensors()[static_cast<size_t>(tensor)]);
 }
 
-std::vector<int> Mapping::keeping_levels(const Architecture& arch, const Operator& op,
+std::vector<int> Mapping::keeping_levels(const Operator& op, const Architecture& arch,
                                          int tensor) const {
   std::vector<int> out;
   for (int i = 0; i < arch.num_levels(); ++i)
-    if (keeps(arch, op, i, tensor)) out.push_back(i);
+    if (keeps(op, arch, i, tensor)) out.push_back(i);
   return out;
 }
 

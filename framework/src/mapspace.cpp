@@ -264,7 +264,7 @@ struct Mapspace::Impl {
       for (int i = 0; i < L && same; ++i)
         if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
           for (size_t t = 0; t < op.tensors().size() && same; ++t)
-            same = m.keeps(arch, op, i, static_cast<int>(t)) == kept(c, i, t);
+            same = m.keeps(op, arch, i, static_cast<int>(t)) == kept(c, i, t);
       if (same) return c;
     }
     return std::nullopt;

@@ -70,7 +70,7 @@ void refuse_bypass(const Operator& op, const Architecture& arch, const Mapping& 
   for (int i = 0; i < arch.num_levels(); ++i) {
     if (arch.levels()[static_cast<std::size_t>(i)].kind != LevelKind::kBuffer) continue;
     for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
-      if (!mapping.keeps(arch, op, i, t))
+      if (!mapping.keeps(op, arch, i, t))
         throw InputError("level '" + arch.levels()[static_cast<std::size_t>(i)].name +
                          "' bypasses tensor '" + op.tensors()[static_cast<std::size_t>(t)].name +
                          "': MDC directives keep every tensor at every level and cannot express "

@@ -80,11 +80,11 @@ TEST(KeepBypass, YamlRoundTripsAndDefaultsToKeepingEverything) {
   const Operator op = gemm();
   const Mapping plain = Mapping::parse(mapping_yaml(""), "m.yaml", op, arch);
   EXPECT_TRUE(plain.level(0).keep.empty());
-  for (int t = 0; t < 3; ++t) EXPECT_TRUE(plain.keeps(arch, op, 0, t));
-  EXPECT_FALSE(plain.keeps(arch, op, 1, 0));  // spatial levels hold nothing
+  for (int t = 0; t < 3; ++t) EXPECT_TRUE(plain.keeps(op, arch, 0, t));
+  EXPECT_FALSE(plain.keeps(op, arch, 1, 0));  // spatial levels hold nothing
   const Mapping m = Mapping::parse(mapping_yaml(", keep: [B, C]"), "m.yaml", op, arch);
   EXPECT_EQ(m.level(0).keep, (std::vector<bool>{false, true, true}));
-  EXPECT_EQ(m.keeping_levels(arch, op, 0), (std::vector<int>{2, 3}));
+  EXPECT_EQ(m.keeping_levels(op, arch, 0), (std::vector<int>{2, 3}));
   const std::string text = m.to_yaml(op, arch);
   EXPECT_NE(text.find("keep: [B, C]"), std::string::npos) << text;
   EXPECT_EQ(Mapping::parse(text, "again.yaml", op, arch), m);
@@ -249,7 +249,7 @@ TEST(Partitions, KeepingATensorNoPartitionHoldsIsStructural) {
   const Operator op = gemm();
   // Default: B (no partition) bypasses L1.
   const Mapping m = Mapping::parse(mapping_yaml(""), "m.yaml", op, arch);
-  EXPECT_FALSE(m.keeps(arch, op, 0, 1));
+  EXPECT_FALSE(m.keeps(op, arch, 0, 1));
   const std::string e =
       error_of([&] { (void)Mapping::parse(mapping_yaml(", keep: [A, B]"), "m.yaml", op, arch); });
   EXPECT_NE(e.find("keeps B but no partition of the level holds it"), std::string::npos) << e;
@@ -281,9 +281,9 @@ TEST(KeepBypass, MapspaceCountsEnumeratesAndSamplesTheChoices) {
   Mapping m;
   for (Mapspace::Cursor c(space); c.next(m);) {
     ++n;
-    EXPECT_TRUE(m.keeps(arch, op, 0, 2));
-    EXPECT_TRUE(m.keeps(arch, op, 2, 0));
-    bypassing_a += !m.keeps(arch, op, 0, 0);
+    EXPECT_TRUE(m.keeps(op, arch, 0, 2));
+    EXPECT_TRUE(m.keeps(op, arch, 2, 0));
+    bypassing_a += !m.keeps(op, arch, 0, 0);
     EXPECT_FALSE(space.reject_reason(m)) << m.to_yaml(op, arch);
   }
   EXPECT_EQ(BigInt(n), space.size());
@@ -299,7 +299,7 @@ TEST(KeepBypass, MapspaceCountsEnumeratesAndSamplesTheChoices) {
   for (int i = 0; i < 200; ++i) {
     const auto s = space.sample(rng);
     ASSERT_TRUE(s);
-    seen.insert({s->keeps(arch, op, 0, 0), s->keeps(arch, op, 0, 1)});
+    seen.insert({s->keeps(op, arch, 0, 0), s->keeps(op, arch, 0, 1)});
   }
   EXPECT_EQ(seen.size(), 4u);
   // A mapping against a fixed rule is rejected by name.
@@ -381,8 +381,8 @@ TEST(Eyeriss, TimeloopsVgg16Conv31MappingFitsTheShippedPreset) {
   EXPECT_FALSE(capacity_error(*conv, arch, m));
   // The global buffer bypasses the weights; each scratchpad keeps its own.
   const int glb = arch.find_level("GLB");
-  EXPECT_FALSE(m.keeps(arch, *conv, glb, 1));
-  for (int t = 0; t < 3; ++t) EXPECT_TRUE(m.keeps(arch, *conv, 0, t));
+  EXPECT_FALSE(m.keeps(*conv, arch, glb, 1));
+  for (int t = 0; t < 3; ++t) EXPECT_TRUE(m.keeps(*conv, arch, 0, t));
   // Timeloop's utilised capacities: ifmap 24, weights 192, psum 8 words;
   // the global buffer's inputs 5120 and outputs 7168.
   const Level& spad = arch.levels()[0];

@@ -58,9 +58,9 @@ class Mapping {
 
   /// Whether data level `level` holds tensor `tensor`: `keep` when given,
   /// else the default (see LevelMapping::keep); DRAM always, spatial never.
-  bool keeps(const Architecture& arch, const Operator& op, int level, int tensor) const;
+  bool keeps(const Operator& op, const Architecture& arch, int level, int tensor) const;
   /// The data levels holding `tensor`, innermost first (DRAM last).
-  std::vector<int> keeping_levels(const Architecture& arch, const Operator& op, int tensor) const;
+  std::vector<int> keeping_levels(const Operator& op, const Architecture& arch, int tensor) const;
 
   /// Span of level i per dimension: its tile for buffers/DRAM, child span x
   /// split (clipped to the bound) for spatial levels.
