@@ -29,7 +29,7 @@ class BoundDirectives final : public mapex::BoundCostModel {
 
 /// nn_dataflow's model (nn_dataflow.cpp), on mappings that are
 /// nn_dataflow schemes.
-class BoundNnDataflow final : public mapex::BoundCostModel {
+class BoundNnDataflow final : public mapex::ndf::BoundNnDataflowModel {
  public:
   BoundNnDataflow(const mapex::Operator& op, const mapex::Architecture& arch,
                   mapex::ndf::Problem problem)
@@ -44,6 +44,7 @@ class BoundNnDataflow final : public mapex::BoundCostModel {
     return mapex::ndf::to_metrics(op_, arch_, problem_,
                                   mapex::ndf::evaluate_mapping(problem_, mapping));
   }
+  const mapex::ndf::Problem& problem() const override { return problem_; }
 
  private:
   const mapex::Operator& op_;

@@ -102,11 +102,24 @@ struct Context {
   const Mapping& mapping;
   size_t n;
   const std::vector<std::vector<double>>& count;  // NestAnalysis::tile_counts
+  const NestAnalysis& a;
 
   double tiles(int level, size_t d) const { return count[static_cast<size_t>(level + 1)][d]; }
   /// Trip count of the loops (temporal or spatial) of `level` along d,
   /// averaged over edge tiles: children per tile.
   double trips(int level, size_t d) const { return tiles(level - 1, d) / tiles(level, d); }
+  /// Of a spatial level: the units side by side along d (the split over
+  /// the clusters times the split inside a cluster), leaving out the
+  /// cluster level's temporal steps.
+  double spatial_trips(int level, size_t d) const {
+    const auto l = static_cast<size_t>(level);
+    return a.cluster_counts[l][d] / tiles(level, d) * (tiles(level - 1, d) / a.step_counts[l][d]);
+  }
+  /// Of a spatial level: the temporal steps of its cluster level along d.
+  double cluster_trips(int level, size_t d) const {
+    const auto l = static_cast<size_t>(level);
+    return a.step_counts[l][d] / a.cluster_counts[l][d];
+  }
   bool spatial(int level) const {
     return arch.levels()[static_cast<size_t>(level)].kind == LevelKind::kSpatial;
   }
@@ -138,12 +151,14 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
 
   boost::container::small_vector<double, 16> reuse(n, 1.0);
   bool done = false;
-  for (int m = child + 1; m < cx.arch.num_levels() && !done; ++m) {
-    if (cx.spatial(m)) continue;
-    const auto& order = cx.mapping.level(m).order;
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+  // Walks the loops above the child, innermost first: the temporal loops
+  // of a cluster level between child and parent (FLASH's inner steps over
+  // T^out, which refill the child from the parent), then each level's
+  // loops upwards; the spatial splits themselves are not loops in time.
+  auto scan = [&](const std::vector<DimId>& order, auto&& trip_of) {
+    for (auto it = order.rbegin(); it != order.rend() && !done; ++it) {
       const auto d = static_cast<size_t>(*it);
-      const double trip = cx.trips(m, d);
+      const double trip = trip_of(d);
       if (trip <= 1 + kEps) continue;
       if (cx.op.relevant(ti, *it)) {
         done = true;
@@ -151,6 +166,14 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
       }
       reuse[d] *= trip;
     }
+  };
+  for (int m = child + 1; m < cx.arch.num_levels() && !done; ++m) {
+    if (cx.spatial(m)) {
+      const auto& cluster = cx.mapping.level(m).cluster;
+      if (cluster.active()) scan(cluster.order, [&](size_t d) { return cx.cluster_trips(m, d); });
+      continue;
+    }
+    scan(cx.mapping.level(m).order, [&](size_t d) { return cx.trips(m, d); });
   }
 
   double loads = 1;     // tile (re)loads over all child instances
@@ -161,7 +184,7 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
       distinct *= cx.tiles(child, d);
     } else {
       for (int s = child + 1; s < cx.arch.num_levels(); ++s)
-        if (cx.spatial(s)) distinct *= cx.trips(s, d);
+        if (cx.spatial(s)) distinct *= cx.spatial_trips(s, d);
     }
   }
 
@@ -176,7 +199,7 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
     const Noc& noc = cx.arch.levels()[static_cast<size_t>(s)].noc;
     if (is_output ? noc.reduction : noc.multicast)
       for (size_t d = 0; d < n; ++d)
-        if (!cx.op.relevant(ti, static_cast<DimId>(d))) shared *= cx.trips(s, d);
+        if (!cx.op.relevant(ti, static_cast<DimId>(d))) shared *= cx.spatial_trips(s, d);
     cumulative.emplace_back(s, shared);
   }
 
@@ -226,10 +249,14 @@ void analyse_into(const Operator& op, const Architecture& arch, const Mapping& m
   for (size_t i = 0; i < Lu; ++i) {
     auto& span = a.span[i];
     if (arch.levels()[i].kind == LevelKind::kSpatial) {
-      const auto& split = mapping.level(static_cast<int>(i)).split;
+      const auto& lm = mapping.level(static_cast<int>(i));
+      if (lm.cluster.active()) {
+        span = spatial_span(op, lm, i == 0 ? std::vector<std::int64_t>(n, 1) : a.span[i - 1]);
+        continue;
+      }
       span.resize(n);
       for (size_t d = 0; d < n; ++d)
-        span[d] = std::min((i == 0 ? 1 : a.span[i - 1][d]) * split[d], op.dims()[d].bound);
+        span[d] = std::min((i == 0 ? 1 : a.span[i - 1][d]) * lm.split[d], op.dims()[d].bound);
     } else {
       span = mapping.level(static_cast<int>(i)).tile;
     }
@@ -242,12 +269,34 @@ void analyse_into(const Operator& op, const Architecture& arch, const Mapping& m
     a.tiles[Lu - 1][d] = {{op.dims()[d].bound, 1.0}};
     a.time[Lu - 1][d] = {{op.dims()[d].bound, 1.0}};
   }
+  reshape(a.cluster_counts, Lu, n, 0.0);
+  reshape(a.step_counts, Lu, n, 0.0);
+  ExtentCounts clusters_data, clusters_time, steps_data, steps_time;
   for (int i = L - 2; i >= 0; --i) {
     const auto iu = static_cast<size_t>(i);
     const bool parallel = arch.levels()[iu + 1].kind == LevelKind::kSpatial;
+    const LevelMapping& above = mapping.level(i + 1);
+    if (!parallel || !above.cluster.active()) {
+      for (size_t d = 0; d < n; ++d) {
+        a.tiles[iu][d] = partition(a.tiles[iu + 1][d], a.span[iu][d], false);
+        a.time[iu][d] = partition(a.time[iu + 1][d], a.span[iu][d], parallel);
+      }
+      continue;
+    }
+    // A cluster level (FLASH Table 2, MAESTRO's Cluster): the clusters run
+    // side by side over tiles of T^out, step through them in time by the
+    // span of one step, whose children run side by side again.
+    std::vector<std::int64_t> step;
+    spatial_span(op, above, a.span[iu], &step);
     for (size_t d = 0; d < n; ++d) {
-      a.tiles[iu][d] = partition(a.tiles[iu + 1][d], a.span[iu][d], false);
-      a.time[iu][d] = partition(a.time[iu + 1][d], a.span[iu][d], parallel);
+      clusters_data = partition(a.tiles[iu + 1][d], above.cluster.tile[d], false);
+      clusters_time = partition(a.time[iu + 1][d], above.cluster.tile[d], true);
+      steps_data = partition(clusters_data, step[d], false);
+      steps_time = partition(clusters_time, step[d], false);
+      a.cluster_counts[iu + 1][d] = total_count(clusters_data);
+      a.step_counts[iu + 1][d] = total_count(steps_data);
+      a.tiles[iu][d] = partition(steps_data, a.span[iu][d], false);
+      a.time[iu][d] = partition(steps_time, a.span[iu][d], true);
     }
   }
   // The MACs below level 0 see chunks of 1; in lock step when level 0 is spatial.
@@ -260,8 +309,14 @@ void analyse_into(const Operator& op, const Architecture& arch, const Mapping& m
   for (size_t d = 0; d < n; ++d) {
     a.tile_counts[0][d] = static_cast<double>(op.dims()[d].bound);
     for (size_t i = 0; i < Lu; ++i) a.tile_counts[i + 1][d] = total_count(a.tiles[i][d]);
+    // Levels without a cluster level: one cluster, one step per tile.
+    for (size_t i = 0; i < Lu; ++i)
+      if (a.cluster_counts[i][d] == 0) {
+        a.cluster_counts[i][d] = a.tile_counts[i + 1][d];
+        a.step_counts[i][d] = a.tile_counts[i + 1][d];
+      }
   }
-  const Context cx{op, arch, mapping, n, a.tile_counts};
+  const Context cx{op, arch, mapping, n, a.tile_counts, a};
 
   boost::container::small_vector<int, 8> data_levels;
   for (int i = 0; i < L; ++i)

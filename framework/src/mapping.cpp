@@ -9,7 +9,32 @@ namespace mapex {
 
 bool operator==(const LevelMapping& a, const LevelMapping& b) {
   return a.tile == b.tile && a.order == b.order && a.split == b.split && a.axes == b.axes &&
-         a.keep == b.keep;
+         a.cluster == b.cluster && a.keep == b.keep;
+}
+
+std::vector<std::int64_t> spatial_span(const Operator& op, const LevelMapping& lm,
+                                       const std::vector<std::int64_t>& child,
+                                       std::vector<std::int64_t>* inner) {
+  const auto n = static_cast<size_t>(op.num_dims());
+  std::vector<std::int64_t> span(n);
+  if (inner) inner->resize(n);
+  for (size_t d = 0; d < n; ++d) {
+    const std::int64_t bound = op.dims()[d].bound;
+    const std::int64_t step =
+        lm.cluster.active() ? std::min(child[d] * lm.cluster.split[d], bound) : child[d];
+    if (inner) (*inner)[d] = step;
+    const std::int64_t covered = lm.cluster.active() ? lm.cluster.tile[d] : step;
+    span[d] = std::min(covered * lm.split[d], bound);
+  }
+  return span;
+}
+
+std::int64_t units_used(const LevelMapping& lm) {
+  std::int64_t used = 1;
+  for (auto s : lm.split) used *= s;
+  if (lm.cluster.active())
+    for (auto s : lm.cluster.split) used *= s;
+  return used;
 }
 
 bool Mapping::operator==(const Mapping& other) const { return levels_ == other.levels_; }
@@ -55,6 +80,35 @@ std::optional<std::string> placement_error(const Operator& op, const Level& leve
     if (used[a] > level.shape[a])
       return "splits placed on axis " + std::to_string(a) + " need " + std::to_string(used[a]) +
              " children, the axis has " + std::to_string(level.shape[a]);
+  return std::nullopt;
+}
+
+/// A cluster level (ClusterMapping) is complete and consistent: its split
+/// fits the bounds over the children's span, its tile lies between the span
+/// of one step and the bound, its order is a permutation.
+std::optional<std::string> cluster_error(const Operator& op, const LevelMapping& lm,
+                                         const std::vector<std::int64_t>& child) {
+  const auto n = static_cast<size_t>(op.num_dims());
+  const ClusterMapping& c = lm.cluster;
+  if (c.split.size() != n || c.tile.size() != n)
+    return std::string("cluster split and tile need one entry per dimension");
+  std::vector<DimId> sorted = c.order;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != identity_order(op.num_dims()))
+    return std::string("cluster order must name every dimension exactly once");
+  for (size_t d = 0; d < n; ++d) {
+    const auto& dim = op.dims()[d];
+    if (c.split[d] < 1) return "cluster split of " + dim.name + " must be at least 1";
+    if (child[d] * (c.split[d] - 1) >= dim.bound)
+      return "cluster split of " + dim.name + " is " + std::to_string(c.split[d]) +
+             " but tiles of " + std::to_string(child[d]) + " cover its bound " +
+             std::to_string(dim.bound) + " with fewer units";
+    const std::int64_t step = std::min(child[d] * c.split[d], dim.bound);
+    if (c.tile[d] < step || c.tile[d] > dim.bound)
+      return "cluster tile of " + dim.name + " is " + std::to_string(c.tile[d]) +
+             "; expected between " + std::to_string(step) + " (the span of one cluster step) and " +
+             std::to_string(dim.bound) + " (the bound)";
+  }
   return std::nullopt;
 }
 
@@ -146,12 +200,10 @@ std::vector<std::int64_t> Mapping::span(const Operator& op, const Architecture& 
   std::vector<std::int64_t> child(n, 1);
   for (int i = 0; i <= level; ++i) {
     const auto& lm = levels_[static_cast<size_t>(i)];
-    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial) {
-      for (size_t d = 0; d < n; ++d)
-        child[d] = std::min(child[d] * lm.split[d], op.dims()[d].bound);
-    } else {
+    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial)
+      child = spatial_span(op, lm, child);
+    else
       child = lm.tile;
-    }
   }
   return child;
 }
@@ -169,6 +221,12 @@ std::optional<std::string> Mapping::structural_error(const Operator& op,
     const std::string where = "level '" + level.name + "'";
     if (level.kind == LevelKind::kSpatial) {
       if (lm.split.size() != n) return where + ": split needs one entry per dimension";
+      if (lm.cluster.active()) {
+        if (auto error = cluster_error(op, lm, child)) return where + ": " + *error;
+        if (!lm.axes.empty())
+          return where + ": a placement (axes) of a level with a cluster level is not supported";
+        child = lm.cluster.tile;
+      }
       std::int64_t used = 1;
       for (size_t d = 0; d < n; ++d) {
         const auto& dim = op.dims()[d];
@@ -180,6 +238,8 @@ std::optional<std::string> Mapping::structural_error(const Operator& op,
         used *= lm.split[d];
         child[d] = std::min(child[d] * lm.split[d], dim.bound);
       }
+      if (lm.cluster.active())
+        for (auto c : lm.cluster.split) used *= c;
       if (used > level.fanout())
         return where + ": splits use " + std::to_string(used) + " children, fan-out is " +
                std::to_string(level.fanout());
@@ -272,6 +332,22 @@ std::string Mapping::to_yaml(const Operator& op, const Architecture& arch) const
         for (auto d : lm.order) out << op.dims()[static_cast<size_t>(d)].name;
         out << YAML::EndSeq;
       }
+      if (lm.cluster.active()) {
+        const ClusterMapping& c = lm.cluster;
+        out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+        out << YAML::Key << "split" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (size_t d = 0; d < c.split.size(); ++d)
+          if (c.split[d] > 1) out << YAML::Key << op.dims()[d].name << YAML::Value << c.split[d];
+        out << YAML::EndMap;
+        out << YAML::Key << "tile" << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (size_t d = 0; d < c.tile.size(); ++d)
+          out << YAML::Key << op.dims()[d].name << YAML::Value << c.tile[d];
+        out << YAML::EndMap;
+        out << YAML::Key << "order" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (auto d : c.order) out << op.dims()[static_cast<size_t>(d)].name;
+        out << YAML::EndSeq;
+        out << YAML::EndMap;
+      }
     } else {
       if (level.kind != LevelKind::kDram) {
         out << YAML::Key << "tile" << YAML::Value << YAML::Flow << YAML::BeginMap;
@@ -306,6 +382,23 @@ std::string Mapping::summary(const Operator& op, const Architecture& arch) const
     if (level.kind == LevelKind::kSpatial) {
       for (size_t d = 0; d < lm.split.size(); ++d)
         if (lm.split[d] > 1) item(static_cast<DimId>(d), lm.split[d]);
+      if (lm.cluster.active()) {
+        // The cluster level: its temporal loops (trip counts, outermost
+        // first), then its split, e.g. `cluster(M8 N2 / K16)`.
+        std::vector<std::int64_t> inner;
+        spatial_span(op, lm, child, &inner);
+        std::string loops, units;
+        for (auto d : lm.cluster.order) {
+          const auto du = static_cast<size_t>(d);
+          const std::int64_t trips = (lm.cluster.tile[du] + inner[du] - 1) / inner[du];
+          if (trips > 1) loops += " " + op.dims()[du].name + std::to_string(trips);
+        }
+        for (size_t d = 0; d < lm.cluster.split.size(); ++d)
+          if (lm.cluster.split[d] > 1)
+            units += " " + op.dims()[d].name + std::to_string(lm.cluster.split[d]);
+        out << (first ? "" : " ") << "cluster(" << (loops.empty() ? "" : loops.substr(1)) << " /"
+            << units << ')';
+      }
     } else {
       // Loops of this level, outermost first, with their trip counts.
       for (auto d : lm.order) {
@@ -316,9 +409,7 @@ std::string Mapping::summary(const Operator& op, const Architecture& arch) const
       child = lm.tile;
     }
     out << ']';
-    if (level.kind == LevelKind::kSpatial)
-      for (size_t d = 0; d < child.size(); ++d)
-        child[d] = std::min(child[d] * lm.split[d], op.dims()[d].bound);
+    if (level.kind == LevelKind::kSpatial) child = spatial_span(op, lm, child);
   }
   return out.str();
 }
@@ -393,6 +484,26 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
     }
   };
 
+  // `cluster: {split: {K: 16}, tile: {M: 64, N: 4, K: 16}, order: [M, N, K]}`.
+  // Tile entries left out default to the span of one cluster step (no
+  // temporal loop there). Errors carry the line of the offending key.
+  auto read_cluster = [&](const YAML::Node& node, const Level& level, LevelMapping& lm,
+                          const std::vector<std::int64_t>& below) {
+    yaml::Map m(origin, node, "cluster of level '" + level.name + "'");
+    ClusterMapping& c = lm.cluster;
+    c.split.assign(n, 1);
+    if (auto split = m.optional("split")) read_dim_map(*split, "split", c.split);
+    c.tile.assign(n, 1);
+    for (size_t d = 0; d < n; ++d) c.tile[d] = std::min(below[d] * c.split[d], op.dims()[d].bound);
+    std::optional<YAML::Node> tile = m.optional("tile");
+    if (tile) read_dim_map(*tile, "tile", c.tile);
+    c.order = identity_order(op.num_dims());
+    if (auto order = m.optional("order")) read_order(*order, c.order);
+    m.finish();
+    if (auto error = cluster_error(op, lm, below))
+      yaml::fail(origin, tile ? *tile : node, "cluster", *error);
+  };
+
   for (size_t i = 0; i < arch.levels().size(); ++i) {
     const Level& level = arch.levels()[i];
     LevelMapping& lm = mapping.levels_[i];
@@ -403,6 +514,7 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
         if (auto split = m.optional("split")) read_dim_map(*split, "split", lm.split);
         if (auto axes = m.optional("axes")) read_axes(*axes, level, lm);
         if (auto order = m.optional("order")) read_order(*order, lm.order);
+        if (auto cluster = m.optional("cluster")) read_cluster(*cluster, level, lm, child);
         if (auto keep = m.optional("keep"))
           yaml::fail(origin, *keep, "keep",
                      "level '" + level.name +
@@ -410,8 +522,7 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
                          "belong to buffer levels");
         m.finish();
       }
-      for (size_t d = 0; d < n; ++d)
-        child[d] = std::min(child[d] * lm.split[d], op.dims()[d].bound);
+      child = spatial_span(op, lm, child);
       continue;
     }
     if (level.kind == LevelKind::kBuffer) lm.tile = child;  // default: no loop at this level

@@ -201,17 +201,14 @@ Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping
     const std::string& name = op_dims[static_cast<std::size_t>(d)].name;
     return windows && (name == "R" || name == "S") && op.find_dim(name == "R" ? "P" : "Q") >= 0;
   };
-  for (auto it = spatial.rbegin(); it != spatial.rend(); ++it) {
-    const int s = *it;
-    const int parent = s + 1;
-    const int child = s - 1;
-    const auto child_span =
-        child >= 0 ? mapping.span(op, arch, child) : std::vector<std::int64_t>(op_dims.size(), 1);
-    const auto& split = mapping.level(s).split;
+  // One group of regions: units that each cover `child_span`, split by
+  // `split` and walked in `order` (the outermost region's temporal maps
+  // step by child span x split).
+  auto lower_group = [&](const std::vector<std::int64_t>& child_span,
+                         const std::vector<std::int64_t>& split, const std::vector<DimId>& order) {
     auto split_of = [&](DimId d) {
       return split.empty() ? std::int64_t{1} : split[static_cast<std::size_t>(d)];
     };
-    const auto& order = mapping.level(parent).order;
     // Parallel loops, outermost first by the parent's loop order.
     std::vector<DimId> split_dims;
     for (DimId d : order)
@@ -270,6 +267,25 @@ Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping
       // the first SpatialMap of a level sets the folds the second follows.
       dataflow.insert(dataflow.end() - 1, window);
     }
+  };
+  for (auto it = spatial.rbegin(); it != spatial.rend(); ++it) {
+    const int s = *it;
+    const int child = s - 1;
+    const auto child_span =
+        child >= 0 ? mapping.span(op, arch, child) : std::vector<std::int64_t>(op_dims.size(), 1);
+    const LevelMapping& lm = mapping.level(s);
+    const auto& parent_order = mapping.level(s + 1).order;
+    if (!lm.cluster.active()) {
+      lower_group(child_span, lm.split, parent_order);
+      continue;
+    }
+    // A cluster level (FLASH §3.1, Table 2): the clusters cover T^out each
+    // and are spread by the level's split in the parent's order; below a
+    // Cluster directive the units of one cluster step through T^out by
+    // TemporalMaps of child span x cluster split in the cluster's order
+    // and share the cluster split by SpatialMaps.
+    lower_group(lm.cluster.tile, lm.split, parent_order);
+    lower_group(child_span, lm.cluster.split, lm.cluster.order);
   }
   // The point loops of the L1 tile (Algorithm 1, lines 2-3) need no region
   // of their own here: MAESTRO's innermost level already hands each PE its

@@ -333,7 +333,8 @@ Layout ofmap_layout(const Layer& layer, const Partition& part, const Region& dra
 }
 
 std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, const Hardware& hw,
-                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding) {
+                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding,
+                                 std::array<bool, 3> categories) {
   // Which nodes need which filters, ifmaps and ofmaps
   // (partition.proc_data_range), grouped by identical ranges.
   Box ofull;
@@ -355,9 +356,9 @@ std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, cons
     irng.beg[3] = orng.beg[3] * layer.wtrd;
     irng.end[3] = std::max(irng.beg[3], (orng.end[3] - 1) * layer.wtrd + layer.wfil);
     if (irng.size() > 0 && orng.size() > 0) {
-      ifm[irng].push_back(coord);
-      ofm[orng].push_back(coord);
-      if (irng.end[1] > irng.beg[1] && orng.end[1] > orng.beg[1])
+      if (categories[kIfm]) ifm[irng].push_back(coord);
+      if (categories[kOfm]) ofm[orng].push_back(coord);
+      if (categories[kFil] && irng.end[1] > irng.beg[1] && orng.end[1] > orng.beg[1])
         fil[{irng.beg[1], irng.end[1], orng.beg[1], orng.end[1]}].push_back(coord);
     }
   }
@@ -411,13 +412,9 @@ std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, cons
   return hops;
 }
 
-namespace {
-
-/// Nodes whose partitions need the same data of a category
-/// (BufShrScheme.size): filters are shared by the batch and fmap
-/// partitions, ifmaps by the output-channel partition, ofmaps by the
-/// input-channel partition.
 std::array<double, 3> sharing_groups(const Partition& part) {
+  // Filters are shared by the batch and fmap partitions, ifmaps by the
+  // output-channel partition, ofmaps by the input-channel partition.
   const Dim2& ofmp = part.pdims[kOfmp];
   const Dim2& batp = part.pdims[kBatp];
   std::int64_t bat = 1;
@@ -439,7 +436,113 @@ std::array<double, 3> sharing_groups(const Partition& part) {
           static_cast<double>(part.size(kInpp))};
 }
 
-}  // namespace
+Misfit score_blocking(const Hardware& hw, const Options& options,
+                      const std::array<double, 3>& share, const LoopDesc& nld, const Blocking& b,
+                      BlockingStats& r) {
+  // Loop blocking (LoopBlockingScheme): the factors of every loop must
+  // cover its trip count.
+  std::array<std::int64_t, 3> total{};
+  for (size_t l = 0; l < 3; ++l) {
+    total[l] = b.t[0][l] * b.t[1][l] * b.t[2][l];
+    if (total[l] < nld.loopcnt[l]) return Misfit::kShortLoop;
+  }
+  const double lcnt = static_cast<double>(total[0] * total[1] * total[2]);
+  // outer[k][l]: the product of loop l's factors over levels 0..k-1.
+  std::array<std::array<std::int64_t, 3>, 3> outer{};
+  outer[0] = {1, 1, 1};
+  for (size_t k = 1; k < 3; ++k)
+    for (size_t l = 0; l < 3; ++l) outer[k][l] = outer[k - 1][l] * b.t[k - 1][l];
+  const std::array<double, 3> subgroup =
+      options.forwarding ? share : std::array<double, 3>{1, 1, 1};
+
+  // Buffered words: units below a level times the unit size.
+  const std::array<std::int64_t, 3> below_gbuf{b.t[1][0] * b.t[2][0], b.t[1][1] * b.t[2][1],
+                                               b.t[1][2] * b.t[2][2]};
+  std::array<double, 3> unit_cnt_gbuf{};
+  r.regf_total = 0;
+  for (int c = 0; c < 3; ++c) {
+    const auto cu = static_cast<size_t>(c);
+    unit_cnt_gbuf[cu] = data_product(c, below_gbuf);
+    r.regf_words[cu] = data_product(c, b.t[2]) * nld.usize_regf[cu];
+    r.regf_total += r.regf_words[cu];
+    r.stored_in_gbuf[cu] = options.gbuf_keep ? (*options.gbuf_keep)[cu] : !options.bypass[cu];
+  }
+  auto gbuf_size = [&](const std::array<double, 3>& groups) {
+    double s = 0;
+    for (size_t c = 0; c < 3; ++c) {
+      r.gbuf_words[c] =
+          r.stored_in_gbuf[c] ? std::ceil(unit_cnt_gbuf[c] * nld.usize_gbuf[c] / groups[c]) : 0;
+      s += r.gbuf_words[c];
+    }
+    return s;
+  };
+  if (r.regf_total > hw.regf_words) return Misfit::kRegf;
+  if (gbuf_size(subgroup) > hw.gbuf_words) return Misfit::kGbuf;
+
+  // Fetches from the level above (_set_fetch): a datum is refetched once
+  // per iteration of the loops that do not index it, outside the innermost
+  // non-trivial loop that does; outputs are read back except the first time.
+  for (size_t bl = 0; bl < 2; ++bl) {
+    for (int c = 0; c < 3; ++c) {
+      const auto cu = static_cast<size_t>(c);
+      int inner = -1;
+      for (int l = 0; l < 3; ++l) {
+        const auto lu = static_cast<size_t>(l);
+        if (!kDataLoops[cu][lu] || b.t[bl][lu] == 1) continue;
+        if (inner < 0 || b.ord[bl][lu] < b.ord[bl][static_cast<size_t>(inner)]) inner = l;
+      }
+      if (inner < 0) {
+        r.fetch[bl][cu] = bl > 0 ? r.fetch[0][cu] : 1;
+        continue;
+      }
+      double f = 1;
+      for (size_t lu = 0; lu < 3; ++lu) {
+        if (kDataLoops[cu][lu]) continue;
+        const size_t start = bl + (b.ord[bl][lu] > b.ord[bl][static_cast<size_t>(inner)] ? 1 : 0);
+        f *= static_cast<double>(outer[start][lu]);
+      }
+      r.fetch[bl][cu] = c == kOfm ? 2 * f - 1 : f;
+    }
+  }
+  // Data that may bypass the GBUF are kept there only if they are reused;
+  // a mapping that states what the GBUF keeps overrides that rule.
+  if (!options.gbuf_keep)
+    for (size_t c = 0; c < 3; ++c)
+      if (!r.stored_in_gbuf[c]) r.stored_in_gbuf[c] = r.fetch[0][c] < r.fetch[1][c];
+  r.gbuf_unshared = gbuf_size({1, 1, 1});
+  r.gbuf_total = gbuf_size(subgroup);
+  if (r.gbuf_total > hw.gbuf_words) return Misfit::kGbuf;
+  // Fits only when a group of nodes splits the data among their GBUFs:
+  // nn_dataflow then rotates it over the NoC, which this model leaves out.
+  if (options.forwarding && r.gbuf_unshared > hw.gbuf_words) return Misfit::kRotation;
+
+  // Accesses over all nodes (_calc_stats).
+  const double nodes = static_cast<double>(hw.nodes.size());
+  for (size_t c = 0; c < 3; ++c) r.accfwd[c] = options.forwarding ? share[c] : 1;
+  auto total_at = [&](int mem, int c) {
+    return nld.unit_access[static_cast<size_t>(mem)][static_cast<size_t>(c)] *
+           data_product(c, nld.loopcnt);
+  };
+  r.ops = nld.unit_ops * lcnt * nodes;
+  r.proc_time = nld.unit_time * lcnt;
+  double dram = 0, gbuf_max = 0;
+  for (int c = 0; c < 3; ++c) {
+    const auto cu = static_cast<size_t>(c);
+    r.access[kRegf][cu] = nld.unit_access[kRegf][cu] * lcnt * (c == kOfm ? 2 : 1) * nodes;
+    r.access[kItcn][cu] = total_at(kItcn, c) * r.fetch[1][cu] * nodes;
+    r.access[kGbuf][cu] = r.stored_in_gbuf[cu] ? total_at(kGbuf, c) * r.fetch[1][cu] * nodes : 0;
+    r.access[kDram][cu] = (r.stored_in_gbuf[cu] ? total_at(kDram, c) : total_at(kGbuf, c)) *
+                          r.fetch[0][cu] * nodes / r.accfwd[cu];
+    dram += r.access[kDram][cu];
+    gbuf_max = std::max(gbuf_max, r.access[kGbuf][cu]);
+  }
+  r.dram_time = hw.dram_words > 0 ? std::ceil(dram / hw.dram_words) : 0;
+  r.bus_time = hw.bus_words > 0 ? std::ceil(std::ceil(gbuf_max / nodes) / hw.bus_words) : 0;
+  r.time = std::max({r.proc_time, r.bus_time, r.dram_time});
+  for (size_t m = 0; m < 4; ++m)
+    r.cost_access[m] = hw.mem_cost[m] * (r.access[m][0] + r.access[m][1] + r.access[m][2]);
+  return Misfit::kNone;
+}
 
 Result evaluate(const Layer& layer, const Hardware& hw, const Options& options,
                 const Scheme& scheme, const Layout& ifmaps) {
@@ -469,143 +572,50 @@ Result evaluate(const Layer& layer, const Hardware& hw, const Options& options,
     return fail(why.str());
   }
   r.nld = loop_desc(r.node_layer, r.occupancy, r.pe, scheme.ifms, scheme.ofms);
-  const LoopDesc& nld = r.nld;
   const Blocking& b = scheme.blocking;
-
-  // Loop blocking (LoopBlockingScheme): the factors of every loop must
-  // cover its trip count.
-  std::array<std::int64_t, 3> total{};
-  for (size_t l = 0; l < 3; ++l) {
-    total[l] = b.t[0][l] * b.t[1][l] * b.t[2][l];
-    if (total[l] < nld.loopcnt[l]) {
+  BlockingStats s;
+  const Misfit misfit = score_blocking(hw, options, sharing_groups(part), r.nld, b, s);
+  r.stored_in_gbuf = s.stored_in_gbuf;
+  r.gbuf_words = s.gbuf_words;
+  r.regf_words = s.regf_words;
+  std::ostringstream why;
+  switch (misfit) {
+    case Misfit::kNone:
+      break;
+    case Misfit::kShortLoop: {
       static const char* kNames[] = {"ifmap", "ofmap", "batch"};
-      std::ostringstream why;
-      why << "the " << kNames[l] << " loop is blocked " << b.t[0][l] << " x " << b.t[1][l] << " x "
-          << b.t[2][l] << ", fewer than its " << nld.loopcnt[l] << " passes";
+      for (size_t l = 0; l < 3; ++l)
+        if (b.t[0][l] * b.t[1][l] * b.t[2][l] < r.nld.loopcnt[l]) {
+          why << "the " << kNames[l] << " loop is blocked " << b.t[0][l] << " x " << b.t[1][l]
+              << " x " << b.t[2][l] << ", fewer than its " << r.nld.loopcnt[l] << " passes";
+          break;
+        }
       return fail(why.str());
     }
+    case Misfit::kRegf:
+      why << "REGF: the blocking needs " << s.regf_total << " words per PE, capacity "
+          << hw.regf_words;
+      return fail(why.str());
+    case Misfit::kGbuf:
+      why << "GBUF: the blocking needs " << s.gbuf_total << " words per node, capacity "
+          << hw.gbuf_words;
+      return fail(why.str());
+    case Misfit::kRotation:
+      why << "GBUF: the data fit only when shared across nodes (GBUF rotation), which the "
+             "nn_dataflow model here does not compute; GBUF: the blocking needs "
+          << s.gbuf_unshared << " words per node, capacity " << hw.gbuf_words;
+      return fail(why.str());
   }
-  const double lcnt = static_cast<double>(total[0] * total[1] * total[2]);
-  auto levels_product = [&](int from) {  // per loop, levels from..2
-    std::array<std::int64_t, 3> p{1, 1, 1};
-    for (int bl = from; bl < 3; ++bl)
-      for (size_t l = 0; l < 3; ++l) p[l] *= b.t[static_cast<size_t>(bl)][l];
-    return p;
-  };
-  auto outer_product = [&](int upto) {  // per loop, levels 0..upto-1
-    std::array<std::int64_t, 3> p{1, 1, 1};
-    for (int bl = 0; bl < upto; ++bl)
-      for (size_t l = 0; l < 3; ++l) p[l] *= b.t[static_cast<size_t>(bl)][l];
-    return p;
-  };
-  const std::array<double, 3> share = sharing_groups(part);
-  const std::array<double, 3> subgroup =
-      options.forwarding ? share : std::array<double, 3>{1, 1, 1};
-
-  // Buffered words: units below a level times the unit size.
-  std::array<std::array<double, 3>, 2> unit_cnt{};
-  for (int bl = 0; bl < 2; ++bl)
-    for (int c = 0; c < 3; ++c)
-      unit_cnt[static_cast<size_t>(bl)][static_cast<size_t>(c)] =
-          data_product(c, levels_product(bl + 1));
-  for (size_t c = 0; c < 3; ++c)
-    r.stored_in_gbuf[c] = options.gbuf_keep ? (*options.gbuf_keep)[c] : !options.bypass[c];
-  auto gbuf_size = [&](const std::array<double, 3>& groups) {
-    double s = 0;
-    for (size_t c = 0; c < 3; ++c) {
-      r.gbuf_words[c] =
-          r.stored_in_gbuf[c] ? std::ceil(unit_cnt[0][c] * nld.usize_gbuf[c] / groups[c]) : 0;
-      s += r.gbuf_words[c];
-    }
-    return s;
-  };
-  double regf = 0;
-  for (size_t c = 0; c < 3; ++c) {
-    r.regf_words[c] = unit_cnt[1][c] * nld.usize_regf[c];
-    regf += r.regf_words[c];
-  }
-  auto capacity_error = [&](const std::array<double, 3>& groups) -> std::optional<std::string> {
-    const double g = gbuf_size(groups);
-    std::ostringstream why;
-    if (regf > hw.regf_words)
-      why << "REGF: the blocking needs " << regf << " words per PE, capacity " << hw.regf_words;
-    else if (g > hw.gbuf_words)
-      why << "GBUF: the blocking needs " << g << " words per node, capacity " << hw.gbuf_words;
-    else
-      return std::nullopt;
-    return why.str();
-  };
-  if (auto err = capacity_error(subgroup)) return fail(*err);
-
-  // Fetches from the level above (_set_fetch): a datum is refetched once
-  // per iteration of the loops that do not index it, outside the innermost
-  // non-trivial loop that does; outputs are read back except the first time.
-  for (int bl = 0; bl < 2; ++bl) {
-    const auto blu = static_cast<size_t>(bl);
-    for (int c = 0; c < 3; ++c) {
-      const auto cu = static_cast<size_t>(c);
-      int inner = -1;
-      for (int l = 0; l < 3; ++l) {
-        const auto lu = static_cast<size_t>(l);
-        if (!kDataLoops[cu][lu] || b.t[blu][lu] == 1) continue;
-        if (inner < 0 || b.ord[blu][lu] < b.ord[blu][static_cast<size_t>(inner)]) inner = l;
-      }
-      if (inner < 0) {
-        r.fetch[blu][cu] = bl > 0 ? r.fetch[0][cu] : 1;
-        continue;
-      }
-      double f = 1;
-      for (int l = 0; l < 3; ++l) {
-        const auto lu = static_cast<size_t>(l);
-        if (kDataLoops[cu][lu]) continue;
-        const int start = bl + (b.ord[blu][lu] > b.ord[blu][static_cast<size_t>(inner)] ? 1 : 0);
-        f *= static_cast<double>(outer_product(start)[lu]);
-      }
-      r.fetch[blu][cu] = c == kOfm ? 2 * f - 1 : f;
-    }
-  }
-  // Data that may bypass the GBUF are kept there only if they are reused.
-  // A mapping that states what the GBUF keeps overrides that rule.
-  if (!options.gbuf_keep)
-    for (size_t c = 0; c < 3; ++c)
-      if (!r.stored_in_gbuf[c]) r.stored_in_gbuf[c] = r.fetch[0][c] < r.fetch[1][c];
-  if (auto err = capacity_error(subgroup)) return fail(*err);
-  if (options.forwarding && capacity_error({1, 1, 1})) {
-    // Fits only when a group of nodes splits the data among their GBUFs:
-    // nn_dataflow then rotates it over the NoC, which this model leaves out.
-    return fail(
-        "GBUF: the data fit only when shared across nodes (GBUF rotation), which the "
-        "nn_dataflow model here does not compute; " +
-        *capacity_error({1, 1, 1}));
-  }
-  gbuf_size(subgroup);
-
-  // Accesses over all nodes (_calc_stats).
+  r.fetch = s.fetch;
+  r.accfwd = s.accfwd;
+  r.access = s.access;
+  r.ops = s.ops;
+  r.proc_time = s.proc_time;
+  r.bus_time = s.bus_time;
+  r.dram_time = s.dram_time;
+  r.time = s.time;
+  r.cost_access = s.cost_access;
   r.num_nodes = hw.nodes.size();
-  const double nodes = static_cast<double>(r.num_nodes);
-  for (size_t c = 0; c < 3; ++c) r.accfwd[c] = options.forwarding ? share[c] : 1;
-  auto total_at = [&](int mem, int c) {
-    return nld.unit_access[static_cast<size_t>(mem)][static_cast<size_t>(c)] *
-           data_product(c, nld.loopcnt);
-  };
-  r.ops = nld.unit_ops * lcnt * nodes;
-  r.proc_time = nld.unit_time * lcnt;
-  for (int c = 0; c < 3; ++c) {
-    const auto cu = static_cast<size_t>(c);
-    r.access[kRegf][cu] = nld.unit_access[kRegf][cu] * lcnt * (c == kOfm ? 2 : 1) * nodes;
-    r.access[kItcn][cu] = total_at(kItcn, c) * r.fetch[1][cu] * nodes;
-    r.access[kGbuf][cu] = r.stored_in_gbuf[cu] ? total_at(kGbuf, c) * r.fetch[1][cu] * nodes : 0;
-    r.access[kDram][cu] = (r.stored_in_gbuf[cu] ? total_at(kDram, c) : total_at(kGbuf, c)) *
-                          r.fetch[0][cu] * nodes / r.accfwd[cu];
-  }
-  double dram = 0, gbuf_max = 0;
-  for (size_t c = 0; c < 3; ++c) {
-    dram += r.access[kDram][c];
-    gbuf_max = std::max(gbuf_max, r.access[kGbuf][c]);
-  }
-  r.dram_time = hw.dram_words > 0 ? std::ceil(dram / hw.dram_words) : 0;
-  r.bus_time = hw.bus_words > 0 ? std::ceil(std::ceil(gbuf_max / nodes) / hw.bus_words) : 0;
-  r.time = std::max({r.proc_time, r.bus_time, r.dram_time});
 
   // NoC: each category's one-time hops times its DRAM fetches.
   const Layout ofmaps = ofmap_layout(layer, part, hw.dram);
@@ -616,8 +626,6 @@ Result evaluate(const Layer& layer, const Hardware& hw, const Options& options,
     hops += r.nhops[c];
   }
   r.cost_op = hw.mac_cost * r.ops;
-  for (size_t m = 0; m < 4; ++m)
-    r.cost_access[m] = hw.mem_cost[m] * (r.access[m][0] + r.access[m][1] + r.access[m][2]);
   r.cost_noc = hw.hop_cost * hops;
   r.cost_static = hw.idle_cost * r.time;
   r.valid = true;

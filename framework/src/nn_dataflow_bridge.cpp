@@ -480,6 +480,8 @@ std::optional<std::string> mapping_from_scheme(const Operator& op, const Archite
   return std::nullopt;
 }
 
+BoundNnDataflowModel::~BoundNnDataflowModel() = default;
+
 // ---- keep/bypass (issue 16, item 2) ----
 
 namespace {

@@ -6,7 +6,8 @@
 // MAESTRO-BLAS) in parallel batches; the framework keeps the best by the
 // job's objective (runtime, energy or EDP), ties going to the earlier
 // candidate, so the result does not depend on the thread count.
-// Candidates are canonical mappings (flash_algebra.hpp says why).
+// Candidates are canonical mappings with a cluster level holding T^out
+// (flash_algebra.hpp).
 // The counts before and after pruning and the non-tiled reference (§3.2)
 // are reported in the stop reason, which `mapex search` prints and result
 // files store.
@@ -46,6 +47,8 @@ class FlashSearch final : public mapex::Searcher {
       : style_(params.get_string("style")),
         order_(params.get_string("order")),
         space_(params.get_string("space")),
+        tiles_(params.get_string("tiles") == "all" ? fl::TileValues::kAll : fl::TileValues::kPow2),
+        max_candidates_(static_cast<std::size_t>(params.get_int("max_candidates"))),
         batch_size_(static_cast<std::size_t>(params.get_int("batch_size"))) {}
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
@@ -61,6 +64,7 @@ class FlashSearch final : public mapex::Searcher {
 
     // Algorithm 2: dataflows, bounds, pruning, generation.
     std::vector<fl::Candidate> candidates;
+    std::size_t generated = 0;
     double before = 0;
     for (fl::Style s : styles) {
       if (!orders.empty()) {
@@ -74,13 +78,15 @@ class FlashSearch final : public mapex::Searcher {
           continue;
         }
       }
-      fl::Generation g = fl::generate(s, problem, chip, space_ == "pruned", orders);
+      fl::Generation g =
+          fl::generate(s, problem, chip, space_ == "pruned", orders, tiles_, max_candidates_);
       before += g.before_pruning;
       if (space_ != "non_tiled") {
         candidates.insert(candidates.end(), g.candidates.begin(), g.candidates.end());
-        continue;
+        generated += g.candidates.size();
       }
-      // §3.2's non-tiled mapping of every dataflow, as a reference point.
+      // §3.2's non-tiled mapping of every dataflow: the reference point of
+      // Table 5, evaluated with the candidates (alone for non_tiled).
       for (const auto& flow : fl::dataflows(s, problem, chip.pes)) {
         const fl::Candidate c = fl::non_tiled(flow);
         const bool wanted =
@@ -107,7 +113,8 @@ class FlashSearch final : public mapex::Searcher {
       const auto results = ctx.evaluate(batch);
       for (std::size_t i = 0; i < results.size(); ++i) {
         const auto& c = candidates[next + i];
-        const bool non_tiled = c.tile == fl::non_tiled(c.flow).tile;
+        const fl::Candidate reference = fl::non_tiled(c.flow);
+        const bool non_tiled = c.outer == reference.outer && c.inner == reference.inner;
         const double v = mapex::objective_value(results[i], ctx.objective());
         if (non_tiled && v < best_non_tiled) {
           best_non_tiled = v;
@@ -119,11 +126,14 @@ class FlashSearch final : public mapex::Searcher {
       next += results.size();
     }
 
+    const std::string values = tiles_ == fl::TileValues::kAll ? "all" : "pow2";
     std::string stats = "flash " + style_ + (order_.empty() ? "" : " " + order_) + " (" + space_ +
-                        " space): " + format_count(before) + " tile tuples before pruning, " +
-                        std::to_string(candidates.size()) + " candidates after";
-    if (space_ == "pruned")
-      stats += " (factor " + format_value(before / static_cast<double>(candidates.size())) + ")";
+                        " space, " + values + " tiles): " + format_count(before) +
+                        " tile tuples before pruning, " + std::to_string(generated) +
+                        " candidates after";
+    if (space_ == "pruned" && generated > 0)
+      stats += " (factor " + format_value(before / static_cast<double>(generated)) + ")";
+    stats += " and " + std::to_string(candidates.size() - generated) + " non-tiled references";
     stats += "; evaluated " + std::to_string(next);
     if (best_non_tiled < inf)
       stats += "; non-tiled reference: latency " + format_value(non_tiled_latency) +
@@ -147,6 +157,8 @@ class FlashSearch final : public mapex::Searcher {
   std::string style_;
   std::string order_;
   std::string space_;
+  fl::TileValues tiles_;
+  std::size_t max_candidates_;
   std::size_t batch_size_;
 };
 
@@ -158,6 +170,11 @@ const mapex::ParamSpec kParams[] = {
     {"space", mapex::ParamType::kString, "pruned",
      "pruned: Table 6 bounds (FLASH); full: every tile tuple that fits S1 and S2 (the reference "
      "for what pruning loses); non_tiled: the non-tiled mapping of every dataflow (§3.2)."},
+    {"tiles", mapex::ParamType::kString, "pow2",
+     "Tile values within each range: pow2 (powers of two and the range's bound, FLASH §4 and "
+     "§5.1) or all (every integer)."},
+    {"max_candidates", mapex::ParamType::kInt, "5000000",
+     "Refuse a space with more candidates than this (memory)."},
     {"batch_size", mapex::ParamType::kInt, "4096", "Candidates per parallel evaluation batch."},
 };
 
@@ -178,6 +195,13 @@ mapex::Searcher* make(const mapex::Params& params) {
     throw mapex::InputError(
         mapex::SourceLocation{}, "space",
         "searcher 'flash' expects pruned, full or non_tiled, got '" + space + "'");
+  const std::string tiles = params.get_string("tiles");
+  if (tiles != "pow2" && tiles != "all")
+    throw mapex::InputError(mapex::SourceLocation{}, "tiles",
+                            "searcher 'flash' expects pow2 or all, got '" + tiles + "'");
+  if (params.get_int("max_candidates") < 1)
+    throw mapex::InputError(mapex::SourceLocation{}, "max_candidates",
+                            "parameter of searcher 'flash' must be at least 1");
   if (params.get_int("batch_size") < 1)
     throw mapex::InputError(mapex::SourceLocation{}, "batch_size",
                             "parameter of searcher 'flash' must be at least 1");

@@ -196,12 +196,21 @@ std::vector<Dataflow> dataflows(Style style, const Problem& problem, std::int64_
   return out;
 }
 
-Extents step_extents(const Candidate& c, const Problem& problem) {
-  Extents e = c.tile;
-  const auto inter = static_cast<std::size_t>(c.flow.inter_dim);
+Extents cluster_tile(const Candidate& c, const Problem& problem) {
+  Extents e = c.outer;
   const auto intra = static_cast<std::size_t>(c.flow.intra_dim);
-  e[inter] = std::min(problem.dims[inter], c.tile[inter] * c.flow.clusters);
-  e[intra] = std::min(problem.dims[intra], c.tile[intra] * c.flow.cluster_size);
+  // Table 2: STT styles map T^out x lambda of the intra dimension per
+  // cluster (TMap(T^out x lambda) above the Cluster, SMap(T^out) below);
+  // MAERI's cluster is lambda = T^out of its last loop, one element per PE.
+  if (c.flow.style != Style::kMaeri) e[intra] = c.outer[intra] * c.flow.cluster_size;
+  for (std::size_t d = 0; d < 3; ++d) e[d] = std::min(e[d], problem.dims[d]);
+  return e;
+}
+
+Extents step_extents(const Candidate& c, const Problem& problem) {
+  Extents e = cluster_tile(c, problem);
+  const auto inter = static_cast<std::size_t>(c.flow.inter_dim);
+  e[inter] = std::min(problem.dims[inter], c.outer[inter] * c.flow.clusters);
   return e;
 }
 
@@ -212,7 +221,7 @@ std::int64_t abc(const Extents& e) {
 }
 }  // namespace
 
-std::int64_t s1_footprint(const Candidate& c) { return abc(c.tile); }
+std::int64_t s1_footprint(const Candidate& c) { return abc(c.inner); }
 std::int64_t s2_footprint(const Candidate& c, const Problem& problem) {
   return abc(step_extents(c, problem));
 }
@@ -243,127 +252,181 @@ std::array<double, 2> inner_pair_bounds(double intra_tile, double cap_x, double 
   return b;
 }
 
-Extents candidate_upper_bounds(const Dataflow& flow, const Problem& problem, const Chip& chip,
-                               std::int64_t spatial_tile) {
+Bounds outer_bounds(const Dataflow& flow, const Problem& problem, const Chip& chip,
+                    std::int64_t inter_tile) {
   const auto& D = problem.dims;
-  const double alpha = static_cast<double>(chip.s1_words);
   const double beta = static_cast<double>(chip.s2_words);
   const auto lambda = static_cast<double>(flow.cluster_size);
   const int inter = flow.inter_dim, intra = flow.intra_dim, other = third(inter, intra);
-  // The inter-cluster dimension's outer tile is its share of one step over
-  // all clusters, T = lambda D / P (Table 6); the extent one outer step
-  // covers, clusters x tile, replaces D in the S2 bounds (file comment).
   const auto ui = static_cast<std::size_t>(inter), un = static_cast<std::size_t>(intra),
              uo = static_cast<std::size_t>(other);
-  const std::int64_t share = ceil_div(D[ui], flow.clusters);
-  const double extent = static_cast<double>(std::min(D[ui], spatial_tile * flow.clusters));
-  Extents upper{1, 1, 1};
-  // MAERI (Eq. 3, 4): the first loop's tile is bounded by S2 and S1
-  // (T^in = T^out); the last loop's tile is lambda with one element per PE
-  // (SMap(1, 1)), so the S1 bound is taken around T_K^in = 1.
-  // STT_TTS (Eyeriss, NVDLA, TPU) and STT_TST (ShiDianNao), Table 6: the
-  // intra-cluster tile (T_K^out, or T_N^out for ShiDianNao) and the other
-  // outer tile by the S2 bound; the two tiles temporal inside the cluster
-  // by the S1 bound around the intra-cluster tile, widest at its minimum 1
-  // (each tuple is checked against its own intra tile in `enumerate`).
   const bool maeri = flow.style == Style::kMaeri;
+  Bounds b;
+  // Table 6: the inter-cluster dimension is spread over the clusters,
+  // T^out = lambda D / P, so that one step covers all of it; Eq. 1's
+  // extent along it is then D. When S2 cannot hold a whole row of steps
+  // (workload I: K x 8,192 elements of B), Table 6's bounds floor below 1
+  // and nothing fits, so the inter tile is a range [1, lambda D / P] and
+  // Eq. 1 takes the extent one step really covers, clusters x tile.
+  b.outer[ui] = std::min(inter_tile, ceil_div(D[ui], flow.clusters));
+  const auto extent = static_cast<double>(std::min(D[ui], b.outer[ui] * flow.clusters));
+  // Eq. 3 (MAERI) or Table 6's STT_TTS / STT_TST bound, both from Eq. 1
+  // with the two temporal outer tiles assumed equal.
   const double out_b =
       maeri ? outer_bound_maeri(extent, beta) : outer_bound_stt(extent, lambda, beta);
-  const std::int64_t intra_cap = ceil_div(D[un], flow.cluster_size);
-  upper[un] = maeri ? 1 : floor_clamped(out_b, intra_cap);
-  // The S2 bound, like Eq. 4, assumes the two outer tiles equal. When the
-  // intra-cluster one cannot reach it (MAERI: lambda below the bound;
-  // others: the dimension over lambda PEs runs out first), the other outer
-  // tile takes the room Eq. 1 leaves with the intra extent Z at its cap:
-  // E y + E Z + y Z <= beta / 2, E the inter-cluster extent.
-  double other_s2 = out_b;
-  const double intra_tile = maeri ? lambda : static_cast<double>(intra_cap);
-  if (intra_tile < out_b) {
-    const double z =
-        maeri ? lambda : static_cast<double>(std::min(D[un], intra_cap * flow.cluster_size));
-    other_s2 = std::max(out_b, (beta / 2 - extent * z) / (extent + z));
+  if (maeri) {
+    // MAERI's intra tile is lambda (its cluster size), which Eq. 3 bounds.
+    b.outer[un] = flow.cluster_size;
+    b.feasible = flow.cluster_size <= floor_clamped(out_b, D[un]);
+  } else {
+    b.outer[un] = floor_clamped(out_b, ceil_div(D[un], flow.cluster_size));
   }
-  const auto cap_other = static_cast<double>(floor_clamped(other_s2, D[uo]));
-  const auto in_b = inner_pair_bounds(1.0, static_cast<double>(share), cap_other, alpha);
-  upper[ui] = floor_clamped(in_b[0], share);
-  upper[uo] = floor_clamped(std::min(other_s2, in_b[1]), D[uo]);
-  return upper;
+  // The equal-tile assumption: when the intra tile cannot reach the bound
+  // (MAERI: lambda below it; others: the dimension over lambda PEs runs
+  // out first), the other outer tile takes the room Eq. 1 leaves with the
+  // intra extent Z at its cap: E y + E Z + y Z <= beta / 2.
+  double other_s2 = out_b;
+  const double z =
+      maeri ? lambda : static_cast<double>(std::min(D[un], b.outer[un] * flow.cluster_size));
+  if ((maeri ? lambda : static_cast<double>(b.outer[un])) < out_b)
+    other_s2 = std::max(out_b, (beta / 2 - extent * z) / (extent + z));
+  b.outer[uo] = floor_clamped(other_s2, D[uo]);
+  return b;
+}
+
+std::array<std::int64_t, 2> inner_bounds(const Candidate& c, const Chip& chip) {
+  const int inter = c.flow.inter_dim, intra = c.flow.intra_dim, other = third(inter, intra);
+  const auto ui = static_cast<std::size_t>(inter), un = static_cast<std::size_t>(intra),
+             uo = static_cast<std::size_t>(other);
+  // Table 6's T^in rows: Eq. 2 around the intra tile (T_K^out for
+  // Eyeriss / NVDLA / TPU, T_N^out for ShiDianNao; Eq. 4 is the MAERI case
+  // T = 1), each inner tile also at most its outer tile.
+  const auto b =
+      inner_pair_bounds(static_cast<double>(c.inner[un]), static_cast<double>(c.outer[ui]),
+                        static_cast<double>(c.outer[uo]), static_cast<double>(chip.s1_words));
+  return {floor_clamped(b[0], c.outer[ui]), floor_clamped(b[1], c.outer[uo])};
 }
 
 namespace {
 
-// Tiles of one dataflow in a fixed order (inter, other, intra), each in
-// [1, upper], kept when Eq. 1 and 2 hold. For the pruned space the bounds
-// follow Table 6; for the full space each tile goes to its dimension and
-// only the buffers decide.
+// Tiles of one dataflow in a fixed order (intra, other outer, inter inner,
+// other inner), kept when Eq. 1 and 2 hold. For the pruned space the
+// ranges follow Table 6; for the full space every outer tile goes to its
+// dimension (the inter-cluster one to its share), every inner tile to its
+// outer tile, and only the buffers decide.
+// The values a tile takes in [1, hi]: every integer, or the powers of two
+// and `hi` itself (§4: "the largest power of two (constrained by Equations
+// 3 and 4)"; §5.1: "or their closest power of two"), ascending.
+template <class F>
+void for_each_tile(std::int64_t hi, TileValues values, F&& f) {
+  for (std::int64_t v = 1; v <= hi;) {
+    if (!f(v)) return;
+    if (values == TileValues::kAll) {
+      ++v;
+    } else {
+      const std::int64_t next = v * 2;
+      v = next <= hi ? next : (v < hi ? hi : hi + 1);
+    }
+  }
+}
+
 void enumerate(const Dataflow& flow, const Problem& problem, const Chip& chip, bool pruned,
-               std::vector<Candidate>& out) {
+               TileValues values, std::size_t limit, std::vector<Candidate>& out) {
   const int inter = flow.inter_dim, intra = flow.intra_dim, other = third(inter, intra);
   const auto ui = static_cast<std::size_t>(inter), un = static_cast<std::size_t>(intra),
              uo = static_cast<std::size_t>(other);
   const auto& D = problem.dims;
-  const std::int64_t inter_cap = ceil_div(D[ui], flow.clusters);
-  const std::int64_t intra_cap =
-      flow.style == Style::kMaeri ? 1 : ceil_div(D[un], flow.cluster_size);
-  // MAERI's cluster is the last loop's tile (Table 2): lambda beyond the
-  // dimension would leave PEs with nothing to reduce.
+  const bool maeri = flow.style == Style::kMaeri;
+  const std::int64_t share = ceil_div(D[ui], flow.clusters);
   Candidate c;
   c.flow = flow;
-  for (std::int64_t ti = 1; ti <= inter_cap; ++ti) {
+  // Every loop stops at the first value that overflows a buffer: the
+  // footprints grow with every tile (false ends the loop).
+  for_each_tile(share, values, [&](std::int64_t ti) {
     Extents upper{D[0], D[1], D[2]};
-    upper[ui] = inter_cap;
-    upper[un] = intra_cap;
+    upper[ui] = share;
+    upper[un] = maeri ? flow.cluster_size : ceil_div(D[un], flow.cluster_size);
     if (pruned) {
-      upper = candidate_upper_bounds(flow, problem, chip, ti);
-      if (ti > upper[ui]) break;
-      if (flow.style == Style::kMaeri) {
-        // Eq. 3 bounds the last loop's outer tile, which is lambda.
-        const double extent = static_cast<double>(std::min(D[ui], ti * flow.clusters));
-        const double bound = outer_bound_maeri(extent, static_cast<double>(chip.s2_words));
-        if (flow.cluster_size > floor_clamped(bound, D[un])) break;
-      }
+      const Bounds b = outer_bounds(flow, problem, chip, ti);
+      if (!b.feasible) return true;
+      upper = b.outer;
     }
-    for (std::int64_t to = 1; to <= upper[uo]; ++to) {
-      bool any = false;
-      for (std::int64_t tn = 1; tn <= upper[un]; ++tn) {
-        c.tile[ui] = ti;
-        c.tile[uo] = to;
-        c.tile[un] = tn;
-        if (pruned && flow.style != Style::kMaeri) {
-          // Table 6: the two tiles that are temporal inside the cluster are
-          // bounded around the intra-cluster tile, sqrt(alpha/2 + T^2) - T
-          // (T = T_K^out for Eyeriss/NVDLA/TPU, T_N^out for ShiDianNao).
-          const auto in_b =
-              inner_pair_bounds(static_cast<double>(tn), static_cast<double>(inter_cap),
-                                static_cast<double>(upper[uo]), static_cast<double>(chip.s1_words));
-          if (ti > floor_clamped(in_b[0], inter_cap) || to > floor_clamped(in_b[1], D[uo])) break;
-        }
-        if (!fits(c, problem, chip)) break;  // footprints grow with every tile
-        any = true;
-        out.push_back(c);
-      }
-      if (!any) break;
-    }
-  }
+    c.outer[ui] = ti;
+    bool any_intra = false;
+    // MAERI's intra tile is lambda; the STT intra tile ranges (T^in = T^out).
+    auto intra_tile = [&](std::int64_t tn) {
+      c.outer[un] = tn;
+      c.inner[un] = maeri ? 1 : tn;
+      bool any_outer = false;
+      for_each_tile(upper[uo], values, [&](std::int64_t to) {
+        c.outer[uo] = to;
+        c.inner[ui] = c.inner[uo] = 1;
+        if (2 * s2_footprint(c, problem) > chip.s2_words) return false;
+        any_outer = true;
+        std::array<std::int64_t, 2> in_upper{c.outer[ui], c.outer[uo]};
+        if (pruned) in_upper = inner_bounds(c, chip);
+        for_each_tile(in_upper[0], values, [&](std::int64_t xi) {
+          c.inner[ui] = xi;
+          bool any = false;
+          for_each_tile(in_upper[1], values, [&](std::int64_t yo) {
+            c.inner[uo] = yo;
+            if (2 * s1_footprint(c) > chip.s1_words) return false;
+            any = true;
+            if (out.size() >= limit)
+              throw InputError("searcher 'flash': the " + std::string(pruned ? "pruned" : "full") +
+                               " space of style '" + to_string(flow.style) + "' has more than " +
+                               std::to_string(limit) +
+                               " candidates; use tiles=pow2, space=pruned, or a larger "
+                               "max_candidates");
+            out.push_back(c);
+            return true;
+          });
+          return any;
+        });
+        return true;
+      });
+      any_intra = any_intra || any_outer;
+      return any_outer;
+    };
+    if (maeri)
+      intra_tile(upper[un]);
+    else
+      for_each_tile(upper[un], values, intra_tile);
+    return any_intra || pruned;
+  });
 }
 
 }  // namespace
 
 Generation generate(Style style, const Problem& problem, const Chip& chip, bool pruned,
-                    const std::vector<LoopOrder>& orders) {
+                    const std::vector<LoopOrder>& orders, TileValues values, std::size_t limit) {
   Generation g;
   for (const Dataflow& flow : dataflows(style, problem, chip.pes)) {
     if (!orders.empty() && std::find(orders.begin(), orders.end(), flow.order) == orders.end())
       continue;
-    ++g.dataflows;
-    // §4: without constraints every tile ranges up to its dimension; the
-    // MAERI intra-cluster tile is fixed at 1 by SMap(1, 1).
+    // §4: without constraints every outer tile ranges up to its dimension
+    // and every inner tile up to its outer tile (n (n + 1) / 2 pairs); the
+    // intra-cluster tile has one level only (T^in = T^out for STT, lambda
+    // and 1 for MAERI, whose cluster size already fixes it).
     double tuples = 1;
-    for (int d = 0; d < 3; ++d)
-      if (!(flow.style == Style::kMaeri && d == flow.intra_dim))
-        tuples *= static_cast<double>(problem.dims[static_cast<std::size_t>(d)]);
+    for (int d = 0; d < 3; ++d) {
+      const auto n = static_cast<double>(problem.dims[static_cast<std::size_t>(d)]);
+      if (d == flow.intra_dim)
+        tuples *= flow.style == Style::kMaeri ? 1.0 : n;
+      else
+        tuples *= n * (n + 1) / 2;
+    }
     g.before_pruning += tuples;
-    enumerate(flow, problem, chip, pruned, g.candidates);
+    // MAERI's cluster size is its last loop's tile T^out (Table 2), so it
+    // takes the same values as every other tile.
+    if (style == Style::kMaeri && values == TileValues::kPow2) {
+      const std::int64_t lambda = flow.cluster_size;
+      const std::int64_t top =
+          std::min(chip.pes, problem.dims[static_cast<std::size_t>(flow.order[2])]);
+      if ((lambda & (lambda - 1)) != 0 && lambda != top) continue;
+    }
+    ++g.dataflows;
+    enumerate(flow, problem, chip, pruned, values, limit, g.candidates);
   }
   return g;
 }
@@ -374,7 +437,9 @@ Candidate non_tiled(const Dataflow& flow) {
   // one element of it.
   Candidate c;
   c.flow = flow;
-  c.tile = {1, 1, 1};
+  c.outer = c.inner = {1, 1, 1};
+  if (flow.style == Style::kMaeri)
+    c.outer[static_cast<std::size_t>(flow.intra_dim)] = flow.cluster_size;
   return c;
 }
 
@@ -382,7 +447,12 @@ MappingBuilder::MappingBuilder(const Operator& op, const Architecture& arch)
     : problem_(problem_from(op)), base_(Mapping::trivial(op, arch)) {
   (void)chip_from(arch);  // checks the chip's shape
   for (int d = 0; d < 3; ++d) id_[static_cast<std::size_t>(d)] = op.find_dim(kDimNames[d]);
-  base_.level(1).split.assign(static_cast<std::size_t>(op.num_dims()), 1);
+  const auto n = static_cast<std::size_t>(op.num_dims());
+  auto& pe = base_.level(1);
+  pe.split.assign(n, 1);
+  pe.cluster.split.assign(n, 1);
+  pe.cluster.tile.assign(n, 1);
+  pe.cluster.order.assign(n, 0);
 }
 
 Mapping MappingBuilder::build(const Candidate& c) const {
@@ -391,23 +461,25 @@ Mapping MappingBuilder::build(const Candidate& c) const {
   auto& pe = m.level(1);
   auto& s2 = m.level(2);
   auto& dram = m.level(3);
+  const Extents tile = cluster_tile(c, problem_);
   const Extents step = step_extents(c, problem_);
+  auto& cluster = pe.cluster;
   for (int d = 0; d < 3; ++d) {
     const auto ud = static_cast<std::size_t>(d);
     const auto di = static_cast<std::size_t>(id_[ud]);
-    s1.tile[di] = c.tile[ud];
+    s1.tile[di] = c.inner[ud];
+    cluster.tile[di] = tile[ud];
     // Splits stop where the dimension ends (a split past it would be a
     // unit with no data); the lowering then opens regions of exactly the
     // units that work (Marvel Alg. 1).
-    if (d == c.flow.inter_dim || d == c.flow.intra_dim)
-      pe.split[di] = ceil_div(step[ud], c.tile[ud]);
+    if (d == c.flow.inter_dim) pe.split[di] = ceil_div(step[ud], tile[ud]);
+    if (d == c.flow.intra_dim) cluster.split[di] = ceil_div(tile[ud], c.inner[ud]);
     s2.tile[di] = step[ud];
   }
-  // The compute order of both cluster levels (Table 2), outermost first;
-  // the lowering takes the S2 order for the directives.
+  // The compute order of both cluster levels (Table 2), outermost first.
   for (std::size_t i = 0; i < 3; ++i) {
     const DimId d = id_[static_cast<std::size_t>(c.flow.order[i])];
-    s1.order[i] = s2.order[i] = dram.order[i] = d;
+    s1.order[i] = s2.order[i] = dram.order[i] = cluster.order[i] = d;
   }
   return m;
 }

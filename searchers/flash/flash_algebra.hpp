@@ -9,20 +9,16 @@
 /// and the `flash_count` tool.
 ///
 /// How a candidate is expressed. A candidate is a canonical mapping of the
-/// GEMM on a MAESTRO-style chip (S1 / PE array / S2 / DRAM): the PE array
-/// splits the inter-cluster parallel dimension over the clusters and the
-/// intra-cluster one over the lambda PEs of a cluster, S1 holds each PE's
-/// tile, and S2 iterates in the style's compute order. Marvel's Algorithm 1
-/// (mapex::mdc::from_mapping) lowers it to exactly the directives of
-/// Table 2 (tested), so FLASH's results are evaluated through the job's
-/// cost model and stored like every other searcher's. The price: a
-/// canonical mapping has one loop per dimension between the two cluster
-/// levels, so a dimension that is temporal inside the cluster has one tile
-/// for both levels (T^in = T^out, as in the paper's own examples, §3.2 and
-/// Fig. 6). Table 6's inner bounds (Eq. 2/4, S1) and outer bounds (Eq. 1/3,
-/// S2) therefore both bound that one tile, and Eq. 1 is applied with the
-/// extent one outer step really covers (clusters x tile) instead of the
-/// whole dimension.
+/// GEMM on a MAESTRO-style chip (S1 / PE array / S2 / DRAM) with a cluster
+/// level on the PE array (mapping.hpp, ClusterMapping): the array's split
+/// spreads the clusters over the inter-cluster parallel dimension, each
+/// cluster steps through its outer tile T^out by the inner tiles T^in of
+/// its lambda PEs, which share the intra-cluster dimension; S1 holds T^in,
+/// S2 one outer step, and S2 and DRAM iterate in the style's compute
+/// order. Marvel's Algorithm 1 (mapex::mdc::from_mapping) lowers it to
+/// exactly the directives of Table 2, TemporalMaps inside the Cluster
+/// included (tested), so FLASH's results are evaluated through the job's
+/// cost model and stored like every other searcher's.
 
 #include <array>
 #include <cstdint>
@@ -93,19 +89,29 @@ std::vector<std::int64_t> cluster_sizes(Style style, const LoopOrder& order, con
 /// Algorithm 2, line 1: every (loop order, cluster size) of the style.
 std::vector<Dataflow> dataflows(Style style, const Problem& problem, std::int64_t pes);
 
-/// A candidate: a dataflow and each PE's tile (the S1 tile; see the file
-/// comment for how it relates to T^in and T^out).
+/// A candidate: a dataflow and its tiles in Table 2's terms.
+/// - `outer` (T^out): the inter-cluster dimension's tile per cluster, the
+///   other temporal dimension's outer tile, and the intra-cluster tile:
+///   each PE's share of the intra dimension for STT_TTS / STT_TST (the
+///   cluster covers T^out x lambda of it), lambda itself for MAERI (whose
+///   SMap(1, 1) gives each PE one element).
+/// - `inner` (T^in): each PE's tile, held in S1; along the intra dimension
+///   it is T^out (STT) or 1 (MAERI), as Table 6's last rows fix it.
 struct Candidate {
   Dataflow flow;
-  Extents tile{1, 1, 1};
+  Extents outer{1, 1, 1};
+  Extents inner{1, 1, 1};
 };
 
+/// Elements one cluster covers per dimension (the cluster level's tile).
+Extents cluster_tile(const Candidate& c, const Problem& problem);
 /// Elements one outer step (one iteration of the inter-cluster directives)
-/// covers per dimension: the inter-cluster dimension over all clusters, the
-/// intra-cluster one over the lambda PEs, capped by the dimension.
+/// covers per dimension: the cluster tile, the inter-cluster dimension
+/// over all clusters, capped by the dimension.
 Extents step_extents(const Candidate& c, const Problem& problem);
-/// Left sides of Eq. 2 (S1, per PE) and Eq. 1 (S2, one outer step):
-/// A + B + C tiles, in elements. Double buffering halves the buffer.
+/// Left sides of Eq. 2 (S1, per PE: the inner tiles) and Eq. 1 (S2, one
+/// outer step): A + B + C tiles, in elements. Double buffering halves the
+/// buffer.
 std::int64_t s1_footprint(const Candidate& c);
 std::int64_t s2_footprint(const Candidate& c, const Problem& problem);
 bool fits(const Candidate& c, const Problem& problem, const Chip& chip);
@@ -130,36 +136,50 @@ double inner_bound_maeri(double alpha);
 std::array<double, 2> inner_pair_bounds(double intra_tile, double cap_x, double cap_y,
                                         double alpha);
 
-/// The pruned tile ranges [1, upper] of one dataflow (Algorithm 2, lines
-/// 7-8). `spatial_tile` is the tile of the inter-cluster dimension, which
-/// the S2 bound depends on through the extent of one outer step; the other
-/// entries are computed from it.
-Extents candidate_upper_bounds(const Dataflow& flow, const Problem& problem, const Chip& chip,
-                               std::int64_t spatial_tile);
+/// The pruned ranges [1, upper] of one dataflow (Algorithm 2, lines 7-8;
+/// Table 6) for an inter-cluster tile `inter_tile` (at most its share
+/// lambda D / P): `outer` bounds T^out by the S2 equations (Eq. 1/3, with
+/// the extent one step covers; MAERI's intra entry is lambda).
+struct Bounds {
+  Extents outer{1, 1, 1};
+  bool feasible = true;  ///< false when lambda itself breaks Eq. 3 (MAERI)
+};
+Bounds outer_bounds(const Dataflow& flow, const Problem& problem, const Chip& chip,
+                    std::int64_t inter_tile);
+/// T^in bounds of the inter and the other dimension for a candidate whose
+/// outer tiles (and intra tile) are set.
+std::array<std::int64_t, 2> inner_bounds(const Candidate& c, const Chip& chip);
 
 /// What Algorithm 2 produced for a style.
 struct Generation {
   std::vector<Candidate> candidates;  ///< after pruning, in a fixed order
-  /// Tile tuples before pruning: every tile from 1 to its dimension for
-  /// every dataflow (§4, "baseline candidates").
+  /// Tile tuples before pruning (§4, "baseline candidates"): for every
+  /// dataflow, every outer tile from 1 to its dimension and every inner
+  /// tile from 1 to its outer tile, for the tiles the style leaves free.
   double before_pruning = 0;
   std::size_t dataflows = 0;
 };
 /// `pruned`: Table 6's bounds then Eq. 1-2 (FLASH). Otherwise every tile
-/// tuple of the style whose tiles fit S1 and S2 (the reference space for
-/// measuring what pruning loses; tuples that overflow a buffer are invalid
-/// under any capacity-checking model and are not generated).
-/// `orders` empty: all of the style's orders.
+/// tuple of the style (T^out from 1 to its dimension's share, T^in from 1
+/// to T^out) whose tiles fit S1 and S2 (the reference space for measuring
+/// what pruning loses; tuples that overflow a buffer are invalid under any
+/// capacity-checking model and are not generated).
+/// `orders` empty: all of the style's orders. `values`: which integers of
+/// each range are tiles. More than `limit` candidates: InputError.
+enum class TileValues { kPow2, kAll };
 Generation generate(Style style, const Problem& problem, const Chip& chip, bool pruned,
-                    const std::vector<LoopOrder>& orders = {});
+                    const std::vector<LoopOrder>& orders = {}, TileValues values = TileValues::kAll,
+                    std::size_t limit = 50'000'000);
 
-/// The non-tiled mapping of a dataflow (§3.2, Fig. 6(a)): tile 1 on the
-/// two outer loops, the innermost loop's tile filling the cluster.
+/// The non-tiled mapping of a dataflow (§3.2, Fig. 6(a)): tiles of 1 on
+/// the two outer loops, the innermost loop's tile filling the cluster with
+/// one element per PE.
 Candidate non_tiled(const Dataflow& flow);
 
 /// The canonical mapping of a candidate on an S1 / PE array / S2 / DRAM
-/// chip (see the file comment): PE array split {inter: clusters, intra:
-/// lambda} (capped by what the dimension needs), S1 tile, S2 holding one
+/// chip (see the file comment): PE array split {inter: clusters} with a
+/// cluster level {split {intra: lambda}, tile T^out, the style's order}
+/// (splits capped by what the dimension needs), S1 holding T^in, S2 one
 /// outer step, S2 and DRAM iterating in the style's order.
 Mapping to_mapping(const Candidate& c, const Operator& op, const Architecture& arch);
 /// The same for many candidates of one operator and chip: checks and looks

@@ -4,7 +4,8 @@
 //       §5.2's pruning factor: the unpruned tile-size combinations by the
 //       paper's rule, and what Eq. 3-4 leave.
 //   mapex-flash candidates --workload W [--layer L] --arch A --style S
-//       [--order o] [--space pruned|full|non_tiled] [--costmodel mdc] [-j N] [--csv no]
+//       [--order o] [--space pruned|full|non_tiled] [--tiles pow2|all] [--costmodel mdc]
+//       [-j N] [--csv no]
 //       Every candidate of Algorithm 2 evaluated, one CSV row each (for
 //       Fig. 7's histogram), and on standard error the time generation and
 //       evaluation took.
@@ -35,7 +36,8 @@ using Clock = std::chrono::steady_clock;
 const char* const kUsage =
     "usage: mapex-flash count [--n N] [--alpha WORDS] [--beta WORDS]\n"
     "       mapex-flash candidates --workload W [--layer L] --arch A --style S [--order o]\n"
-    "                              [--space pruned|full|non_tiled] [--costmodel NAME] [-j N]\n"
+    "                              [--space pruned|full|non_tiled] [--tiles pow2|all]\n"
+    "                              [--costmodel NAME] [-j N]\n"
     "                              [--csv no]\n";
 
 std::map<std::string, std::string> parse_flags(int argc, char** argv) {
@@ -123,7 +125,11 @@ int candidates(const std::map<std::string, std::string>& flags) {
   const auto bound = model->bind(*op, arch);
 
   const auto t0 = Clock::now();
-  fl::Generation g = fl::generate(*style, problem, chip, space == "pruned", orders);
+  const std::string tiles = flags.count("--tiles") ? flags.at("--tiles") : "pow2";
+  if (tiles != "pow2" && tiles != "all") throw mapex::InputError("--tiles expects pow2 or all");
+  fl::Generation g =
+      fl::generate(*style, problem, chip, space == "pruned", orders,
+                   tiles == "all" ? fl::TileValues::kAll : fl::TileValues::kPow2, 5'000'000);
   if (space == "non_tiled") {
     g.candidates.clear();
     for (const auto& flow : fl::dataflows(*style, problem, chip.pes)) {
@@ -143,7 +149,8 @@ int candidates(const std::map<std::string, std::string>& flags) {
   const bool csv = !flags.count("--csv") || flags.at("--csv") != "no";
   if (csv)
     std::printf(
-        "style,order,cluster_size,T_M,T_N,T_K,valid,latency_cycles,energy_pj,"
+        "style,order,cluster_size,T_M_out,T_N_out,T_K_out,T_M_in,T_N_in,T_K_in,valid,"
+        "latency_cycles,energy_pj,"
         "S1_A,S1_B,S1_C,S2_A,S2_B,S2_C\n");
   double best = 0;
   for (const auto& m : metrics)
@@ -161,12 +168,13 @@ int candidates(const std::map<std::string, std::string>& flags) {
       for (std::size_t t = 0; t < m.levels[lv].tensors.size() && t < 3; ++t)
         acc[slot][t] = m.levels[lv].tensors[t].reads + m.levels[lv].tensors[t].writes;
     }
-    std::printf("%s,%s,%lld,%lld,%lld,%lld,%d,%.17g,%.17g,%g,%g,%g,%g,%g,%g\n",
+    std::printf("%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.17g,%.17g,%g,%g,%g,%g,%g,%g\n",
                 fl::to_string(c.flow.style).c_str(), fl::to_string(c.flow.order).c_str(),
-                static_cast<long long>(c.flow.cluster_size), static_cast<long long>(c.tile[0]),
-                static_cast<long long>(c.tile[1]), static_cast<long long>(c.tile[2]),
-                m.valid ? 1 : 0, m.latency_cycles, m.energy_pj, acc[0][0], acc[0][1], acc[0][2],
-                acc[1][0], acc[1][1], acc[1][2]);
+                static_cast<long long>(c.flow.cluster_size), static_cast<long long>(c.outer[0]),
+                static_cast<long long>(c.outer[1]), static_cast<long long>(c.outer[2]),
+                static_cast<long long>(c.inner[0]), static_cast<long long>(c.inner[1]),
+                static_cast<long long>(c.inner[2]), m.valid ? 1 : 0, m.latency_cycles, m.energy_pj,
+                acc[0][0], acc[0][1], acc[0][2], acc[1][0], acc[1][1], acc[1][2]);
   }
   std::fprintf(stderr,
                "%s %s %s: %zu candidates (%.6g tile tuples before pruning); generation %.3f s, "

@@ -174,7 +174,9 @@ TEST_F(BadInput, UnknownPlugin) {
   text.replace(text.find("searchers: [random]"), 19, "searchers: [annealing]");
   const std::string e = run_bad("unknown_plugin.yaml", text);
   EXPECT_HAS(e, "unknown_plugin.yaml:5:13");
-  EXPECT_HAS(e, "unknown searcher 'annealing' (known: exhaustive, flash, kapla, marvel, random)");
+  EXPECT_HAS(e,
+             "unknown searcher 'annealing' (known: exhaustive, flash, kapla, marvel, nn_dataflow, "
+             "random)");
 }
 
 TEST_F(BadInput, UnknownSearcherParameter) {

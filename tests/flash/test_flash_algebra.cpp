@@ -10,6 +10,8 @@
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/mdc.hpp>
+#include <set>
+#include <tuple>
 
 #include "engine.hpp"
 #include "flash_algebra.hpp"
@@ -121,29 +123,54 @@ TEST(FlashDataflows, StylesHaveTable2OrdersAndClusterSizes) {
 }
 
 TEST(FlashCandidates, PrunedCandidatesFitAndAreASubsetOfTheFullSpace) {
-  const fl::Problem p{{512, 256, 256}};  // workload VI
+  // A problem small enough for the full space of every integer tile.
+  const fl::Problem p{{48, 32, 40}};
+  const fl::Chip chip{64, 128, 4096};
+  auto key = [](const fl::Candidate& c) {
+    return std::tuple(c.flow.order, c.flow.cluster_size, c.outer, c.inner);
+  };
   for (auto s : fl::kAllStyles) {
     const std::vector<fl::LoopOrder> orders{fl::loop_orders(s)[0]};
-    const auto pruned = fl::generate(s, p, kEdge, true, orders);
-    const auto full = fl::generate(s, p, kEdge, false, orders);
+    const auto pruned = fl::generate(s, p, chip, true, orders);
+    const auto full = fl::generate(s, p, chip, false, orders);
     ASSERT_FALSE(pruned.candidates.empty()) << fl::to_string(s);
     EXPECT_LT(pruned.candidates.size(), full.candidates.size()) << fl::to_string(s);
     EXPECT_EQ(pruned.before_pruning, full.before_pruning);
     EXPECT_GT(pruned.before_pruning, static_cast<double>(full.candidates.size()));
+    std::set<decltype(key(full.candidates[0]))> in_full;
+    for (const auto& c : full.candidates) in_full.insert(key(c));
     for (const auto& c : pruned.candidates) {
-      ASSERT_TRUE(fl::fits(c, p, kEdge));
-      // Eq. 2 with double buffering: the three per-PE tiles in half of S1.
-      ASSERT_LE(2 * fl::s1_footprint(c), 512);
-      ASSERT_LE(2 * fl::s2_footprint(c, p), 102400);
-      const auto upper = fl::candidate_upper_bounds(c.flow, p, kEdge, c.tile[c.flow.inter_dim]);
-      for (int d = 0; d < 3; ++d) ASSERT_LE(c.tile[d], upper[d]);
+      ASSERT_TRUE(in_full.count(key(c))) << fl::to_string(s);
+      ASSERT_TRUE(fl::fits(c, p, chip));
+      // Eq. 1-2 with double buffering: the three tiles in half of each buffer.
+      ASSERT_LE(2 * fl::s1_footprint(c), chip.s1_words);
+      ASSERT_LE(2 * fl::s2_footprint(c, p), chip.s2_words);
+      // Table 6: T^out within the S2 bounds, T^in within the S1 bounds
+      // around the intra tile and within T^out.
+      const auto b = fl::outer_bounds(c.flow, p, chip, c.outer[c.flow.inter_dim]);
+      ASSERT_TRUE(b.feasible);
+      for (int d = 0; d < 3; ++d) ASSERT_LE(c.outer[d], b.outer[d]);
+      const auto in = fl::inner_bounds(c, chip);
+      ASSERT_LE(c.inner[c.flow.inter_dim], in[0]);
+      ASSERT_LE(c.inner[3 - c.flow.inter_dim - c.flow.intra_dim], in[1]);
+      for (int d = 0; d < 3; ++d) ASSERT_LE(c.inner[d], c.outer[d]);
     }
+    // Powers of two (and each range's bound) keep a subset of the same ranges.
+    const auto pow2 = fl::generate(s, p, chip, true, orders, fl::TileValues::kPow2);
+    EXPECT_LT(pow2.candidates.size(), pruned.candidates.size()) << fl::to_string(s);
+    std::set<decltype(key(full.candidates[0]))> in_pruned;
+    for (const auto& c : pruned.candidates) in_pruned.insert(key(c));
+    for (const auto& c : pow2.candidates) ASSERT_TRUE(in_pruned.count(key(c)));
   }
+  const fl::Problem vi{{512, 256, 256}};  // workload VI, Edge
   // MAERI: the intra-cluster tile is SMap(1,1) and lambda obeys Eq. 3 for
   // the extent one outer step covers (85 when that is all of N = 256).
-  for (const auto& c : fl::generate(fl::Style::kMaeri, p, kEdge, true).candidates) {
-    ASSERT_EQ(c.tile[c.flow.intra_dim], 1);
-    const auto extent = fl::step_extents(c, p)[c.flow.inter_dim];
+  for (const auto& c :
+       fl::generate(fl::Style::kMaeri, vi, kEdge, true, {}, fl::TileValues::kPow2).candidates) {
+    ASSERT_EQ(c.inner[c.flow.intra_dim], 1);
+    ASSERT_EQ(c.outer[c.flow.intra_dim], c.flow.cluster_size);
+    const auto extent =
+        std::min(vi.dims[c.flow.inter_dim], c.outer[c.flow.inter_dim] * c.flow.clusters);
     ASSERT_LE(c.flow.cluster_size,
               std::floor(fl::outer_bound_maeri(static_cast<double>(extent), 102400)));
     if (extent == 256) {
@@ -154,11 +181,13 @@ TEST(FlashCandidates, PrunedCandidatesFitAndAreASubsetOfTheFullSpace) {
 
 TEST(FlashCandidates, GenerationIsDeterministic) {
   const fl::Problem p{{8, 8192, 1024}};
-  const auto a = fl::generate(fl::Style::kNvdla, p, kEdge, true);
-  const auto b = fl::generate(fl::Style::kNvdla, p, kEdge, true);
+  const auto a = fl::generate(fl::Style::kNvdla, p, kEdge, true, {}, fl::TileValues::kPow2);
+  const auto b = fl::generate(fl::Style::kNvdla, p, kEdge, true, {}, fl::TileValues::kPow2);
   ASSERT_EQ(a.candidates.size(), b.candidates.size());
-  for (std::size_t i = 0; i < a.candidates.size(); ++i)
-    ASSERT_EQ(a.candidates[i].tile, b.candidates[i].tile);
+  for (std::size_t i = 0; i < a.candidates.size(); ++i) {
+    ASSERT_EQ(a.candidates[i].outer, b.candidates[i].outer);
+    ASSERT_EQ(a.candidates[i].inner, b.candidates[i].inner);
+  }
 }
 
 TEST(FlashCandidates, BuffersTooSmallLeaveNoCandidate) {
@@ -167,39 +196,33 @@ TEST(FlashCandidates, BuffersTooSmallLeaveNoCandidate) {
   for (auto s : fl::kAllStyles) EXPECT_TRUE(fl::generate(s, p, tiny, true).candidates.empty());
 }
 
-// Table 2's GEMM mappings, with T^in = T^out for the dimensions that are
-// temporal inside the cluster: the lowering's inner region holds the
-// SpatialMap and MAESTRO fills the inner TemporalMaps from the level above
-// (same sizes), as flash_algebra.hpp explains.
+// Table 2's GEMM mappings, outer tiles above the Cluster directive and
+// inner tiles below it, every style (FLASH §3.1, Table 2).
 TEST(FlashLowering, EveryStyleLowersToItsTable2Directives) {
   const auto arch = edge();
   const auto op = mapex::make_gemm("VI", 512, 256, 256);
   const fl::Problem p = fl::problem_from(op);
-  auto cand = [&](fl::Style s, std::int64_t lambda, fl::Extents tile,
+  auto cand = [&](fl::Style s, std::int64_t lambda, fl::Extents outer, fl::Extents inner,
                   fl::LoopOrder order = {-1, -1, -1}) {
     fl::Candidate c;
     c.flow = flow_of(s, p, lambda, order);
-    c.tile = tile;
+    c.outer = outer;
+    c.inner = inner;
     return c;
   };
-  // Eyeriss STT_TTS-MNK: SMap(T_M) M; TMap(T_N) N; TMap(T_K x l) K; Cluster(l); SMap(T_K) K.
-  EXPECT_EQ(lowered(cand(fl::Style::kEyeriss, 8, {2, 3, 4}), op, arch),
-            "S(2,2)M T(3,3)N T(32,32)K C(8) S(4,4)K ");
-  // NVDLA STT_TTS-NKM: SMap(T_N) N; TMap(T_K x l) K; TMap(T_M) M; Cluster(l); SMap(T_K) K.
-  EXPECT_EQ(lowered(cand(fl::Style::kNvdla, 16, {5, 2, 3}), op, arch),
-            "S(2,2)N T(48,48)K T(5,5)M C(16) S(3,3)K ");
-  // TPU STT_TTS-NMK: SMap(T_N) N; TMap(T_M) M; TMap(T_K x l) K; Cluster(l); SMap(T_K) K.
-  EXPECT_EQ(lowered(cand(fl::Style::kTpu, 16, {5, 2, 3}), op, arch),
-            "S(2,2)N T(5,5)M T(48,48)K C(16) S(3,3)K ");
-  // ShiDianNao STT_TST-MNK: SMap(T_M) M; TMap(T_N x l) N; TMap(T_K) K; Cluster(l); SMap(T_N) N.
-  EXPECT_EQ(lowered(cand(fl::Style::kShidiannao, 8, {2, 3, 4}), op, arch),
-            "S(2,2)M T(24,24)N T(4,4)K C(8) S(3,3)N ");
-  // MAERI TST_TTS-MNK: TMap(T_M) M; SMap(T_N) N; TMap(T_K) K; Cluster(T_K); SMap(1) K.
-  EXPECT_EQ(lowered(cand(fl::Style::kMaeri, 4, {2, 3, 1}, {fl::kM, fl::kN, fl::kK}), op, arch),
-            "T(2,2)M S(3,3)N T(4,4)K C(4) S(1,1)K ");
-  // MAERI TST_TTS-KNM: TMap(T_K) K; SMap(T_N) N; TMap(T_M) M; Cluster(T_M); SMap(1) M.
-  EXPECT_EQ(lowered(cand(fl::Style::kMaeri, 8, {1, 2, 5}, {fl::kK, fl::kN, fl::kM}), op, arch),
-            "T(5,5)K S(2,2)N T(8,8)M C(8) S(1,1)M ");
+  // Eyeriss STT_TTS-MNK: SMap(T_M^out) M; TMap(T_N^out) N; TMap(T_K^out x l) K; Cluster(l);
+  // TMap(T_M^in) M; TMap(T_N^in) N; SMap(T_K^out) K. 32 clusters: T_M^out = 512 / 32 = 16.
+  EXPECT_EQ(lowered(cand(fl::Style::kEyeriss, 8, {16, 6, 4}, {2, 3, 4}), op, arch),
+            "S(16,16)M T(6,6)N T(32,32)K C(8) T(2,2)M T(3,3)N S(4,4)K ");
+  // NVDLA STT_TTS-NKM: SMap(T_N^out) N; TMap(T_K^out x l) K; TMap(T_M^out) M; Cluster(l);
+  // TMap(T_N^in) N; SMap(T_K^out) K; TMap(T_M^in) M. 16 clusters: T_N^out = 16.
+  EXPECT_EQ(lowered(cand(fl::Style::kNvdla, 16, {10, 16, 3}, {5, 2, 3}), op, arch),
+            "S(16,16)N T(48,48)K T(10,10)M C(16) T(2,2)N S(3,3)K T(5,5)M ");
+  // MAERI TST_TTS-MNK: TMap(T_M^out) M; SMap(T_N^out) N; TMap(T_K^out) K; Cluster(T_K^out);
+  // TMap(T_M^in) M; TMap(T_N^in) N; SMap(1) K. 64 clusters of 4: T_N^out = 4.
+  EXPECT_EQ(lowered(cand(fl::Style::kMaeri, 4, {64, 4, 4}, {8, 2, 1}, {fl::kM, fl::kN, fl::kK}), op,
+                    arch),
+            "T(64,64)M S(4,4)N T(4,4)K C(4) T(8,8)M T(2,2)N S(1,1)K ");
 }
 
 TEST(FlashLowering, SplitsEngageTheClustersTheDimensionNeeds) {
@@ -207,12 +230,43 @@ TEST(FlashLowering, SplitsEngageTheClustersTheDimensionNeeds) {
   const auto op = mapex::make_gemm("III", 8, 8, 8192);
   const fl::Problem p = fl::problem_from(op);
   fl::Candidate c;
-  c.flow = flow_of(fl::Style::kEyeriss, p, 12);  // 21 clusters, M = 8 needs 4 of tile 2
-  c.tile = {2, 1, 1};
+  c.flow = flow_of(fl::Style::kEyeriss, p, 12);  // 21 clusters, M = 8: one element each
+  c.outer = {1, 1, 1};
+  c.inner = {1, 1, 1};
   const auto m = fl::to_mapping(c, op, arch);
   EXPECT_FALSE(m.structural_error(op, arch));
   const auto l = mapex::mdc::from_mapping(op, arch, m);
-  EXPECT_EQ(l.hardware.num_pes, 4 * 12);
+  EXPECT_EQ(l.hardware.num_pes, 8 * 12);
+}
+
+// FLASH Table 5, tiled MAERI-style <m,n,k> on workload VI, Edge: T_M^out
+// = 64 stepped by T_M^in = 8 and T_N^out = 64 by T_N^in = 8 in clusters of
+// 64 PEs, a candidate of the pruned power-of-two space. The paper reports
+// 0.13 ms and S2 accesses (reads + writes) of 2.6e5 (A), 4.7e5 (B) and
+// 6.5e5 (C).
+TEST(FlashLowering, Table5TiledMaeriMatchesThePaper) {
+  const auto arch = edge();
+  const auto op = mapex::make_gemm("VI", 512, 256, 256);
+  const fl::Problem p = fl::problem_from(op);
+  fl::Candidate c;
+  c.flow = flow_of(fl::Style::kMaeri, p, 64, {fl::kM, fl::kN, fl::kK});
+  c.outer = {64, 64, 64};
+  c.inner = {8, 8, 1};
+  ASSERT_TRUE(fl::fits(c, p, kEdge));
+  bool generated = false;
+  for (const auto& g :
+       fl::generate(fl::Style::kMaeri, p, kEdge, true, {c.flow.order}, fl::TileValues::kPow2)
+           .candidates)
+    generated =
+        generated || (g.flow.cluster_size == 64 && g.outer == c.outer && g.inner == c.inner);
+  EXPECT_TRUE(generated);
+  const auto lowered_mapping = mapex::mdc::from_mapping(op, arch, fl::to_mapping(c, op, arch));
+  const auto r = mapex::mdc::engine::analyse(
+      mapex::mdc::engine::compile(lowered_mapping.layer, lowered_mapping.hardware, false));
+  EXPECT_NEAR(r.runtime_cycles / 1e6, 0.13, 0.13 * 0.05);  // ms at 1 GHz
+  EXPECT_NEAR(r.input_l2_rd + r.input_l2_wr, 2.6e5, 2.6e5 * 0.25);
+  EXPECT_NEAR(r.filter_l2_rd + r.filter_l2_wr, 4.7e5, 4.7e5 * 0.25);
+  EXPECT_NEAR(r.output_l2_rd + r.output_l2_wr, 6.5e5, 6.5e5 * 0.25);
 }
 
 TEST(FlashInput, NonGemmOperatorsAndOtherChipsAreRefused) {
@@ -292,6 +346,6 @@ TEST(FlashBounds, ACappedTileLeavesItsRoomToThePartner) {
   const auto g = fl::generate(fl::Style::kTpu, fl::Problem{{8192, 8, 1024}}, kEdge, true);
   bool found = false;
   for (const auto& c : g.candidates)
-    found = found || (c.flow.cluster_size == 256 && c.tile == fl::Extents{27, 8, 1});
+    found = found || (c.flow.cluster_size == 256 && c.inner == fl::Extents{27, 8, 1});
   EXPECT_TRUE(found);
 }

@@ -30,14 +30,14 @@ std::string best_line(const std::string& out) {
 }  // namespace
 
 TEST(FlashCli, SearchReportsPruningAndTheNonTiledReference) {
-  const auto r = run_cli(search({"--param", "style=nvdla", "-j", "2"}));
+  const auto r = run_cli(search({"--param", "style=tpu", "-j", "2"}));
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("tile tuples before pruning"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("candidates after"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("non-tiled reference"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stopped: all candidates evaluated"), std::string::npos) << r.out;
   // The same best with one thread.
-  const auto one = run_cli(search({"--param", "style=nvdla", "-j", "1"}));
+  const auto one = run_cli(search({"--param", "style=tpu", "-j", "1"}));
   ASSERT_EQ(one.status, 0) << one.err;
   EXPECT_EQ(best_line(one.out), best_line(r.out));
   EXPECT_FALSE(best_line(r.out).empty());
@@ -125,7 +125,9 @@ TEST(FlashTool, CandidatesAreCsvWithTimings) {
                           "III", "--arch", kEdge, "--style", "shidiannao", "-j", "1"},
                          {}, MAPEX_FLASH_BINARY);
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out.rfind("style,order,cluster_size,T_M,T_N,T_K,valid,latency_cycles", 0), 0u);
+  EXPECT_EQ(r.out.rfind(
+                "style,order,cluster_size,T_M_out,T_N_out,T_K_out,T_M_in,T_N_in,T_K_in,valid,", 0),
+            0u);
   EXPECT_NE(r.out.find("\nshidiannao,mnk,"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("generation"), std::string::npos) << r.err;
 }

@@ -35,12 +35,22 @@ std::vector<std::string> names_of(PluginKind kind) {
   return out;
 }
 
-/// One search by the named searcher under roofline, on `threads` workers.
+/// The cost model a searcher runs under in the suite: roofline, except for
+/// searchers tied to one model (nn_dataflow searches nn_dataflow's space
+/// and refuses any other model).
+std::pair<std::string, std::map<std::string, std::string>> model_for(const std::string& plugin) {
+  if (plugin == "nn_dataflow") return {"tensor_centric", {{"model", "nn_dataflow"}}};
+  return {"roofline", {}};
+}
+
+/// One search by the named searcher under its suite model (model_for), on
+/// `threads` workers.
 JobResult search_with(const std::string& plugin, const Operator& op, const Architecture& arch,
                       Budget budget, std::uint64_t seed, int threads,
                       const std::map<std::string, std::string>& params, bool keep_trace = false) {
   const auto searcher = registry().make_searcher(plugin, params);
-  const auto model = registry().make_costmodel("roofline", {});
+  const auto [model_name, model_params] = model_for(plugin);
+  const auto model = registry().make_costmodel(model_name, model_params);
   SearchRequest r;
   r.op = &op;
   r.arch = &arch;
@@ -61,6 +71,19 @@ class SearcherSuite : public ::testing::TestWithParam<std::string> {
                    int threads, std::map<std::string, std::string> params = {}) {
     if (GetParam() == "random" && !params.count("victory_condition") && !budget.max_evaluations)
       params["victory_condition"] = "200";
+    if (GetParam() == "nn_dataflow") {
+      // nn_dataflow's model covers convolutions and FC layers on a chip of
+      // REGF / PE array / GBUF / node array / DRAM: the same test on such a
+      // chip, with the first buffer's size as the REGF's, and a small
+      // convolution for a GEMM.
+      const Operator conv =
+          op.kind() == "conv2d" ? op : make_conv2d("c", Conv2dShape{1, 8, 8, 6, 6, 3, 3});
+      const Architecture chip = Architecture::make(
+          "nndf_chip", 1000, 16, 1, 1,
+          {test::buffer("REGF", arch.levels()[0].size_bytes, 1, 1), test::spatial("PEs", {4, 4}),
+           test::buffer("GBUF", 1 << 14, 6, 6), test::spatial("nodes", {2, 2}), test::dram(200)});
+      return search_with(GetParam(), conv, chip, budget, seed, threads, params);
+    }
     return search_with(GetParam(), op, arch, budget, seed, threads, params);
   }
   /// A convolution, or a GEMM of a similar size for searchers that map

@@ -47,6 +47,13 @@ struct NestAnalysis {
   /// tile_counts[level + 1][dim]: number of tiles of the level along dim
   /// over all instances and time; row 0 is the MACs (tiles of 1).
   std::vector<std::vector<double>> tile_counts;
+  /// For a spatial level with a cluster level (mapping.hpp, ClusterMapping):
+  /// cluster_counts[level][dim] counts its clusters' tiles (T^out) and
+  /// step_counts[level][dim] their steps (child span x cluster split) along
+  /// dim over all instances and time; for other levels both equal the
+  /// level's own tile count, so the cluster level has one trip.
+  std::vector<std::vector<double>> cluster_counts;
+  std::vector<std::vector<double>> step_counts;
   /// Cycles if each PE does `macs_per_pe` MACs per cycle and the spatial
   /// levels run their children in lock step (edge tiles idle some PEs).
   double compute_cycles = 0;

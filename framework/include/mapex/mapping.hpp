@@ -17,6 +17,25 @@
 
 namespace mapex {
 
+/// A spatial level's cluster tile (FLASH §4, Table 2; MAESTRO's Cluster
+/// directive, §III): the level's children are grouped into clusters of
+/// prod(split) units; one cluster steps in time over `tile` (T^out), each
+/// step covering child span x split (T^in over the cluster's units), in
+/// `order` (outermost first); the level's own `split` then spreads the
+/// clusters, so the level's span is tile x split. Between the two splits
+/// there is no buffer: every step refills the children from the data level
+/// above (Timeloop's image: a storage level that bypasses every tensor and
+/// holds these temporal and spatial loops).
+struct ClusterMapping {
+  std::vector<std::int64_t> split;  ///< units per cluster along each dimension
+  std::vector<std::int64_t> tile;   ///< T^out per dimension
+  std::vector<DimId> order;         ///< the cluster's temporal loops, outermost first
+  /// Empty (no cluster level): the children of the level form one cluster
+  /// whose tile is their span.
+  bool active() const { return !tile.empty(); }
+  bool operator==(const ClusterMapping&) const = default;
+};
+
 struct LevelMapping {
   /// Buffer/DRAM: tile size per dimension (DRAM: the full bounds).
   std::vector<std::int64_t> tile;
@@ -32,6 +51,8 @@ struct LevelMapping {
   /// fixes each child's coordinate: for d in order, coord = coord x
   /// axes[d] + index[d] on every axis (nn_dataflow's partition scheme).
   std::vector<std::vector<std::int64_t>> axes;
+  /// Spatial, optional: a cluster level below the split (see ClusterMapping).
+  ClusterMapping cluster;
   /// Buffer levels, optional: keep[t] says whether this level holds tensor
   /// t (Timeloop's keep/bypass per data space, nn_dataflow's GBUF bypass).
   /// A bypassed tensor goes straight between the nearest levels below and
@@ -40,6 +61,17 @@ struct LevelMapping {
   /// partitions names). Spatial and DRAM levels: always empty.
   std::vector<bool> keep;
 };
+
+/// The span a spatial level covers given its children's span `child`:
+/// child x split, or with a cluster level its tile x split; clipped to the
+/// bounds. `inner` (optional) receives the span of one cluster step, child
+/// x cluster split (child x 1 without a cluster level).
+std::vector<std::int64_t> spatial_span(const Operator& op, const LevelMapping& lm,
+                                       const std::vector<std::int64_t>& child,
+                                       std::vector<std::int64_t>* inner = nullptr);
+/// Children of a spatial level that a mapping engages: the product of its
+/// split and of its cluster split.
+std::int64_t units_used(const LevelMapping& lm);
 
 class Mapping {
  public:

@@ -186,8 +186,46 @@ Layout ofmap_layout(const Layer& layer, const Partition& part, const Region& dra
 
 /// Hops to bring each data category to the nodes once
 /// (unit_nhops_to_proc_region).
+/// `categories`: which data categories to compute (the others are 0), so
+/// that a search trying several input layouts on one partition recomputes
+/// only the ifmaps'.
 std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, const Hardware& hw,
-                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding);
+                                 const Layout& ifmaps, const Layout& ofmaps, bool forwarding,
+                                 std::array<bool, 3> categories = {true, true, true});
+
+/// Nodes whose partitions need the same data of each category
+/// (BufShrScheme.size): with forwarding, DRAM fetches divide by them.
+std::array<double, 3> sharing_groups(const Partition& part);
+
+/// Why a loop blocking does not fit: the cheap verdict of score_blocking
+/// (no text, no allocation); `evaluate` turns it into a sentence.
+enum class Misfit { kNone, kShortLoop, kRegf, kGbuf, kRotation };
+
+/// What a loop blocking of one processing pass costs, before the NoC
+/// (LoopBlockingScheme's stats), summed over all nodes.
+struct BlockingStats {
+  std::array<std::array<double, 3>, 2> fetch{};
+  std::array<bool, 3> stored_in_gbuf{};
+  std::array<double, 3> accfwd{};
+  std::array<std::array<double, 3>, 4> access{};     ///< [Mem][Dce]
+  std::array<double, 3> gbuf_words{}, regf_words{};  ///< buffered per node/PE
+  double regf_total = 0, gbuf_total = 0;
+  double gbuf_unshared = 0;  ///< GBUF words were each node to hold its own copy
+  double ops = 0, proc_time = 0, bus_time = 0, dram_time = 0, time = 0;
+  std::array<double, 4> cost_access{};  ///< per Mem
+  /// nn_dataflow's access cost (get_access_cost): what it ranks the loop
+  /// blockings of one pass by.
+  double access_cost() const {
+    return cost_access[0] + cost_access[1] + cost_access[2] + cost_access[3];
+  }
+};
+
+/// Scores one loop blocking of the pass `nld` on a partition whose sharing
+/// groups are `share`. Allocates nothing, so a search calls it in its inner
+/// loop; `out` is complete only when the verdict is kNone.
+Misfit score_blocking(const Hardware& hw, const Options& options,
+                      const std::array<double, 3>& share, const LoopDesc& nld, const Blocking& b,
+                      BlockingStats& out);
 
 /// Scores a scheme. `ifmaps` is where the input lies in DRAM.
 Result evaluate(const Layer& layer, const Hardware& hw, const Options& options,

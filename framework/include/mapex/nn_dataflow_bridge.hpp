@@ -6,7 +6,9 @@
 // is read as (and written from) a partition, a row-stationary processing
 // pass and a loop blocking. The correspondence is in README.md.
 
+#include <boost/config.hpp>
 #include <mapex/architecture.hpp>
+#include <mapex/costmodel.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/metrics.hpp>
 #include <mapex/nn_dataflow.hpp>
@@ -72,6 +74,18 @@ std::optional<std::string> parse_layout(const std::string& text, const Problem& 
 /// Scores a canonical mapping (an invalid result says why it is not an
 /// nn_dataflow scheme or does not fit).
 Result evaluate_mapping(const Problem& problem, const Mapping& mapping);
+
+/// A bound cost model that scores mappings with nn_dataflow's model
+/// (tensor_centric with model=nn_dataflow). A searcher that works in
+/// nn_dataflow's own space finds it with dynamic_cast on the job's bound
+/// model and reads the problem it was bound to (bypass, forwarding, input
+/// layout), so that it searches under exactly the model's settings.
+class BOOST_SYMBOL_VISIBLE BoundNnDataflowModel : public BoundCostModel {
+ public:
+  ~BoundNnDataflowModel() override;
+  /// The layer, chip, options and input layout the model scores with.
+  virtual const Problem& problem() const = 0;
+};
 
 /// mapex's metrics of an evaluated scheme.
 Metrics to_metrics(const Operator& op, const Architecture& arch, const Problem& problem,

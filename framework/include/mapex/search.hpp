@@ -87,6 +87,10 @@ class BOOST_SYMBOL_VISIBLE SearchContext {
   Objective objective() const { return objective_; }
   std::uint64_t seed() const { return seed_; }
   const Budget& budget() const { return budget_; }
+  /// The job's cost model, bound to its operator and architecture. For
+  /// searchers tied to one model (they dynamic_cast it to that model's
+  /// interface); evaluate through `evaluate`, which counts and records.
+  const BoundCostModel& model() const { return *model_; }
 
   /// Evaluates the mappings in parallel and returns their metrics in the
   /// same order. When the budget runs out part way, only the first ones are

@@ -1,0 +1,94 @@
+#pragma once
+/// \file
+// nn_dataflow's search of one layer (stanford-mast/nn_dataflow commit
+// 198a527, `Scheduling.schedule_search` without the inter-layer options),
+// over exactly its space and scored with mapex::ndf's model:
+//
+// - partitions of the node array as `partition.gen_partition` yields them
+//   under the hybrid / batch / ifmaps partitioning options (and its
+//   "guaranteed" naive scheme when none is left);
+// - per partition, the row-stationary PE mapping and each of its
+//   replication choices (MapStrategyEyeriss.gen_nested_loop_desc);
+// - per processing pass, every exact 3-level factorisation of the ifmap,
+//   ofmap and batch loops and every pair of loop orders that
+//   `loop_blocking.skip_conv` keeps (exhaustive loop blocking);
+// - per pass, the top `ntops` blockings by access cost (then time), and
+//   over the layer the top `ntops` schemes by total cost (then time), the
+//   earlier one winning ties, as nn_dataflow's stable sorts do.
+//
+// Per-node results depend on the partition only through the per-node layer
+// and the sharing groups, so they are computed once per distinct pair and
+// reused across partition orders and input layouts (nn_dataflow caches
+// `schedule_search_per_node` the same way).
+
+#include <cstdint>
+#include <mapex/nn_dataflow.hpp>
+#include <string>
+#include <vector>
+
+namespace mapex::ndf {
+
+/// What the search ranks by (nn_dataflow's `--goal`).
+enum class Goal { kEnergy, kDelay, kEnergyDelay };
+
+/// nn_dataflow's partitioning options and ranking.
+struct SearchOptions {
+  bool hybrid = false;    ///< --hybrid-partition (else naive: OFMP for conv, OUTP for FC)
+  bool batch = false;     ///< --batch-partition
+  bool ifmaps = false;    ///< --ifmaps-partition (needs hybrid)
+  std::size_t ntops = 1;  ///< --top: schemes kept per pass and per layer (at least 1)
+  Goal goal = Goal::kEnergy;
+  /// Stop after scoring this many loop blockings (0: no limit); the
+  /// result then holds the best of those scored.
+  std::uint64_t max_blockings = 0;
+  /// Stop after this much wall time (0: no limit); checked every few
+  /// thousand blockings.
+  double max_seconds = 0;
+};
+
+/// The partitions nn_dataflow considers for a layer on `nodes`, in its
+/// order. `conv` is false for the network's input layer, whose input
+/// channels nn_dataflow does not check against the INPP factor.
+std::vector<Partition> gen_partitions(const Layer& layer, const Dim2& nodes,
+                                      const SearchOptions& options, bool conv = true);
+
+/// The DRAM layouts nn_dataflow tries for the network input when `layer` is
+/// the first layer (NNDataflow._gen_input_layout): each partition of the
+/// input over the memory channels, projected onto them.
+std::vector<Layout> network_input_layouts(const Layer& layer, const Hardware& hw,
+                                          const SearchOptions& options);
+
+/// One scheme found, with its total cost and time under the model.
+struct Found {
+  Scheme scheme;
+  std::size_t layout = 0;  ///< index of the input layout it was scored with
+  double cost = 0, time = 0;
+};
+
+struct SearchStats {
+  std::uint64_t partitions = 0;        ///< partitions generated (over all input layouts once)
+  std::uint64_t node_layers = 0;       ///< distinct per-node problems searched
+  std::uint64_t pe_refused = 0;        ///< partitions whose PE mapping uses half the array or less
+  std::uint64_t blockings = 0;         ///< loop blockings scored
+  std::uint64_t fitting = 0;           ///< of them, the ones that fit the buffers
+  std::uint64_t rotation_refused = 0;  ///< fit only with GBUF rotation, which the model refuses
+};
+
+struct SearchOutput {
+  std::vector<Found> tops;  ///< best first, at most `ntops`
+  SearchStats stats;
+  bool complete = true;  ///< false when a limit stopped the search
+};
+
+/// Searches the layer for every input layout in `ifmaps` (a layout whose
+/// order starts with -1 stands for "the layer's own partition projected
+/// onto memory", as the tensor_centric model's unset `ifmap_layout`), and
+/// ranks all schemes found together. Deterministic; single-threaded.
+SearchOutput search(const Layer& layer, const Hardware& hw, const Options& options,
+                    const std::vector<Layout>& ifmaps, const SearchOptions& search_options);
+
+/// The rank key of a scheme's total cost and time under `goal`; smaller is
+/// better, compared lexicographically.
+std::pair<double, double> rank_key(Goal goal, double cost, double time);
+
+}  // namespace mapex::ndf

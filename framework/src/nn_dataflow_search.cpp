@@ -1,0 +1,433 @@
+// nn_dataflow's per-layer search over its own space (see
+// nn_dataflow_search.hpp). Each step names the nn_dataflow routine whose
+// enumeration it follows; the code is written from those definitions.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mapex/nn_dataflow_search.hpp>
+#include <optional>
+#include <tuple>
+
+namespace mapex::ndf {
+
+namespace {
+
+std::int64_t idivc(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+/// Every ordered `num`-tuple of factors whose product is `value`, in
+/// lexicographic order (util.factorize without limits).
+std::vector<std::array<std::int64_t, 4>> factorize(std::int64_t value, int num) {
+  std::vector<std::array<std::int64_t, 4>> out;
+  std::array<std::int64_t, 4> f{1, 1, 1, 1};
+  auto rec = [&](auto&& self, int pos, std::int64_t rest) -> void {
+    if (pos == num - 1) {
+      f[static_cast<size_t>(pos)] = rest;
+      out.push_back(f);
+      return;
+    }
+    for (std::int64_t d = 1; d <= rest; ++d) {
+      if (rest % d) continue;
+      f[static_cast<size_t>(pos)] = d;
+      self(self, pos + 1, rest / d);
+    }
+  };
+  rec(rec, 0, value);
+  return out;
+}
+
+/// util.approx_dividable: `total` splits into `num` parts with at most 10%
+/// (or one unit of) padding.
+bool approx_dividable(std::int64_t total, std::int64_t num) {
+  if (total < num) return false;
+  const double a = static_cast<double>(idivc(total, num) * num), b = static_cast<double>(total);
+  return std::abs(a - b) <= std::max(0.1 * std::max(std::abs(a), std::abs(b)), 1.0);
+}
+
+/// The six loop orders of one level as nn_dataflow lists them
+/// (itertools.permutations(range(3))): the position of each loop.
+constexpr std::array<std::array<int, 3>, 6> kOrders{{
+    {0, 1, 2},
+    {0, 2, 1},
+    {1, 0, 2},
+    {1, 2, 0},
+    {2, 0, 1},
+    {2, 1, 0},
+}};
+
+/// loop_blocking.skip_conv, per level with an order: the innermost
+/// non-trivial loop (-1 if none), and whether the order is the regular
+/// representative (innermost non-trivial loop first, then the other
+/// non-trivial loops, then the trivial ones, each part by loop index).
+struct LevelOrder {
+  int inner = -1;
+  bool regular = false;
+};
+
+LevelOrder level_order(int nt_mask, const std::array<int, 3>& ord) {
+  LevelOrder lo;
+  for (int l = 0; l < 3; ++l)
+    if ((nt_mask >> l & 1) &&
+        (lo.inner < 0 || ord[static_cast<size_t>(l)] < ord[static_cast<size_t>(lo.inner)]))
+      lo.inner = l;
+  std::array<int, 3> lp{0, 1, 2};
+  auto key = [&](int l) { return std::make_tuple(l != lo.inner, !(nt_mask >> l & 1), l); };
+  std::sort(lp.begin(), lp.end(), [&](int x, int y) { return key(x) < key(y); });
+  lo.regular = true;
+  for (int l = 0; l < 3; ++l)
+    if (lp[static_cast<size_t>(ord[static_cast<size_t>(l)])] != l) lo.regular = false;
+  return lo;
+}
+
+/// A blocking kept for a pass, with what its total cost needs besides the
+/// partition's NoC hops.
+struct Candidate {
+  Blocking blocking;
+  double access_cost = 0, time = 0, ops = 0;
+  std::array<double, 3> fetch0{};
+};
+
+/// Keeps the `n` smallest by key; an equal key goes after the ones seen
+/// before it (Python's stable sorts and heapq.nsmallest).
+template <class T, class Key = std::pair<double, double>>
+class TopN {
+ public:
+  explicit TopN(std::size_t n) : n_(std::max<std::size_t>(1, n)) {}
+  bool full() const { return items_.size() >= n_; }
+  const Key& worst() const { return items_.back().first; }
+  /// Whether an item with this key would be kept.
+  bool admits(const Key& key) const { return !full() || key < worst(); }
+  void add(const Key& key, const T& item) {
+    if (!admits(key)) return;
+    auto it = std::upper_bound(items_.begin(), items_.end(), key,
+                               [](const auto& k, const auto& e) { return k < e.first; });
+    items_.insert(it, {key, item});
+    if (items_.size() > n_) items_.pop_back();
+  }
+  const std::vector<std::pair<Key, T>>& items() const { return items_; }
+
+ private:
+  std::size_t n_;
+  std::vector<std::pair<Key, T>> items_;
+};
+
+std::pair<double, double> pass_key(Goal goal, double access_cost, double time) {
+  // _loop_blocking_cmp_key: blockings of a pass rank by access cost.
+  return rank_key(goal, access_cost, time);
+}
+
+/// One processing pass (a replication choice) of a per-node layer and its
+/// best blockings.
+struct Pass {
+  std::int64_t ifms = 1, ofms = 1;
+  LoopDesc nld;
+  std::vector<Candidate> tops;
+};
+
+/// Everything searched for one per-node problem.
+struct NodeResult {
+  bool pe_ok = false;
+  std::vector<Pass> passes;
+};
+
+/// Exhaustive loop blocking of one pass (gen_loopblocking without the
+/// solver): factorisations and orders in nn_dataflow's order, skip_conv's
+/// pruning, the top `ntops` by access cost then time.
+/// The search's limits (SearchOptions::max_blockings, max_seconds).
+class Limits {
+ public:
+  explicit Limits(const SearchOptions& so)
+      : max_blockings_(so.max_blockings),
+        max_seconds_(so.max_seconds),
+        start_(std::chrono::steady_clock::now()) {}
+  /// Called before scoring blocking number `scored` + 1.
+  bool reached(std::uint64_t scored) {
+    if (stopped_) return true;
+    if (max_blockings_ && scored >= max_blockings_) stopped_ = true;
+    if (max_seconds_ > 0 && (scored & 4095) == 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count() >=
+            max_seconds_)
+      stopped_ = true;
+    return stopped_;
+  }
+  bool stopped() const { return stopped_; }
+
+ private:
+  std::uint64_t max_blockings_;
+  double max_seconds_;
+  std::chrono::steady_clock::time_point start_;
+  bool stopped_ = false;
+};
+
+void search_pass(const Hardware& hw, const Options& options, const std::array<double, 3>& share,
+                 const SearchOptions& so, Pass& pass, SearchStats& stats, Limits& limits) {
+  const LoopDesc& nld = pass.nld;
+  std::array<std::vector<std::array<std::int64_t, 4>>, 3> fac;
+  for (size_t l = 0; l < 3; ++l) fac[l] = factorize(nld.loopcnt[l], 3);
+  // skip_conv's per-level verdicts depend only on which loops are
+  // non-trivial and on the order: tabulate them.
+  std::array<std::array<LevelOrder, 6>, 8> lo{};
+  for (int m = 0; m < 8; ++m)
+    for (size_t o = 0; o < 6; ++o) lo[static_cast<size_t>(m)][o] = level_order(m, kOrders[o]);
+  TopN<Candidate> top(so.ntops);
+  Blocking b;
+  BlockingStats s;
+  // A lambda so that a reached limit leaves all the loops at once.
+  [&] {
+    for (const auto& fi : fac[0])
+      for (const auto& fo : fac[1])
+        for (const auto& fb : fac[2]) {
+          std::array<int, 3> nt{};
+          for (size_t bl = 0; bl < 3; ++bl) {
+            b.t[bl] = {fi[bl], fo[bl], fb[bl]};
+            nt[bl] = (fi[bl] > 1 ? 1 : 0) | (fo[bl] > 1 ? 2 : 0) | (fb[bl] > 1 ? 4 : 0);
+          }
+          for (size_t o0 = 0; o0 < 6; ++o0) {
+            const LevelOrder& l0 = lo[static_cast<size_t>(nt[0])][o0];
+            if (!l0.regular) continue;
+            for (size_t o1 = 0; o1 < 6; ++o1) {
+              const LevelOrder& l1 = lo[static_cast<size_t>(nt[1])][o1];
+              if (!l1.regular) continue;
+              // Suboptimal: an outer level's innermost non-trivial loop is a
+              // non-innermost non-trivial loop here (the last level has no
+              // innermost loop).
+              if (l0.inner >= 0 && l0.inner != l1.inner && (nt[1] >> l0.inner & 1)) continue;
+              const int outer = l1.inner >= 0 ? l1.inner : l0.inner;
+              if (outer >= 0 && (nt[2] >> outer & 1)) continue;
+              b.ord[0] = kOrders[o0];
+              b.ord[1] = kOrders[o1];
+              if (limits.reached(stats.blockings)) return;
+              ++stats.blockings;
+              const Misfit m = score_blocking(hw, options, share, nld, b, s);
+              if (m == Misfit::kRotation) ++stats.rotation_refused;
+              if (m != Misfit::kNone) continue;
+              ++stats.fitting;
+              const auto key = pass_key(so.goal, s.access_cost(), s.time);
+              if (!top.admits(key)) continue;
+              top.add(key, Candidate{b,
+                                     s.access_cost(),
+                                     s.time,
+                                     s.ops,
+                                     {s.fetch[0][0], s.fetch[0][1], s.fetch[0][2]}});
+            }
+          }
+        }
+  }();
+  pass.tops.clear();
+  for (const auto& [key, c] : top.items()) pass.tops.push_back(c);
+}
+
+}  // namespace
+
+std::pair<double, double> rank_key(Goal goal, double cost, double time) {
+  switch (goal) {
+    case Goal::kDelay:
+      return {time, cost};
+    case Goal::kEnergyDelay:
+      return {cost * time, 0};
+    case Goal::kEnergy:
+      break;
+  }
+  return {cost, time};
+}
+
+std::vector<Partition> gen_partitions(const Layer& layer, const Dim2& nodes,
+                                      const SearchOptions& options, bool conv) {
+  std::vector<Partition> out;
+  const auto fh = factorize(nodes.h, 4), fw = factorize(nodes.w, 4);
+  for (const auto& ph : fh)
+    for (const auto& pw : fw) {
+      std::array<Dim2, 4> pd{};
+      for (size_t p = 0; p < 4; ++p) pd[p] = Dim2{ph[p], pw[p]};
+      if (!options.batch && pd[kBatp].size() > 1) continue;
+      if (layer.batch % pd[kBatp].size() != 0) continue;
+      // Each parallelism fills one dimension before the other, except OFMP.
+      bool spread = false;
+      for (size_t p = 0; p < 4; ++p)
+        if (p != kOfmp && 1 < pd[p].h && pd[p].h < nodes.h && 1 < pd[p].w && pd[p].w < nodes.w)
+          spread = true;
+      if (spread) continue;
+      if (options.hybrid) {
+        if (!approx_dividable(layer.nofm, pd[kOutp].size())) continue;
+        if (!approx_dividable(layer.hofm, pd[kOfmp].h) ||
+            !approx_dividable(layer.wofm, pd[kOfmp].w))
+          continue;
+        if (!options.ifmaps && pd[kInpp].size() > 1) continue;
+        if (conv && !approx_dividable(layer.nifm, pd[kInpp].size())) continue;
+      } else {
+        if (pd[kInpp].size() != 1) continue;
+        const bool fc = layer.hofm == 1 && layer.wofm == 1;
+        if (fc ? pd[kOfmp].size() != 1 : pd[kOutp].size() != 1) continue;
+      }
+      // The transpose of a 1D partition without OFMP is the same scheme.
+      if (pd[kOfmp].size() == 1 &&
+          std::all_of(pd.begin(), pd.end(), [](const Dim2& d) { return d.h == 1 || d.w == 1; })) {
+        const std::array<std::int64_t, 4> hs{pd[0].h, pd[1].h, pd[2].h, pd[3].h};
+        const std::array<std::int64_t, 4> ws{pd[0].w, pd[1].w, pd[2].w, pd[3].w};
+        if (hs > ws) continue;
+      }
+      std::array<int, 4> order{0, 1, 2, 3};
+      do {
+        bool skip = false;
+        for (size_t i = 0; i + 1 < 4 && !skip; ++i) {
+          const int a = order[i], c = order[i + 1];
+          const Dim2& d1 = pd[static_cast<size_t>(a)];
+          const Dim2& d2 = pd[static_cast<size_t>(c)];
+          // Trivial ones in enum order, first; a 1 x n after an n x 1 only
+          // under BATP.
+          if (d1.size() == 1 && d2.size() == 1 && a > c) skip = true;
+          if (d1.size() > 1 && d2.size() == 1) skip = true;
+          if (a != kBatp && d2.h == 1 && d2.w > 1 && d1.h > 1 && d1.w == 1) skip = true;
+        }
+        if (skip) continue;
+        // Batch parallelism sits just outside the trivial ones.
+        size_t trivial = 0;
+        for (const auto& d : pd)
+          if (d.size() == 1) ++trivial;
+        if (pd[kBatp].size() > 1 && order[trivial] != kBatp) continue;
+        Partition part;
+        part.order = order;
+        part.pdims = pd;
+        out.push_back(part);
+      } while (std::next_permutation(order.begin(), order.end()));
+    }
+  if (out.empty()) {
+    // gen_partition(guaranteed=True): the naive scheme.
+    Partition part;
+    const bool fc = layer.hofm == 1 && layer.wofm == 1;
+    part.pdims[fc ? kOutp : kOfmp] = nodes;
+    out.push_back(part);
+  }
+  return out;
+}
+
+std::vector<Layout> network_input_layouts(const Layer& layer, const Hardware& hw,
+                                          const SearchOptions& options) {
+  // The input layer as nn_dataflow sees it: its "outputs" are the layer's
+  // input fmaps.
+  Layer input;
+  input.batch = layer.batch;
+  input.nifm = input.nofm = layer.nifm;
+  input.hofm = layer.hifm();
+  input.wofm = layer.wifm();
+  std::vector<Layout> out;
+  for (const Partition& part : gen_partitions(input, hw.dram.dim, options, false))
+    out.push_back(ofmap_layout(input, part, hw.dram));
+  return out;
+}
+
+SearchOutput search(const Layer& layer, const Hardware& hw, const Options& options,
+                    const std::vector<Layout>& ifmaps, const SearchOptions& so) {
+  SearchOutput result;
+  SearchStats& stats = result.stats;
+  const std::vector<Partition> parts = gen_partitions(layer, hw.nodes, so);
+  stats.partitions = parts.size();
+  // Per-node problems, keyed by the per-node layer and the sharing groups.
+  std::map<std::array<std::int64_t, 8>, NodeResult> cache;
+  Limits limits(so);
+  auto node_result = [&](const Partition& part, const std::array<double, 3>& share) {
+    double occ = 0;
+    const Layer nl = part_layer(layer, part, &occ);
+    std::array<std::int64_t, 8> key{nl.batch, nl.nifm, nl.nofm, nl.hofm, nl.wofm, 0, 0, 0};
+    if (options.forwarding)
+      for (size_t c = 0; c < 3; ++c) key[5 + c] = static_cast<std::int64_t>(share[c]);
+    auto [it, fresh] = cache.try_emplace(key);
+    NodeResult& nr = it->second;
+    if (!fresh) return &nr;
+    ++stats.node_layers;
+    PeMapping pe;
+    nr.pe_ok = !pe_mapping(nl, hw.array, pe);
+    if (!nr.pe_ok) return &nr;
+    for (const auto& [ifms, ofms] : pe.repl_choices) {
+      Pass pass;
+      pass.ifms = ifms;
+      pass.ofms = ofms;
+      pass.nld = loop_desc(nl, occ, pe, ifms, ofms);
+      search_pass(hw, options, share, so, pass, stats, limits);
+      nr.passes.push_back(std::move(pass));
+    }
+    return &nr;
+  };
+
+  // Per-node searches of every partition (shared through the cache).
+  std::vector<const NodeResult*> nodes(parts.size());
+  std::vector<std::array<double, 3>> shares(parts.size());
+  for (size_t pi = 0; pi < parts.size(); ++pi) {
+    shares[pi] = sharing_groups(parts[pi]);
+    nodes[pi] = node_result(parts[pi], shares[pi]);
+    if (!nodes[pi]->pe_ok) ++stats.pe_refused;
+  }
+
+  // Scoring a scheme needs the partition's NoC hops, the costly part. The
+  // (layout, partition) pairs are scored best-first by a lower bound that
+  // leaves the NoC out, and the search stops at the first pair whose bound
+  // cannot enter the top. Keys carry each scheme's place in nn_dataflow's
+  // generation order (layout, partition, pass, rank), so ties still go to
+  // the scheme nn_dataflow would have met first.
+  using Key = std::tuple<double, double, std::uint64_t>;
+  auto key_of = [&](double cost, double time, std::uint64_t seq) {
+    const auto k = rank_key(so.goal, cost, time);
+    return Key{k.first, k.second, seq};
+  };
+  auto lower_bound_cost = [&](const Candidate& c) {
+    return hw.mac_cost * c.ops + c.access_cost + hw.idle_cost * c.time;
+  };
+  struct Pair {
+    Key bound;
+    size_t li = 0, pi = 0;
+  };
+  std::vector<Pair> pairs;
+  for (size_t li = 0; li < ifmaps.size(); ++li)
+    for (size_t pi = 0; pi < parts.size(); ++pi) {
+      if (!nodes[pi]->pe_ok) continue;
+      const std::uint64_t seq = (static_cast<std::uint64_t>(li * parts.size() + pi)) << 32;
+      bool any = false;
+      Key best{};
+      for (const Pass& pass : nodes[pi]->passes)
+        for (const Candidate& c : pass.tops) {
+          const Key k = key_of(lower_bound_cost(c), c.time, seq);
+          if (!any || k < best) best = k;
+          any = true;
+        }
+      if (any) pairs.push_back(Pair{best, li, pi});
+    }
+  std::sort(pairs.begin(), pairs.end(),
+            [](const Pair& a, const Pair& b) { return a.bound < b.bound; });
+
+  TopN<Found, Key> top(so.ntops);
+  // Filter and ofmap hops do not depend on the input layout: once per
+  // partition.
+  std::vector<std::optional<std::array<double, 3>>> fil_ofm_hops(parts.size());
+  for (const Pair& pair : pairs) {
+    if (!top.admits(pair.bound)) break;
+    const Partition& part = parts[pair.pi];
+    const Layout ofmaps = ofmap_layout(layer, part, hw.dram);
+    Layout in = ifmaps[pair.li];
+    if (in.part.order[0] < 0) {
+      const std::array<std::int64_t, 4> end = in.end;
+      in = ofmap_layout(layer, part, hw.dram);
+      in.end = end;
+    }
+    auto& fo = fil_ofm_hops[pair.pi];
+    if (!fo) fo = unit_nhops(layer, part, hw, in, ofmaps, options.forwarding, {true, false, true});
+    std::array<double, 3> unh = *fo;
+    unh[kIfm] =
+        unit_nhops(layer, part, hw, in, ofmaps, options.forwarding, {false, true, false})[kIfm];
+    std::uint64_t local = 0;
+    const std::uint64_t seq = std::get<2>(pair.bound);
+    for (const Pass& pass : nodes[pair.pi]->passes)
+      for (const Candidate& c : pass.tops) {
+        double hops = 0;
+        for (size_t d = 0; d < 3; ++d) hops += unh[d] * c.fetch0[d];
+        const double cost = lower_bound_cost(c) + hw.hop_cost * hops;
+        top.add(key_of(cost, c.time, seq | local++),
+                Found{Scheme{part, pass.ifms, pass.ofms, c.blocking}, pair.li, cost, c.time});
+      }
+  }
+  for (const auto& [key, f] : top.items()) result.tops.push_back(f);
+  result.complete = !limits.stopped();
+  return result;
+}
+
+}  // namespace mapex::ndf
