@@ -34,7 +34,8 @@ class BoundDb final : public mapex::BoundCostModel {
 
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
     if (auto error = mapping.structural_error(op_, arch_)) return error;
-    refuse_outer_bypass(mapping);
+    if (auto refused = unsupported(mapping))
+      return "db_locality: level '" + refused->level + "': " + refused->reason;
     if (!check_capacity_) return std::nullopt;
     if (auto error = mapex::capacity_error(op_, arch_, mapping)) return error;
     const auto choice = model_.evaluate(tile_of(mapping), layouts_for(tile_of(mapping)));
@@ -43,7 +44,9 @@ class BoundDb final : public mapex::BoundCostModel {
 
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
     if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
-    refuse_outer_bypass(mapping);
+    if (auto refused = unsupported(mapping))
+      return mapex::Metrics::invalid("db_locality: level '" + refused->level +
+                                     "': " + refused->reason);
     const auto tile = tile_of(mapping);
     const auto choice = model_.evaluate(tile, layouts_for(tile));
     if (check_capacity_) {
@@ -114,14 +117,15 @@ class BoundDb final : public mapex::BoundCostModel {
   /// tensor must live in the buffer below DRAM; a tensor that bypasses it
   /// moves in the tiles of a level further in, which the model has no term
   /// for. Bypass below that buffer does not touch the off-chip traffic.
-  void refuse_outer_bypass(const mapex::Mapping& mapping) const {
+  std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
     for (int t = 0; t < static_cast<int>(op_.tensors().size()); ++t)
       if (!mapping.keeps(op_, arch_, outer_, t))
-        throw mapex::InputError(
-            "db_locality: level '" + arch_.levels()[static_cast<std::size_t>(outer_)].name +
-            "' bypasses tensor '" + op_.tensors()[static_cast<std::size_t>(t)].name +
-            "'; the distinct-block model (Marvel §5.1) counts DRAM traffic in the tiles of the "
-            "buffer below DRAM and cannot model a tensor that skips it");
+        return mapex::Unsupported{
+            arch_.levels()[static_cast<std::size_t>(outer_)].name, "keep",
+            "bypasses tensor '" + op_.tensors()[static_cast<std::size_t>(t)].name +
+                "'; cost model 'db_locality' (Marvel §5.1) counts DRAM traffic in the tiles of "
+                "the buffer below DRAM and cannot model a tensor that skips it"};
+    return std::nullopt;
   }
 
   /// A partitioned buffer below DRAM: each partition holds the distinct

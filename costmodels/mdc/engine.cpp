@@ -15,6 +15,10 @@
 // Plan::maestro_compat they follow MAESTRO's published behaviour
 // (refdata/maestro/README.md), miscounts included. Each difference is
 // listed under "Deviations from MAESTRO" in README.md next to this file.
+// Hardware::multicast / reduction off (MAESTRO Table 1; MAESTRO's own code
+// stores but never reads such a switch) make every busy sub-unit receive
+// its own copy and send its own partial sums (README, "Networks without
+// multicast or reduction").
 
 #include "engine.hpp"
 
@@ -428,6 +432,37 @@ struct Case {
     return v;
   }
 
+  // Sub-units busy in this case: all, or those of the spatial edge step.
+  std::int64_t busy_units() const {
+    for (int i = 0; i < L.num_dirs; ++i)
+      if (L.dirs[i].spatial) return edge(i) ? L.num_edge_sub : L.num_sub;
+    return L.num_sub;
+  }
+
+  // Total over the busy sub-units of a per-sub-unit volume `f(first,
+  // edge_pe)` when nothing is shared between them: every unit is served as
+  // if it were the first (its whole new tile; temporal reuse in its own
+  // buffer stays). This is the network without spatial multicast (inputs)
+  // or spatial reduction (outputs), MAESTRO Table 1: a tile several units
+  // need crosses the network once per unit, and partial sums of one output
+  // leave every unit separately.
+  template <class F>
+  std::int64_t over_units_unshared(const Spatial& s, F f) const {
+    if (!s.mapped) return busy_units() * f(true, false);
+    if (!s.edge) return L.num_sub * f(true, false);
+    if (L.num_edge_sub == 1 && s.edge_pe) return f(true, true);
+    const std::int64_t see = s.edge_pe ? 1 : 0;
+    return (L.num_edge_sub - see) * f(true, false) + see * f(true, true);
+  }
+  std::int64_t ingress_unshared(int t) const {
+    return over_units_unshared(spatial_of(t, false),
+                               [&](bool first, bool ep) { return pe_ingress(t, first, ep); });
+  }
+  std::int64_t egress_unshared() const {
+    return over_units_unshared(spatial_of(2, false),
+                               [&](bool first, bool ep) { return pe_egress(false, first, ep); });
+  }
+
   std::int64_t ingress(int t) const {
     return over_units(
         spatial_of(t, false), [&](bool first, bool ep) { return pe_ingress(t, first, ep); }, 0);
@@ -474,6 +509,11 @@ struct Case {
 struct SubResult {
   std::int64_t runtime = 0;
   long double avg_active = 0;
+  // Words that reach (input, filter) or leave (output) the level's PEs one
+  // by one, per word the level receives or sends as a whole: 1 with
+  // multicast and reduction, the number of PEs sharing a word without them.
+  // Computed only when a switch is off (Plan::hw).
+  double unshared[kNumTensors] = {1, 1, 1};
 };
 
 struct CacheEntry {
@@ -494,6 +534,9 @@ struct Top {
   std::int64_t offchip = 0;
   long double ingress_avg = 0, egress_avg = 0, compute_avg = 0;
   std::int64_t skipped = 0;
+  // L2 traffic a network without multicast or reduction adds to MAESTRO's
+  // counts (fractional where sub-levels' ratios enter).
+  long double extra_l2_rd[3] = {0, 0, 0}, extra_l2_wr[3] = {0, 0, 0};
 };
 
 struct Analyser {
@@ -579,6 +622,12 @@ struct Analyser {
     Case c{P, L, {}};
     std::int64_t runtime = 0, occurrences = 0;
     long double active_sum = 0;
+    // Without multicast or reduction (MAESTRO Table 1), the words each PE
+    // receives or sends on its own, summed over the cases, against the words
+    // the level receives or sends as a whole: the sub-level ratio the level
+    // above scales its own traffic by (SubResult::unshared).
+    const bool shared_net = P.hw.multicast && P.hw.reduction;
+    long double words_whole[kNumTensors] = {0, 0, 0}, words_unshared[kNumTensors] = {0, 0, 0};
     int digit[kMaxDirectives];
     int case_id = 0;
     for (std::int64_t n = 0; n < total_cases; ++n) {
@@ -637,12 +686,14 @@ struct Analyser {
         continue;
       }
       std::int64_t ingress = 0;
+      std::int64_t in_of[2] = {0, 0};
       for (int t = 0; t < 2; ++t) {
         const std::int64_t in = c.ingress(t);
+        in_of[t] = in;
         ingress += in;
         if (top) {
           top->l2_rd[t] += occ * in;
-          top->l1_wr[t] = top->l2_rd[t];  // every word read from L2 lands in an L1
+          top->l1_wr[t] += occ * in;  // every word read from L2 lands in an L1
           top->l1_rd[t] += occ * psums_all;
         }
       }
@@ -651,6 +702,8 @@ struct Analyser {
       const std::int64_t active = sp.is_edge() ? L.num_edge_sub : L.num_sub;
       std::int64_t compute = 0;
       long double sub_active = 0;
+      // The sub-units' unshared ratios, averaged over the busy ones.
+      long double sub_unshared[kNumTensors] = {1, 1, 1};
       if (!innermost) {
         std::int64_t sd[kNumDims];
         if (sp.is_edge()) {
@@ -659,30 +712,71 @@ struct Analyser {
             const SubResult a = sub_level(li + 1, sd);
             compute = std::max(compute, a.runtime);
             sub_active += a.avg_active;
+            if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
             if (L.num_edge_sub - 1 > 0) {
               sub_dims(c, false, sd);
               const SubResult b = sub_level(li + 1, sd);
               compute = std::max(compute, b.runtime);
               sub_active += b.avg_active * static_cast<long double>(L.num_edge_sub - 1);
+              const auto busy = static_cast<long double>(L.num_edge_sub);
+              for (int t = 0; t < kNumTensors && !shared_net; ++t)
+                sub_unshared[t] = (a.unshared[t] + b.unshared[t] * (busy - 1)) / busy;
             }
           } else {
             sub_dims(c, false, sd);
             const SubResult a = sub_level(li + 1, sd);
             compute = a.runtime;
             sub_active += a.avg_active * static_cast<long double>(L.num_edge_sub);
+            if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
           }
         } else {
           sub_dims(c, false, sd);
           const SubResult a = sub_level(li + 1, sd);
           compute = a.runtime;
           sub_active += a.avg_active * static_cast<long double>(L.num_sub);
+          if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
         }
       } else {
         compute = ceil_div(psums_critical, P.hw.simd_lanes);
       }
 
-      const std::int64_t in_delay = noc_delay(ingress);
-      const std::int64_t out_delay = noc_delay(egress);
+      // Words on the network. Without multicast every busy PE below this
+      // level receives its own copy of each input word; without reduction
+      // every PE's partial sums leave it separately (MAESTRO Table 1). L2
+      // serves each copy with a read and accumulates each extra partial sum
+      // with a read-modify-write; the words landing in the L1s and the
+      // partial sums the PEs produce are the same either way.
+      std::int64_t noc_in = ingress, noc_out = egress;
+      if (!shared_net) {
+        const auto focc = static_cast<long double>(occ);
+        long double in_words = 0;
+        for (int t = 0; t < 2; ++t) {
+          const auto whole = static_cast<long double>(in_of[t]);
+          const long double words =
+              P.hw.multicast ? whole
+                             : static_cast<long double>(c.ingress_unshared(t)) * sub_unshared[t];
+          in_words += words;
+          words_whole[t] += focc * whole;
+          words_unshared[t] += focc * words;
+          if (top) top->extra_l2_rd[t] += focc * (words - whole);  // one read per copy
+        }
+        if (!P.hw.multicast) noc_in = std::llround(in_words);
+        const long double out_words =
+            P.hw.reduction ? static_cast<long double>(egress)
+                           : static_cast<long double>(c.egress_unshared()) * sub_unshared[2];
+        words_whole[2] += focc * static_cast<long double>(egress);
+        words_unshared[2] += focc * out_words;
+        if (!P.hw.reduction) {
+          noc_out = std::llround(out_words);
+          if (top) {
+            const long double extra = focc * (out_words - static_cast<long double>(egress));
+            top->extra_l2_wr[2] += extra;  // every partial sum arrives on its own
+            top->extra_l2_rd[2] += extra;  // and is added to L2's running sum
+          }
+        }
+      }
+      const std::int64_t in_delay = noc_delay(noc_in);
+      const std::int64_t out_delay = noc_delay(noc_out);
       // Double buffering hides communication behind computation except in
       // the first step, which must fill the buffers (§IV-B).
       std::int64_t outstanding =
@@ -710,7 +804,7 @@ struct Analyser {
       const long double units = sub_active == 0 ? static_cast<long double>(active) : sub_active;
       active_sum += units * static_cast<long double>(occ);
       if (top) {
-        const std::int64_t traffic = std::max(ingress, egress);
+        const std::int64_t traffic = std::max(noc_in, noc_out);
         top->peak_bw = std::max(top->peak_bw, traffic / compute_nz);
         top->avg_bw += static_cast<long double>(occ * traffic / compute_nz);
         top->ingress_avg += static_cast<long double>(occ * in_delay);
@@ -723,6 +817,9 @@ struct Analyser {
     SubResult r;
     r.runtime = runtime;
     r.avg_active = occurrences > 0 ? active_sum / static_cast<long double>(occurrences) : 0;
+    for (int t = 0; t < kNumTensors; ++t)
+      if (words_whole[t] > 0)
+        r.unshared[t] = static_cast<double>(words_unshared[t] / words_whole[t]);
     if (top && occurrences > 0) {
       const long double n = static_cast<long double>(occurrences);
       top->avg_bw /= n;
@@ -1044,12 +1141,19 @@ Result analyse(const Plan& p) {
   out.output_l2_size_req = static_cast<double>(top.l2_size[2]);
   out.l2_size_req = out.input_l2_size_req + out.filter_l2_size_req + out.output_l2_size_req;
   auto d = [](std::int64_t v) { return static_cast<double>(v); };
-  out.input_l2_rd = d(top.l2_rd[0]);
-  out.input_l2_wr = d(top.l2_wr[0]);
-  out.filter_l2_rd = d(top.l2_rd[1]);
-  out.filter_l2_wr = d(top.l2_wr[1]);
-  out.output_l2_rd = d(top.l2_rd[2]);
-  out.output_l2_wr = d(top.l2_wr[2]);
+  // L2 counts: MAESTRO's, plus what a network without multicast or
+  // reduction adds (zero with both switches on).
+  double l2_rd[3], l2_wr[3];
+  for (int t = 0; t < 3; ++t) {
+    l2_rd[t] = d(top.l2_rd[t]) + static_cast<double>(top.extra_l2_rd[t]);
+    l2_wr[t] = d(top.l2_wr[t]) + static_cast<double>(top.extra_l2_wr[t]);
+  }
+  out.input_l2_rd = l2_rd[0];
+  out.input_l2_wr = l2_wr[0];
+  out.filter_l2_rd = l2_rd[1];
+  out.filter_l2_wr = l2_wr[1];
+  out.output_l2_rd = l2_rd[2];
+  out.output_l2_wr = l2_wr[2];
   out.input_l1_rd = d(top.l1_rd[0]);
   out.input_l1_wr = d(top.l1_wr[0]);
   out.filter_l1_rd = d(top.l1_rd[1]);
@@ -1058,7 +1162,7 @@ Result analyse(const Plan& p) {
   out.output_l1_wr = d(top.l1_wr[2]);
   double l2 = 0, l1_total = 0;
   for (int t = 0; t < 3; ++t) {
-    l2 += d(top.l2_rd[t]) + d(top.l2_wr[t]);
+    l2 += l2_rd[t] + l2_wr[t];
     l1_total += d(top.l1_rd[t]) + d(top.l1_wr[t]);
   }
   out.energy_total_macunits = 18.61 * l2 + 1.68 * l1_total + out.num_macs;

@@ -49,11 +49,21 @@ class BoundMdc final : public mapex::BoundCostModel {
           "that level's traffic and energy would be missing (use a chip with two buffer levels "
           "or another cost model)");
     }
+    // Spatial levels that disagree on multicast or reduction cannot be one
+    // MAESTRO network: refuse the chip now rather than every mapping later.
+    (void)mapex::mdc::hardware_from(arch);
+  }
+
+  std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
+    if (auto refused = unsupported(mapping))
+      return "mdc: level '" + refused->level + "': " + refused->reason;
+    return std::nullopt;
   }
 
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
     if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
-    refuse_bypass(mapping);
+    if (auto refused = unsupported(mapping))
+      return mapex::Metrics::invalid("mdc: level '" + refused->level + "': " + refused->reason);
     Result r;
     try {
       const auto lowered = mapex::mdc::from_mapping(op_, arch_, mapping);
@@ -97,16 +107,19 @@ class BoundMdc final : public mapex::BoundCostModel {
   // ---- keep/bypass and partitions (issue 16, items 2 and 3) ----
 
   /// MAESTRO's analysis (§IV) keeps every tensor in L1 and in L2; it has
-  /// no term for a tensor that skips one. Refuse instead of ignoring it.
-  void refuse_bypass(const mapex::Mapping& mapping) const {
+  /// no term for a tensor that skips one. Refused (mapex evaluate: bad
+  /// input at the `keep` key; a search: an invalid mapping), never
+  /// evaluated as if the tensor were kept.
+  std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
     for (int level : {l1_, l2_})
       for (int t = 0; t < static_cast<int>(op_.tensors().size()); ++t)
         if (!mapping.keeps(op_, arch_, level, t))
-          throw mapex::InputError(
-              "mdc: level '" + arch_.levels()[static_cast<std::size_t>(level)].name +
-              "' bypasses tensor '" + op_.tensors()[static_cast<std::size_t>(t)].name +
-              "'; MAESTRO's analysis keeps every tensor in L1 and L2 and cannot model a bypass "
-              "(use roofline or tensor_centric)");
+          return mapex::Unsupported{
+              arch_.levels()[static_cast<std::size_t>(level)].name, "keep",
+              "bypasses tensor '" + op_.tensors()[static_cast<std::size_t>(t)].name +
+                  "'; cost model 'mdc' (MAESTRO's analysis) keeps every tensor in L1 and L2 and "
+                  "cannot model a bypass (use roofline or tensor_centric)"};
+    return std::nullopt;
   }
 
   /// MAESTRO's names of the operator's tensors, in its order (input,

@@ -143,6 +143,11 @@ std::optional<std::string> validity_error(const Operator& op, const Architecture
   if (auto err = mapping.structural_error(op, arch)) return err;
   for (int i = 0; i < arch.num_levels(); ++i) {
     const Level& level = arch.levels()[static_cast<size_t>(i)];
+    if (level.kind == LevelKind::kSpatial && mapping.level(i).cluster.active())
+      return level.name +
+             ": a cluster level (temporal loops between two spatial splits, FLASH Table 2) is "
+             "not modelled by tensor_centric: KAPLA's and nn_dataflow's loop nests step only at "
+             "buffer levels";
     if (level.kind == LevelKind::kSpatial) {
       if (!fits_array(mapping.level(i).split, level.shape)) {
         std::ostringstream why;
@@ -298,7 +303,10 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
       const double up = reduce ? w : c;
       const double down = w - first;
       pw += up;
-      pr += down;
+      // Without reduction in the network (MAESTRO Table 1) the parent adds
+      // each unit's partial sums to its running sum: a read-modify-write
+      // for each of the c - w words an adder tree would have merged.
+      pr += down + (up - w);
       cr += c;
       cw += down * std::max(1.0, copies);
       noc += up + down;

@@ -193,13 +193,16 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
   // shares traffic (multicast for inputs, reduction for outputs).
   const bool is_output = t.role == TensorRole::kOutput;
   double shared = 1;
+  double shared_if_reduced = 1;  // the factor had every level reduced
   boost::container::small_vector<std::pair<int, double>, 4> cumulative;
   for (int s = child + 1; s < parent; ++s) {
     if (!cx.spatial(s)) continue;  // a buffer that bypasses t
     const Noc& noc = cx.arch.levels()[static_cast<size_t>(s)].noc;
-    if (is_output ? noc.reduction : noc.multicast)
-      for (size_t d = 0; d < n; ++d)
-        if (!cx.op.relevant(ti, static_cast<DimId>(d))) shared *= cx.spatial_trips(s, d);
+    double factor = 1;
+    for (size_t d = 0; d < n; ++d)
+      if (!cx.op.relevant(ti, static_cast<DimId>(d))) factor *= cx.spatial_trips(s, d);
+    if (is_output ? noc.reduction : noc.multicast) shared *= factor;
+    shared_if_reduced *= factor;
     cumulative.emplace_back(s, shared);
   }
 
@@ -216,7 +219,11 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
   out.parent_writes = out.updates / shared;
   const double readback = std::max(0.0, loads - distinct) * footprint / shared;
   out.fills = readback;
-  out.parent_reads = readback;
+  // A network without spatial reduction (MAESTRO Table 1) delivers the
+  // partial sums an adder tree would have merged one by one; the parent
+  // adds each to its running sum by a read-modify-write.
+  const double unreduced = out.parent_writes - out.updates / shared_if_reduced;
+  out.parent_reads = readback + unreduced;
   for (const auto& [s, factor] : cumulative) {
     a.noc_up[static_cast<size_t>(s)][tensor] += out.updates / factor;
     a.noc_down[static_cast<size_t>(s)][tensor] += readback;

@@ -12,6 +12,9 @@ namespace mapex {
 
 BoundCostModel::~BoundCostModel() = default;
 std::optional<std::string> BoundCostModel::precheck(const Mapping&) const { return std::nullopt; }
+std::optional<Unsupported> BoundCostModel::unsupported(const Mapping&) const {
+  return std::nullopt;
+}
 Score BoundCostModel::score(const Mapping& mapping) const {
   const Metrics m = evaluate(mapping);
   return Score{m.valid, m.latency_cycles, m.energy_pj};

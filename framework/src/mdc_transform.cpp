@@ -311,6 +311,34 @@ Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping
   return out;
 }
 
+namespace {
+
+// MAESTRO's analysis (§IV) has one network from L2 into the PEs; its cluster
+// levels are a logical division of that array. A chip with several fan-out
+// levels is lowered into cluster levels of that one network, so they must
+// agree on multicast and reduction: a mix cannot be modelled and is refused.
+void take_noc_switches(const Architecture& arch, const Level& level, const Level*& first,
+                       Hardware& hw) {
+  if (first == nullptr) {
+    hw.multicast = level.noc.multicast;
+    hw.reduction = level.noc.reduction;
+    first = &level;
+    return;
+  }
+  auto refuse = [&](const char* key, bool value) {
+    throw InputError(SourceLocation{}, "levels." + level.name + ".noc." + key,
+                     "mdc: architecture '" + arch.name() + "' has " + key + " " +
+                         (value ? "on" : "off") + " at '" + level.name + "' but " +
+                         (value ? "off" : "on") + " at '" + first->name +
+                         "'; MAESTRO's analysis has one network from L2 into the PEs and "
+                         "cannot model networks that differ in it");
+  };
+  if (level.noc.multicast != hw.multicast) refuse("multicast", level.noc.multicast);
+  if (level.noc.reduction != hw.reduction) refuse("reduction", level.noc.reduction);
+}
+
+}  // namespace
+
 Hardware hardware_from(const Architecture& arch) {
   Hardware hw;
   hw.num_pes = arch.num_pes();
@@ -321,6 +349,11 @@ Hardware hardware_from(const Architecture& arch) {
     return std::max<std::int64_t>(1, static_cast<std::int64_t>(arch.bytes_per_cycle(gbps) / word));
   };
   bool first_buffer = true, first_noc = true;
+  // Every spatial level becomes cluster levels of the one network MAESTRO
+  // analyses (from_mapping), so their switches are the hardware's.
+  const Level* switches_from = nullptr;  // the network whose switches hw took
+  for (const auto& l : levels)
+    if (l.kind == LevelKind::kSpatial) take_noc_switches(arch, l, switches_from, hw);
   for (const auto& l : levels) {
     if (l.kind == LevelKind::kBuffer) {
       const auto words = static_cast<std::int64_t>(static_cast<double>(l.size_bytes) / word);

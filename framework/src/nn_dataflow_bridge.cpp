@@ -144,6 +144,19 @@ std::optional<std::string> make_problem(const Operator& op, const Architecture& 
     return true;
   };
   if (!dim2(pes, pr.hw.array)) return "level '" + pes.name + "': the PE array must be 2D";
+  // nn_dataflow's array bus and node network always multicast shared data
+  // and reduce partial sums (its access counts have no unicast term), so a
+  // network without either cannot be modelled.
+  for (int role : {pr.roles.pe_array, pr.roles.node_array}) {
+    if (role < 0) continue;
+    const Level& net = levels[static_cast<size_t>(role)];
+    for (const auto& [key, on] :
+         {std::pair{"multicast", net.noc.multicast}, std::pair{"reduction", net.noc.reduction}})
+      if (!on)
+        return "level '" + net.name + "', key noc." + key +
+               ": false, but the nn_dataflow model always multicasts and reduces on its "
+               "networks (use model=kapla)";
+  }
   pr.hw.nodes = Dim2{1, 1};
   if (pr.roles.node_array >= 0) {
     const Level& na = levels[static_cast<size_t>(pr.roles.node_array)];
@@ -292,6 +305,11 @@ std::optional<std::string> partition_from_mapping(const Problem& pr, const Mappi
 std::optional<std::string> scheme_from_mapping(const Problem& pr, const Mapping& mapping,
                                                Scheme& out) {
   out = Scheme{};
+  for (const auto& level : mapping.levels())
+    if (level.cluster.active())
+      return std::string(
+          "a cluster level (temporal loops between two spatial splits, FLASH Table 2) is not an "
+          "nn_dataflow scheme: its loops step only at buffer levels");
   if (auto err = partition_from_mapping(pr, mapping, out.part)) return err;
   double occ = 0;
   const Layer nl = part_layer(pr.layer, out.part, &occ);

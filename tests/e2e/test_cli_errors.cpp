@@ -278,7 +278,8 @@ TEST_F(BadInput, ModelRefusesABypassItCannotModel) {
   const std::string e = expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer",
                                     "conv", "--arch", kData + "/tiny_arch.yaml", "--mapping",
                                     kWork + "/bypass_mapping.yaml", "--costmodel", "mdc"});
-  EXPECT_HAS(e, "mdc: level 'L1' bypasses tensor 'Input'");
+  EXPECT_HAS(e, "bypass_mapping.yaml:4:");
+  EXPECT_HAS(e, "key 'keep': level 'L1': bypasses tensor 'Input'; cost model 'mdc'");
 }
 
 TEST_F(BadInput, UnknownLayer) {
@@ -390,6 +391,29 @@ TEST_F(BadInput, DirectivesFiles) {
   EXPECT_HAS(expect_bad(args("directives", {})), "directives needs --workload, --arch and one of");
   EXPECT_HAS(expect_bad(args("directives", {"--directives", "/nonexistent.kd"})),
              "/nonexistent.kd");
+}
+
+// A model asked to evaluate a mapping feature it cannot model refuses it
+// at the key's line: tensor_centric has no cluster levels (FLASH Table 2).
+TEST_F(BadInput, FeatureAModelCannotModel) {
+  const std::string exp = MAPEX_EXPERIMENTS_DIR;
+  const std::string mapping = write("cluster.yaml",
+                                    "S1: {tile: {M: 8, N: 16, K: 1}}\n"
+                                    "PE_array:\n"
+                                    "  split: {N: 16}\n"
+                                    "  cluster: {split: {K: 16}, tile: {M: 64, N: 16, K: 16}}\n"
+                                    "S2: {tile: {M: 64, N: 256, K: 16}}\n");
+  const std::string err =
+      expect_bad({"evaluate", "--workload", exp + "/workloads/flash_table3.yaml", "--layer", "VI",
+                  "--arch", exp + "/architectures/flash_edge.yaml", "--mapping", mapping,
+                  "--costmodel", "tensor_centric"});
+  EXPECT_NE(err.find("cluster.yaml:4:3: key 'cluster'"), std::string::npos) << err;
+  EXPECT_NE(err.find("cannot model a cluster level"), std::string::npos) << err;
+  // The same file under mdc evaluates.
+  const auto ok = run_cli({"evaluate", "--workload", exp + "/workloads/flash_table3.yaml",
+                           "--layer", "VI", "--arch", exp + "/architectures/flash_edge.yaml",
+                           "--mapping", mapping, "--costmodel", "mdc"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
 }
 
 }  // namespace

@@ -56,6 +56,51 @@ TEST(CliMaestro, CanonicalMappingThroughAlgorithm1) {
   EXPECT_NE(r.out.find("conv,1,"), std::string::npos) << r.out;
 }
 
+// The switches reach `mapex evaluate --costmodel mdc` from the architecture
+// file: MAESTRO's KC-P on VGG16 conv2 (experiments/maestro) costs more
+// energy without multicast and reduction, at the same MACs; spatial levels
+// that disagree on a switch are refused when the model is bound.
+TEST(CliMaestro, NocSwitchesFromTheArchitectureFile) {
+  const std::string exp = MAPEX_EXPERIMENTS_DIR;
+  std::ifstream in(exp + "/architectures/maestro_hw256.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string unicast = text.str();
+  const std::string bw = "      bandwidth_gbps: 64\n";
+  const auto at = unicast.find(bw);
+  ASSERT_NE(at, std::string::npos);
+  unicast.insert(at + bw.size(), "      multicast: false\n      reduction: false\n");
+  const std::string arch = write("hw256_unicast.yaml", unicast);
+  auto energy = [&](const std::string& arch_file) {
+    const auto r =
+        run_cli({"evaluate", "--workload", exp + "/workloads/vgg16.yaml", "--layer", "conv1_2",
+                 "--arch", arch_file, "--mapping", exp + "/maestro/vgg16_conv1_2_kcp.yaml",
+                 "--costmodel", "mdc", "--format", "json"});
+    EXPECT_EQ(r.status, 0) << r.err;
+    const auto k = r.out.find("\"energy_pj\": ");
+    return k == std::string::npos ? 0.0 : std::stod(r.out.substr(k + 13));
+  };
+  const double on = energy(exp + "/architectures/maestro_hw256.yaml");
+  const double off = energy(arch);
+  ASSERT_GT(on, 0);
+  EXPECT_GT(off / on, 1.5) << on << " " << off;
+
+  const std::string mixed = write(
+      "mixed_switches.yaml",
+      "name: mixed\nclock_mhz: 100\nword_bits: 8\nmac: {energy_pj: 1}\n"
+      "levels:\n"
+      "  - {name: L1, kind: buffer, size_bytes: 64}\n"
+      "  - {name: PEs, kind: spatial, shape: [4], noc: {bandwidth_gbps: 1}}\n"
+      "  - {name: L2, kind: buffer, size_bytes: 2048}\n"
+      "  - {name: nodes, kind: spatial, shape: [2], noc: {bandwidth_gbps: 1, multicast: false}}\n"
+      "  - {name: DRAM, kind: dram, bandwidth_gbps: 1}\n");
+  const auto r =
+      run_cli({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv", "--arch",
+               mixed, "--mapping", kData + "/tiny_conv_mapping.yaml", "--costmodel", "mdc"});
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("levels.nodes.noc.multicast"), std::string::npos) << r.err;
+}
+
 std::string expect_bad(const std::vector<std::string>& args) {
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 2) << r.out << r.err;

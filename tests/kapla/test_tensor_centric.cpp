@@ -5,6 +5,7 @@
 
 #include <mapex/directives.hpp>
 #include <mapex/generators.hpp>
+#include <mapex/nn_dataflow_bridge.hpp>
 
 #include "engine.hpp"
 #include "test_chips.hpp"
@@ -117,6 +118,49 @@ TEST(TensorCentric, WithoutBroadcastEveryCopyIsReadAndTravels) {
   // Unicast words travel the mean distance of a 2-unit array (1 hop):
   // A 16 + B 64, plus C 16 up.
   EXPECT_DOUBLE_EQ(level_energy(r, "PEs"), 96);
+}
+
+// K (the reduction) split over the 2 PEs: every C word has two partial
+// sums. With reduction the network adds them (16 writes up); without, all
+// 32 reach L2, which adds 16 of them to its running sum (16 more reads, on
+// top of the 16 that go on to DRAM).
+TEST(TensorCentric, WithoutReductionTheParentAddsEveryPartialSum) {
+  for (bool reduction : {true, false}) {
+    Level pes = test::spatial("PEs", {2});
+    pes.noc.reduction = reduction;
+    const Operator op = make_gemm("g", 4, 4, 4);
+    const Architecture arch =
+        Architecture::make("red", 1000, 8, 1, 1,
+                           {test::buffer("L1", 1 << 20, 1, 2), pes,
+                            test::buffer("L2", 1 << 20, 10, 10), test::dram(100)});
+    Mapping m = Mapping::trivial(op, arch);
+    m.level(0).tile = {1, 1, 2};
+    m.level(1).split = {1, 1, 2};
+    m.level(2).tile = {4, 4, 4};
+    const Metrics r = tc::evaluate(op, arch, m);
+    ASSERT_TRUE(r.valid) << r.invalid_reason;
+    EXPECT_DOUBLE_EQ(access(r, "L2", "C").writes, reduction ? 16 : 32);
+    EXPECT_DOUBLE_EQ(access(r, "L2", "C").reads, reduction ? 16 : 32);
+    EXPECT_DOUBLE_EQ(access(r, "L1", "C").writes, 64);  // one per MAC either way
+  }
+}
+
+// nn_dataflow's model has no unicast network: a chip without multicast or
+// reduction is refused, naming the level and the key.
+TEST(TensorCentric, NnDataflowModelRefusesANetworkWithoutMulticastOrReduction) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 4, 4, 6, 6, 3, 3});
+  for (const std::string key : {"multicast", "reduction"}) {
+    Level pes = test::spatial("PEs", {2, 2});
+    (key == "multicast" ? pes.noc.multicast : pes.noc.reduction) = false;
+    const Architecture arch =
+        Architecture::make("uni", 1000, 8, 1, 1,
+                           {test::buffer("REGF", 64, 1, 1), pes,
+                            test::buffer("GBUF", 1 << 16, 6, 6), test::dram(200)});
+    ndf::Problem pr;
+    const auto err = ndf::make_problem(op, arch, "", "", "arch", pr);
+    ASSERT_TRUE(err.has_value()) << key;
+    EXPECT_NE(err->find("level 'PEs', key noc." + key), std::string::npos) << *err;
+  }
 }
 
 TEST(TensorCentric, SlidingWindowKeepsTheOverlap) {

@@ -306,6 +306,170 @@ TEST(MdcEngine, DepthwiseAndGemmAreNative) {
   EXPECT_EQ(g.output_l2_rd, 12);
 }
 
+// ---- networks without multicast or spatial reduction (MAESTRO Table 1) ----------
+
+Result run_noc(const std::string& text, std::int64_t pes, std::int64_t noc_bw, bool multicast,
+               bool reduction) {
+  const Network net = parse_mapping(text, "t.m");
+  Hardware hw;
+  hw.num_pes = pes;
+  hw.noc_bw = noc_bw;
+  hw.offchip_bw = 1000;
+  hw.multicast = multicast;
+  hw.reduction = reduction;
+  validate(net.layers.at(0), hw, "t.m");
+  return engine::analyse(engine::compile(net.layers.at(0), hw, false));
+}
+
+// The layer of SpatialSteadyStateAndMulticast at 1 word/cycle. Init: both
+// PEs need the one input word. With multicast L2 reads it once (3 words on
+// the NoC: 1 input + 2 filters, delay 3, + compute 1 = 4); without, once per
+// PE (4 words, 5 cycles). Steady: only filters move (2 words, max(2, 1, 2)
+// = 2). Runtime 6 against 7; input L2 reads 1 against 2; the words landing
+// in the L1s (MAESTRO's count, 1) and everything else unchanged.
+TEST(MdcNoc, WithoutMulticastEveryPeReadsItsOwnCopy) {
+  const std::string text = layer_text("K: 4, C: 1, R: 1, S: 1, Y: 1, X: 1", "SpatialMap(1,1) K;\n");
+  const Result on = run_noc(text, 2, 1, true, true);
+  const Result off = run_noc(text, 2, 1, false, true);
+  EXPECT_EQ(on.input_l2_rd, 1);
+  EXPECT_EQ(off.input_l2_rd, 2);
+  EXPECT_EQ(on.runtime_cycles, 6);
+  EXPECT_EQ(off.runtime_cycles, 7);
+  EXPECT_EQ(off.filter_l2_rd, 4);
+  EXPECT_EQ(off.input_l1_wr, on.input_l1_wr);
+  EXPECT_EQ(off.output_l2_wr, on.output_l2_wr);
+  EXPECT_EQ(off.num_macs, on.num_macs);
+  EXPECT_NEAR(off.energy_total_macunits - on.energy_total_macunits, 18.61, 1e-9);
+  // Reduction off changes nothing here: every output has one producer.
+  const Result no_red = run_noc(text, 2, 1, true, false);
+  EXPECT_EQ(no_red.output_l2_wr, on.output_l2_wr);
+  EXPECT_EQ(no_red.output_l2_rd, on.output_l2_rd);
+  EXPECT_EQ(no_red.energy_total_macunits, on.energy_total_macunits);
+}
+
+// Four input channels on two PEs reduce into one output: two steps (Init,
+// Steady), each with two partial sums of the same output. With reduction
+// the network adds them: one word leaves per step (L2 writes 2, MAESTRO's
+// count of the temporal accumulation; L2 reads 1, the output read out).
+// Without, both partial sums reach L2 (writes 4) and the second of each
+// step is added to L2's running sum (a read-modify-write: reads 1 + 2).
+// Egress delay per step: 1 word against 2 at 1 word/cycle.
+TEST(MdcNoc, WithoutReductionEveryPartialSumIsAReadModifyWrite) {
+  const std::string text = layer_text("K: 1, C: 4, R: 1, S: 1, Y: 1, X: 1", "SpatialMap(1,1) C;\n");
+  const Result on = run_noc(text, 2, 1, true, true);
+  const Result off = run_noc(text, 2, 1, true, false);
+  EXPECT_EQ(on.output_l2_wr, 2);
+  EXPECT_EQ(on.output_l2_rd, 1);
+  EXPECT_EQ(off.output_l2_wr, 4);
+  EXPECT_EQ(off.output_l2_rd, 3);
+  EXPECT_EQ(on.egress_delay_avg, 1);
+  EXPECT_EQ(off.egress_delay_avg, 2);
+  EXPECT_EQ(off.output_l1_wr, on.output_l1_wr);
+  EXPECT_EQ(off.input_l2_rd, on.input_l2_rd);
+  EXPECT_NEAR(off.energy_total_macunits - on.energy_total_macunits, 4 * 18.61, 1e-9);
+  // Multicast off changes nothing here: no two PEs need the same word.
+  const Result no_mc = run_noc(text, 2, 1, false, true);
+  EXPECT_EQ(no_mc.input_l2_rd, on.input_l2_rd);
+  EXPECT_EQ(no_mc.filter_l2_rd, on.filter_l2_rd);
+  EXPECT_EQ(no_mc.runtime_cycles, on.runtime_cycles);
+}
+
+// KC-P in miniature (MAESTRO Fig. 4(a)): K over two clusters, C over the two
+// PEs of each. Input words (C, not K) are multicast to both clusters: 2 L2
+// reads with multicast, 4 without (each cluster's PEs hold distinct
+// channels, so nothing is shared inside a cluster). Outputs (K, not C) are
+// reduced inside each cluster: 2 words reach L2 with reduction; without, 4
+// partial sums (the inner level's ratio, 2 per output) and 2
+// read-modify-writes. Filters are never shared: 4 reads either way.
+TEST(MdcNoc, ClusterLevelsScaleByThePesSharingAWord) {
+  const std::string text = layer_text("K: 2, C: 2, R: 1, S: 1, Y: 1, X: 1",
+                                      "SpatialMap(1,1) K;\nTemporalMap(2,2) C;\nCluster(2, P);\n"
+                                      "SpatialMap(1,1) C;\n");
+  const Result on = run_noc(text, 4, 1000, true, true);
+  const Result off = run_noc(text, 4, 1000, false, false);
+  EXPECT_EQ(on.input_l2_rd, 2);
+  EXPECT_EQ(off.input_l2_rd, 4);
+  EXPECT_EQ(on.filter_l2_rd, 4);
+  EXPECT_EQ(off.filter_l2_rd, 4);
+  EXPECT_EQ(on.output_l2_wr, 2);
+  EXPECT_EQ(off.output_l2_wr, 4);
+  EXPECT_EQ(on.output_l2_rd, 2);
+  EXPECT_EQ(off.output_l2_rd, 4);
+  EXPECT_EQ(off.num_macs, 4);
+  EXPECT_NEAR(off.energy_total_macunits - on.energy_total_macunits, (2 + 2 + 2) * 18.61, 1e-9);
+}
+
+// Overlapping windows (X-P), 6 input columns, 3-column windows, 2 PEs: two
+// folds. First fold: PE 0 columns 0-2, PE 1 columns 1-3 (MAESTRO's all-Init
+// case gives every unit its whole tile: 3 + 3); second fold: columns 2-4 and
+// 3-5, where with multicast PE 1 gets only the column PE 0 lacks (3 + 1).
+// Without multicast each PE gets its whole window each fold (3 + 3 twice).
+// The filter row both PEs use: read once with multicast, twice without.
+TEST(MdcNoc, WithoutMulticastOverlappingWindowsAreSentToEachPe) {
+  const std::string text = layer_text("K: 1, C: 1, R: 1, S: 3, Y: 1, X: 6", "SpatialMap(3,1) X;\n");
+  const Result on = run_noc(text, 2, 1000, true, true);
+  const Result off = run_noc(text, 2, 1000, false, true);
+  EXPECT_EQ(on.num_macs, 12);
+  EXPECT_EQ(on.input_l2_rd, 6 + 4);
+  EXPECT_EQ(off.input_l2_rd, 6 + 6);
+  EXPECT_EQ(on.filter_l2_rd, 3);
+  EXPECT_EQ(off.filter_l2_rd, 6);
+  EXPECT_EQ(off.output_l2_wr, on.output_l2_wr);
+}
+
+// The mirror image, CK-P: C over two clusters, K over the two PEs of each.
+// Now the input word of a cluster's channel is multicast inside it (the
+// inner level's ratio, 2 PEs per word: 2 L2 reads become 4) and the
+// partial sums of the two channels are reduced across the clusters (2
+// outputs with reduction; 4 partial sums and 2 read-modify-writes without).
+TEST(MdcNoc, SharingInsideAClusterAndAcrossClusters) {
+  const std::string text = layer_text("K: 2, C: 2, R: 1, S: 1, Y: 1, X: 1",
+                                      "SpatialMap(1,1) C;\nTemporalMap(2,2) K;\nCluster(2, P);\n"
+                                      "SpatialMap(1,1) K;\n");
+  const Result on = run_noc(text, 4, 1000, true, true);
+  const Result no_mc = run_noc(text, 4, 1000, false, true);
+  const Result no_red = run_noc(text, 4, 1000, true, false);
+  EXPECT_EQ(on.input_l2_rd, 2);
+  EXPECT_EQ(no_mc.input_l2_rd, 4);
+  EXPECT_EQ(no_red.input_l2_rd, 2);
+  EXPECT_EQ(no_mc.filter_l2_rd, 4);
+  EXPECT_EQ(on.output_l2_wr, 2);
+  EXPECT_EQ(no_mc.output_l2_wr, 2);
+  EXPECT_EQ(no_red.output_l2_wr, 4);
+  EXPECT_EQ(no_red.output_l2_rd, on.output_l2_rd + 2);
+}
+
+// The switches reach the analysis from the architecture (every spatial
+// level) and a mix, which MAESTRO's one network cannot model, is refused
+// naming the level and key.
+TEST(MdcNoc, HardwareTakesTheSwitchesOfEverySpatialLevel) {
+  using test::buffer;
+  using test::dram;
+  using test::spatial;
+  Level pes = spatial("PEs", {4}, /*multicast=*/false);
+  pes.noc.reduction = false;
+  const Hardware hw = hardware_from(Architecture::make(
+      "c", 1000, 8, 1, 1, {buffer("L1", 1024), pes, buffer("L2", 1 << 20), dram()}));
+  EXPECT_FALSE(hw.multicast);
+  EXPECT_FALSE(hw.reduction);
+  EXPECT_TRUE(hardware_from(test::chip({4})).multicast);
+  EXPECT_TRUE(hardware_from(test::chip({4})).reduction);
+  Level rows = spatial("Rows", {2});
+  Level cols = spatial("Cols", {2});
+  cols.noc.reduction = false;
+  const Architecture mixed = Architecture::make(
+      "mixed", 1000, 8, 1, 1,
+      {buffer("L1", 1024), rows, buffer("L2", 4096), cols, buffer("L3", 1 << 20), dram()});
+  try {
+    (void)hardware_from(mixed);
+    FAIL() << "a mix of reduction switches was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("levels.Cols.noc.reduction"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("'Rows'"), std::string::npos) << e.what();
+  }
+}
+
 // ---- Marvel Algorithm 1 and conformability ---------------------------------------
 
 TEST(MdcTransform, Algorithm1OnTheTinyConvMapping) {

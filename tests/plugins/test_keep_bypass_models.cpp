@@ -28,14 +28,19 @@ Metrics evaluate(const std::string& model, const Operator& op, const Architectur
   return bound->evaluate(m);
 }
 
+// What a model says it cannot model (BoundCostModel::unsupported), as
+// "level 'X' (key): reason"; it must also report the mapping invalid from
+// precheck and evaluate, never a result.
 std::string refusal(const std::string& model, const Operator& op, const Architecture& arch,
                     const Mapping& m) {
-  try {
-    (void)evaluate(model, op, arch, m);
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
+  const auto bound = registry().make_costmodel(model, {})->bind(op, arch);
+  const auto refused = bound->unsupported(m);
+  if (!refused) return "";
+  EXPECT_TRUE(bound->precheck(m)) << model;
+  const Metrics r = bound->evaluate(m);
+  EXPECT_FALSE(r.valid) << model;
+  EXPECT_NE(r.invalid_reason.find(refused->reason), std::string::npos) << r.invalid_reason;
+  return "level '" + refused->level + "' (" + refused->key + "): " + refused->reason;
 }
 
 const TensorAccess& access(const Metrics& m, const std::string& level, const std::string& tensor) {
@@ -110,7 +115,8 @@ TEST(KeepBypassModels, MdcAndDbLocalityRefuseWhatTheyCannotModel) {
   const Architecture arch = chip(kPlainL1);
   const Operator op = make_gemm("g", 4, 1, 2);
   const std::string mdc = refusal("mdc", op, arch, mapping(op, arch, "keep: [B, C]"));
-  EXPECT_NE(mdc.find("mdc: level 'L1' bypasses tensor 'A'"), std::string::npos) << mdc;
+  EXPECT_NE(mdc.find("level 'L1' (keep): bypasses tensor 'A'; cost model 'mdc'"), std::string::npos)
+      << mdc;
   // db_locality models DRAM traffic per tile of the buffer below DRAM: a
   // bypass further in does not change it...
   const Metrics inner = evaluate("db_locality", op, arch, mapping(op, arch, "keep: [B, C]"));
@@ -120,7 +126,12 @@ TEST(KeepBypassModels, MdcAndDbLocalityRefuseWhatTheyCannotModel) {
     EXPECT_DOUBLE_EQ(access(inner, "DRAM", t).reads, access(plain, "DRAM", t).reads);
   // ... but one at that buffer is refused.
   const std::string db = refusal("db_locality", op, arch, mapping(op, arch, "", ", keep: [A, C]"));
-  EXPECT_NE(db.find("db_locality: level 'L2' bypasses tensor 'B'"), std::string::npos) << db;
+  EXPECT_NE(db.find("level 'L2' (keep): bypasses tensor 'B'; cost model 'db_locality'"),
+            std::string::npos)
+      << db;
+  EXPECT_EQ(refusal("db_locality", op, arch, mapping(op, arch, "keep: [B, C]")), "");
+  EXPECT_EQ(refusal("roofline", op, arch, mapping(op, arch, "keep: [B, C]")), "");
+  EXPECT_EQ(refusal("tensor_centric", op, arch, mapping(op, arch, "keep: [B, C]")), "");
 }
 
 // Partition b (1 B) cannot hold B's 2 words when L1's tile takes K 2, while
@@ -201,10 +212,11 @@ TEST(KeepBypassModels, TimeloopsEyerissMappingRunsOnEveryPe) {
   EXPECT_DOUBLE_EQ(access(r, "DRAM", "Output").writes, 802816.0 * 4);
   EXPECT_DOUBLE_EQ(access(r, "DRAM", "Output").reads, 802816.0 * 3);
   // The models that keep every tensor everywhere say why they cannot.
-  EXPECT_NE(refusal("mdc", op, arch, m).find("level 'GLB' bypasses tensor 'Weight'"),
+  EXPECT_NE(refusal("mdc", op, arch, m).find("level 'GLB' (keep): bypasses tensor 'Weight'"),
             std::string::npos);
-  EXPECT_NE(refusal("db_locality", op, arch, m).find("level 'GLB' bypasses tensor 'Weight'"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal("db_locality", op, arch, m).find("level 'GLB' (keep): bypasses tensor 'Weight'"),
+      std::string::npos);
 }
 
 }  // namespace

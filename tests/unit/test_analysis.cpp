@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <mapex/analysis.hpp>
+#include <mapex/error.hpp>
 #include <mapex/generators.hpp>
 
 #include "test_chips.hpp"
@@ -94,6 +95,36 @@ TEST(Analysis, MulticastSharesReadsAcrossIrrelevantSplits) {
   }
 }
 
+// K (the reduction) split over 4 PEs, each holding the whole 4x4 C tile
+// for its one K: 4 x 16 partial sums leave the PEs. With spatial reduction
+// the network adds them and L2 takes 16 writes; without, L2 takes all 64
+// and adds 48 of them to its running sum by a read-modify-write.
+TEST(Analysis, WithoutReductionTheParentAccumulatesEveryPartialSum) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const DimId M = dim(op, "M"), N = dim(op, "N"), K = dim(op, "K");
+  const size_t c_index = 2;
+  ASSERT_EQ(op.tensors()[c_index].name, "C");
+  for (bool reduction : {true, false}) {
+    Level pes = test::spatial("PEs", {4});
+    pes.noc.reduction = reduction;
+    const Architecture arch =
+        Architecture::make("chip", 1000, 8, 1, 1,
+                           {test::buffer("L1", 1 << 20, 1, 2), pes,
+                            test::buffer("L2", 1 << 20, 10, 10), test::dram()});
+    Mapping m = Mapping::trivial(op, arch);
+    for (DimId d : {M, N}) m.level(0).tile[static_cast<size_t>(d)] = 4;
+    m.level(0).tile[static_cast<size_t>(K)] = 1;
+    m.level(1).split[static_cast<size_t>(K)] = 4;
+    for (DimId d : {M, N, K}) m.level(2).tile[static_cast<size_t>(d)] = 4;
+    const NestAnalysis a = analyse(op, arch, m);
+    const TensorTraffic& up = a.traffic[0][c_index];
+    EXPECT_EQ(up.updates, 64.0);
+    EXPECT_EQ(up.parent_writes, reduction ? 16.0 : 64.0);
+    EXPECT_EQ(up.parent_reads, reduction ? 0.0 : 48.0);
+    EXPECT_EQ(a.noc_up[1][c_index], reduction ? 16.0 : 64.0);
+  }
+}
+
 TEST(Analysis, OutputsAreReadBackWhenReductionLoopIsOutside) {
   const Operator op = make_gemm("g", 2, 2, 3);
   const Architecture arch = chip({1});
@@ -168,6 +199,70 @@ TEST(RooflinePeak, LargerOfComputeAndEachLevelOnce) {
   // No mapping beats it.
   const NestAnalysis a = analyse(op, arch, Mapping::trivial(op, arch));
   EXPECT_GE(a.compute_cycles, peak.compute_cycles);
+}
+
+// A cluster level (FLASH Table 2): M = 4, N = 2, K = 4 on 4 PEs; two
+// clusters split N, each cluster's two PEs split K and step in time over a
+// cluster tile M2 x K4, order K then M (M innermost); L2 holds M2 N2 K4,
+// DRAM walks M in 2. Counted by hand:
+// - A[M][K]: M moves innermost in the cluster, so every PE step refills:
+//   32 fills, multicast over the 2 clusters (N): 16 L2 reads, A once.
+// - B[K][N]: stays across the 2 M steps: 16 fills, no multicast over M;
+//   L2 re-serves it for each of DRAM's 2 M tiles: 16 reads.
+// - C[M][N]: 32 partial-sum updates, reduced over the cluster's K split:
+//   16 L2 writes; the second temporal K step reads 8 back.
+TEST(Analysis, ClusterLevelStepsInTimeBetweenTheSplits) {
+  const Operator op = make_gemm("g", 4, 2, 4);
+  const Architecture arch = chip({4});
+  const auto M = static_cast<size_t>(dim(op, "M")), N = static_cast<size_t>(dim(op, "N")),
+             K = static_cast<size_t>(dim(op, "K"));
+  Mapping m = Mapping::trivial(op, arch);
+  auto& pe = m.level(1);
+  pe.split[N] = 2;
+  pe.cluster.split.assign(3, 1);
+  pe.cluster.split[K] = 2;
+  pe.cluster.tile.assign(3, 1);
+  pe.cluster.tile[M] = 2;
+  pe.cluster.tile[K] = 4;
+  pe.cluster.order = {dim(op, "K"), dim(op, "M"), dim(op, "N")};
+  m.level(2).tile[M] = 2;
+  m.level(2).tile[N] = 2;
+  m.level(2).tile[K] = 4;
+  ASSERT_FALSE(m.structural_error(op, arch)) << *m.structural_error(op, arch);
+  EXPECT_EQ(m.span(op, arch, 1), m.level(2).tile);
+  const NestAnalysis a = analyse(op, arch, m);
+  const auto& l1 = a.traffic[0];
+  EXPECT_DOUBLE_EQ(l1[0].fills, 32);
+  EXPECT_DOUBLE_EQ(l1[0].parent_reads, 16);
+  EXPECT_DOUBLE_EQ(l1[1].fills, 16);
+  EXPECT_DOUBLE_EQ(l1[1].parent_reads, 16);
+  EXPECT_DOUBLE_EQ(l1[2].updates, 32);
+  EXPECT_DOUBLE_EQ(l1[2].parent_writes, 16);
+  EXPECT_DOUBLE_EQ(l1[2].parent_reads, 8);
+  // 32 MACs on 4 PEs, every PE busy in each of the 2 x 2 x 2 steps.
+  EXPECT_DOUBLE_EQ(a.compute_cycles, 8);
+  // The summary shows the cluster's loops and split.
+  EXPECT_NE(m.summary(op, arch).find("PEs[N2 cluster(K2 M2 / K2)]"), std::string::npos)
+      << m.summary(op, arch);
+  // Round trip through YAML.
+  EXPECT_EQ(Mapping::parse(m.to_yaml(op, arch), "t.yaml", op, arch), m);
+}
+
+TEST(Mapping, ClusterTileSmallerThanOneStepIsRefusedWithItsLine) {
+  const Operator op = make_gemm("g", 4, 2, 4);
+  const Architecture arch = chip({4});
+  const std::string text =
+      "PEs:\n"
+      "  split: {N: 2}\n"
+      "  cluster: {split: {K: 2}, tile: {M: 2, K: 1}, order: [K, M, N]}\n";
+  try {
+    Mapping::parse(text, "c.yaml", op, arch);
+    FAIL() << "accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("c.yaml:3:"), std::string::npos) << what;
+    EXPECT_NE(what.find("cluster tile of K is 1"), std::string::npos) << what;
+  }
 }
 
 }  // namespace

@@ -23,6 +23,16 @@ struct Score {
   double energy_pj = 0;
 };
 
+/// A feature of a mapping that a model cannot model, as opposed to a
+/// mapping it models and finds invalid: the level, the mapping key (e.g.
+/// `cluster`) and why. `mapex evaluate` reports it as bad input at the
+/// key's place in the mapping file; a search sees the mapping as invalid.
+struct Unsupported {
+  std::string level;
+  std::string key;
+  std::string reason;
+};
+
 /// A cost model bound to one operator and architecture. `evaluate` and
 /// `precheck` are called concurrently from the framework's worker threads:
 /// they must be const-correct and free of shared mutable state. No I/O.
@@ -42,6 +52,10 @@ class BOOST_SYMBOL_VISIBLE BoundCostModel {
   /// accounts are costly to assemble should override it with a lean path.
   /// The default calls `evaluate`.
   virtual Score score(const Mapping& mapping) const;
+  /// The first feature of the mapping this model cannot model, if any
+  /// (default: none). A model that returns one also reports the mapping
+  /// invalid from `precheck` and `evaluate`, never a silent result.
+  virtual std::optional<Unsupported> unsupported(const Mapping& mapping) const;
 };
 
 class BOOST_SYMBOL_VISIBLE CostModel {

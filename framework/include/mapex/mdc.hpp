@@ -75,6 +75,14 @@ struct Hardware {
   std::int64_t offchip_bw = 2147483647;
   std::int64_t noc_latency = 1;  ///< cycles per transfer (HW files: NoC_NumHops)
   std::int64_t simd_lanes = 1;
+  /// The network from L2 into the PEs can multicast: one L2 read feeds every
+  /// PE that needs the word (MAESTRO Table 1, spatial multicast). Without
+  /// it each destination PE's copy is a separate L2 read and NoC transfer.
+  bool multicast = true;
+  /// The network reduces partial sums (MAESTRO Table 1, spatial reduction).
+  /// Without it every PE's partial output travels to L2 on its own and L2
+  /// accumulates it by a read-modify-write.
+  bool reduction = true;
 };
 
 /// Parses a MAESTRO mapping file (refdata README, "Mapping file"): constants,
@@ -149,7 +157,10 @@ struct Lowered {
 Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping& mapping);
 /// The MAESTRO hardware of an architecture: PEs, innermost buffer as L1, the
 /// outermost on-chip buffer as L2, the first network's bandwidth and latency,
-/// DRAM bandwidth, all in elements (word size) per cycle.
+/// DRAM bandwidth, all in elements (word size) per cycle; multicast and
+/// reduction from the spatial levels. Throws InputError naming the level and
+/// key when two spatial levels disagree on either switch (MAESTRO's analysis
+/// has one network from L2 into the PEs).
 Hardware hardware_from(const Architecture& arch);
 
 /// One broken conformability rule (Marvel §3).

@@ -1,6 +1,7 @@
 #include "host/commands.hpp"
 
 #include <tbb/task_arena.h>
+#include <yaml-cpp/yaml.h>
 
 #include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
@@ -118,6 +119,30 @@ const Operator& select_layer(const Network& net, const std::string& workload_pat
     throw UsageError(workload_path + " has " + std::to_string(net.layers().size()) +
                      " layers; choose one with --layer");
   return net.layers().front().op;
+}
+
+/// Where `level.key` is written in a mapping file (line and column of the
+/// key, or of the level, or the file alone when it is not there, e.g. in
+/// directives).
+SourceLocation key_location(const std::string& path, const std::string& level,
+                            const std::string& key) {
+  SourceLocation at{path, 0, 0};
+  try {
+    YAML::Node root = YAML::LoadFile(path);
+    if (root.IsMap() && root["mapping"]) root.reset(root["mapping"]);
+    if (!root.IsMap()) return at;
+    for (const auto& item : root) {
+      if (!item.first.IsScalar() || item.first.Scalar() != level) continue;
+      at = SourceLocation{path, item.first.Mark().line + 1, item.first.Mark().column + 1};
+      if (!item.second.IsMap()) return at;
+      for (const auto& entry : item.second)
+        if (entry.first.IsScalar() && entry.first.Scalar() == key)
+          return SourceLocation{path, entry.first.Mark().line + 1, entry.first.Mark().column + 1};
+    }
+  } catch (const YAML::Exception&) {
+    // Not YAML (directives): the file alone.
+  }
+  return at;
 }
 
 void require_file(const std::string& path, const char* what) {
@@ -306,6 +331,10 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   const PluginRegistry registry = load_plugins();
   const auto model = registry.make_costmodel(costmodel, parse_params(params));
   const auto bound = model->bind(op, arch);
+  if (auto refused = bound->unsupported(mapping))
+    throw InputError(key_location(mapping_path.empty() ? directives_path : mapping_path,
+                                  refused->level, refused->key),
+                     refused->key, "level '" + refused->level + "': " + refused->reason);
   Metrics m;
   if (auto reason = bound->precheck(mapping))
     m = Metrics::invalid(*reason);
