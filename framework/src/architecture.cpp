@@ -26,6 +26,27 @@ std::int64_t Level::fanout() const {
   return n;
 }
 
+// ---- Partitioned buffers (issue 16, item 3) ----
+
+const Partition* Level::partition_of(const std::string& tensor) const {
+  for (const auto& p : partitions)
+    for (const auto& t : p.tensors)
+      if (t == tensor) return &p;
+  return nullptr;
+}
+
+double Level::read_energy_of(const std::string& tensor) const {
+  const Partition* p = partition_of(tensor);
+  return p ? p->read_energy_pj : read_energy_pj;
+}
+
+double Level::write_energy_of(const std::string& tensor) const {
+  const Partition* p = partition_of(tensor);
+  return p ? p->write_energy_pj : write_energy_pj;
+}
+
+// ---- end of partitioned buffers ----
+
 int Architecture::find_level(const std::string& name) const {
   for (size_t i = 0; i < levels_.size(); ++i)
     if (levels_[i].name == name) return static_cast<int>(i);
@@ -58,6 +79,18 @@ void mix(std::uint64_t& h, const std::string& s) {
 template <typename T>
 void mix_value(std::uint64_t& h, T value) {
   mix(h, &value, sizeof value);
+}
+
+// An unpartitioned level adds nothing, so the hashes (and job ids) of
+// every architecture written before partitions stay as they were.
+void mix_partitions(std::uint64_t& h, const std::vector<Partition>& partitions) {
+  for (const auto& p : partitions) {
+    mix(h, p.name);
+    for (const auto& t : p.tensors) mix(h, t);
+    mix_value(h, p.size_bytes);
+    mix_value(h, p.read_energy_pj);
+    mix_value(h, p.write_energy_pj);
+  }
 }
 
 }  // namespace
@@ -97,9 +130,40 @@ std::uint64_t Architecture::content_hash() const {
     mix_value(h, l.noc.reduction);
     mix_value(h, l.noc.forwarding);
     mix_value(h, l.idle_energy_pj_per_cycle);
+    mix_partitions(h, l.partitions);
   }
   return h;
 }
+
+namespace {
+
+// The rule for partitions: only buffers have them; each has a unique name,
+// at least one tensor and a positive size; no tensor is in two partitions;
+// and the sizes add up to the level's size (a partitioned level has no
+// space besides its partitions).
+std::optional<std::string> partitions_error(const Level& l) {
+  if (l.partitions.empty()) return std::nullopt;
+  const std::string where = "level '" + l.name + "'";
+  if (l.kind != LevelKind::kBuffer) return where + ": only buffer levels can be partitioned";
+  std::set<std::string> names, tensors;
+  std::int64_t total = 0;
+  for (const auto& p : l.partitions) {
+    if (!names.insert(p.name).second) return where + ": partition '" + p.name + "' appears twice";
+    if (p.tensors.empty()) return where + ": partition '" + p.name + "' names no tensor";
+    for (const auto& t : p.tensors)
+      if (!tensors.insert(t).second) return where + ": tensor '" + t + "' is in two partitions";
+    if (p.size_bytes <= 0)
+      return where + ": partition '" + p.name + "' has size_bytes " + std::to_string(p.size_bytes) +
+             "; it needs a positive size";
+    total += p.size_bytes;
+  }
+  if (total != l.size_bytes)
+    return where + ": partitions add up to " + std::to_string(total) + " B but size_bytes is " +
+           std::to_string(l.size_bytes) + " B";
+  return std::nullopt;
+}
+
+}  // namespace
 
 Architecture Architecture::make(std::string name, double clock_mhz, int word_bits,
                                 double mac_energy_pj, int macs_per_pe, std::vector<Level> levels) {
@@ -118,6 +182,7 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
     if (l.kind == LevelKind::kDram && i + 1 != levels.size())
       throw InputError(where + ": level '" + l.name +
                        "' is DRAM but is not the last (outermost) level");
+    if (auto error = partitions_error(l)) throw InputError(where + ": " + *error);
     if (l.kind == LevelKind::kBuffer) {
       ++buffers;
       if (l.size_bytes <= 0)
@@ -186,6 +251,68 @@ void read_ports(yaml::Map& m, Level& l) {
 
 }  // namespace
 
+namespace {
+
+// `partitions:` of a buffer level: a list of {name, tensors, size_bytes,
+// read_energy_pj, write_energy_pj}; energies default to the level's.
+// Returns the partitions; the level's size is checked against their sum by
+// the caller, at the key that states it.
+std::vector<Partition> parse_partitions(const std::string& origin, const YAML::Node& node,
+                                        const Level& level) {
+  if (!node.IsSequence() || node.size() == 0)
+    yaml::fail(origin, node, "partitions", "expected a non-empty list of partitions");
+  std::vector<Partition> out;
+  std::set<std::string> names, tensors;
+  for (const auto& item : node) {
+    yaml::Map m(origin, item, "a partition of level '" + level.name + "'");
+    Partition p;
+    const YAML::Node name_node = m.required("name");
+    p.name = yaml::as_string(origin, name_node, "name");
+    if (!names.insert(p.name).second)
+      yaml::fail(origin, name_node, "name",
+                 "partition '" + p.name + "' of level '" + level.name + "' is defined twice");
+    const YAML::Node tensors_node = m.required("tensors");
+    p.tensors = yaml::as_string_list(origin, tensors_node, "tensors");
+    if (p.tensors.empty())
+      yaml::fail(origin, tensors_node, "tensors", "a partition needs at least one tensor");
+    for (const auto& t : p.tensors)
+      if (!tensors.insert(t).second)
+        yaml::fail(
+            origin, tensors_node, "tensors",
+            "tensor '" + t + "' is already in another partition of level '" + level.name + "'");
+    p.size_bytes = level_size(origin, m.required("size_bytes"), level.name + "/" + p.name);
+    p.read_energy_pj = m.non_negative_double("read_energy_pj", level.read_energy_pj);
+    p.write_energy_pj = m.non_negative_double("write_energy_pj", level.write_energy_pj);
+    m.finish();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// A buffer's size: `size_bytes`, or with `partitions` the sum of theirs
+// (`size_bytes`, when also given, must equal it).
+void parse_buffer_size(const std::string& origin, yaml::Map& m, Level& l) {
+  auto parts = m.optional("partitions");
+  if (!parts) {
+    l.size_bytes = level_size(origin, m.required("size_bytes"), l.name);
+    return;
+  }
+  l.partitions = parse_partitions(origin, *parts, l);
+  std::int64_t total = 0;
+  for (const auto& p : l.partitions) total += p.size_bytes;
+  if (auto size = m.optional("size_bytes")) {
+    l.size_bytes = level_size(origin, *size, l.name);
+    if (l.size_bytes != total)
+      yaml::fail(origin, *size, "size_bytes",
+                 "level '" + l.name + "' has partitions adding up to " + std::to_string(total) +
+                     " B; size_bytes says " + std::to_string(l.size_bytes) +
+                     " B (leave it out or make it the sum)");
+  }
+  l.size_bytes = total;
+}
+
+}  // namespace
+
 Architecture Architecture::load(const std::string& path) {
   return parse(yaml::read_text(path), path);
 }
@@ -227,10 +354,10 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
     const std::string kind = yaml::as_string(origin, kind_node, "kind");
     if (kind == "buffer") {
       l.kind = LevelKind::kBuffer;
-      l.size_bytes = level_size(origin, m.required("size_bytes"), l.name);
       l.double_buffered = m.boolean("double_buffered", true);
       l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
       l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
+      parse_buffer_size(origin, m, l);  // after the energies: partitions default to them
       l.idle_energy_pj_per_cycle = m.non_negative_double("idle_energy_pj_per_cycle", 0);
       if (m.has("bandwidth_gbps"))
         l.bandwidth_gbps = m.positive_double("bandwidth_gbps");

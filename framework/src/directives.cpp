@@ -76,6 +76,24 @@ std::int64_t sharing_factor(const Operator& op, const Architecture& arch, const 
 
 namespace {
 
+// The `bypass` flags of a level section become the level's `keep`; a
+// section that keeps exactly the default (every tensor, or a partitioned
+// level's own) leaves `keep` empty, as a mapping file without `keep` does.
+void set_keep(Mapping& m, const Operator& op, const Architecture& arch, int level,
+              const LevelDirectives& ld) {
+  std::vector<bool> keep(op.tensors().size(), true);
+  for (const auto& td : ld.tensors)
+    for (size_t t = 0; t < op.tensors().size(); ++t)
+      if (op.tensors()[t].name == td.tensor) keep[t] = !td.bypass;
+  auto& lm = m.level(level);
+  lm.keep.clear();
+  for (size_t t = 0; t < keep.size(); ++t)
+    if (m.keeps(op, arch, level, static_cast<int>(t)) != keep[t]) {
+      lm.keep = keep;
+      return;
+    }
+}
+
 /// The tensor{} directives of a level whose tiles span `tile`.
 std::vector<TensorDirective> tensor_directives(const Operator& op, const Architecture& arch,
                                                const Mapping& mapping, int level,
@@ -122,6 +140,8 @@ LayerDirectives to_directives(const Operator& op, const Architecture& arch,
     ld.level = arch.levels()[static_cast<size_t>(b)].name;
     const auto& tile = mapping.level(b).tile;
     ld.tensors = tensor_directives(op, arch, mapping, b, tile, true);
+    for (int t = 0; t < static_cast<int>(ld.tensors.size()); ++t)
+      ld.tensors[static_cast<size_t>(t)].bypass = !mapping.keeps(op, arch, b, t);
     const auto span = stacked_span(op, arch, mapping, p, k);
     const auto& parent = mapping.level(p.data[k + 1]);
     const int s = p.spatial[k];
@@ -238,6 +258,7 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
   };
   for (size_t k = 0; k < section.size(); ++k) {
     m.level(p.data[k]).tile = read_tile(*section[k]);
+    set_keep(m, op, arch, p.data[k], *section[k]);
     if (!cluster[k]) continue;
     ClusterMapping& c = m.level(p.spatial[k]).cluster;
     c.split.assign(n, 1);
@@ -514,9 +535,13 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
       td.line = line;
       const std::string args = arguments(s.substr(close + 1), origin, line, "tensor");
       for (const auto& a : split_args(args)) {
+        if (trim(a) == "bypass") {
+          td.bypass = true;
+          continue;
+        }
         const auto eq = a.find('=');
         if (eq == std::string::npos)
-          fail_at(origin, line, td.tensor, "expected DIM=SIZE or shr=K, got '" + a + "'");
+          fail_at(origin, line, td.tensor, "expected DIM=SIZE, shr=K or bypass, got '" + a + "'");
         const std::string key = trim(a.substr(0, eq));
         const std::int64_t v = parse_count(a.substr(eq + 1), origin, line, key);
         if (key == "shr")
@@ -570,6 +595,7 @@ std::string format_directives(const LayerDirectives& directives, const Operator&
         out << (i ? ", " : "") << op.dims()[static_cast<size_t>(td.sizes[i].first)].name << "="
             << td.sizes[i].second;
       if (td.shr > 1) out << ", shr=" << td.shr;
+      if (td.bypass) out << ", bypass";
       out << ")\n";
     }
     for (const auto& s : ld.stacks)

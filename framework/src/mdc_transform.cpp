@@ -61,7 +61,27 @@ DimMap classify(const Operator& op) {
 
 }  // namespace
 
+namespace {
+
+// MAESTRO's directives (and its analysis) keep every tensor at every level:
+// a mapping that bypasses one has no image in them (issue 16). Refuse it
+// rather than lower it as if every tensor were kept.
+void refuse_bypass(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    if (arch.levels()[static_cast<std::size_t>(i)].kind != LevelKind::kBuffer) continue;
+    for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
+      if (!mapping.keeps(op, arch, i, t))
+        throw InputError("level '" + arch.levels()[static_cast<std::size_t>(i)].name +
+                         "' bypasses tensor '" + op.tensors()[static_cast<std::size_t>(t)].name +
+                         "': MDC directives keep every tensor at every level and cannot express "
+                         "a bypass");
+  }
+}
+
+}  // namespace
+
 Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+  refuse_bypass(op, arch, mapping);
   const DimMap dm = classify(op);
   Layer layer;
   layer.name = op.name();

@@ -30,6 +30,21 @@ struct Noc {
   bool forwarding = false;
 };
 
+/// One part of a partitioned buffer level (issue 16, item 3): Eyeriss's
+/// per-PE ifmap, weight and psum scratchpads are one level of three
+/// partitions. A partition holds only the tensors it names, in its own
+/// space and at its own energies; the level's tile and loop order are
+/// shared (one loop nest per level, as in the mapping).
+struct Partition {
+  std::string name;
+  /// Names of the operator tensors it holds (e.g. `Weight`); a name no
+  /// tensor of an operator has is simply unused for that operator.
+  std::vector<std::string> tensors;
+  std::int64_t size_bytes = 0;
+  double read_energy_pj = 0;   ///< per word
+  double write_energy_pj = 0;  ///< per word
+};
+
 struct Level {
   std::string name;
   LevelKind kind = LevelKind::kBuffer;
@@ -54,6 +69,18 @@ struct Level {
   /// Static energy of the whole level (all its instances) per cycle the
   /// chip runs, charged over the latency (KAPLA §III-C, Fig. 4 idle_cost).
   double idle_energy_pj_per_cycle = 0;
+  /// Buffers, optional: the level split into per-tensor partitions. Empty:
+  /// one buffer shared by every tensor (the meaning before partitions).
+  /// When present, `size_bytes` is the sum of the partitions' sizes.
+  std::vector<Partition> partitions;
+
+  /// The partition holding tensor `tensor` (by name), or nullptr; always
+  /// nullptr on an unpartitioned level.
+  const Partition* partition_of(const std::string& tensor) const;
+  /// Per-word energies of a tensor at this level: its partition's, or the
+  /// level's when unpartitioned.
+  double read_energy_of(const std::string& tensor) const;
+  double write_energy_of(const std::string& tensor) const;
 
   /// Number of children of a spatial level (product of the shape); 1 else.
   std::int64_t fanout() const;
@@ -84,7 +111,9 @@ class Architecture {
   std::uint64_t content_hash() const;
 
   /// Builds and validates: exactly one DRAM level and it is last; at least
-  /// one buffer; unique names; positive sizes, shapes and bandwidths.
+  /// one buffer; unique names; positive sizes, shapes and bandwidths;
+  /// partitions only on buffers, with unique names, positive sizes adding
+  /// up to the level's size and no tensor in two partitions.
   static Architecture make(std::string name, double clock_mhz, int word_bits, double mac_energy_pj,
                            int macs_per_pe, std::vector<Level> levels);
   /// Loads an architecture file (README, "Architecture files").
