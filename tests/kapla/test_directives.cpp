@@ -7,8 +7,6 @@
 #include <mapex/directives.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/mapspace.hpp>
-#include <mapex/mdc.hpp>
-#include <mapex/network.hpp>
 #include <random>
 
 #include "test_chips.hpp"
@@ -30,59 +28,6 @@ Mapping round_trip(const Operator& op, const Architecture& arch, const Mapping& 
   // Printing the parsed scheme gives the same text.
   EXPECT_EQ(format_directives(to_directives(op, arch, back), op), text);
   return back;
-}
-
-// Every shipped mapping file through all three forms: YAML (printed and
-// read back: the same mapping), KAPLA's tensor-centric directives (the same
-// mapping up to one-trip loops), and MAESTRO's directives (printed and read
-// back: the same directives), or, for a mapping with a bypass, the
-// lowering's refusal naming the level and tensor (issue 16).
-struct Shipped {
-  std::string mapping, workload, layer, arch;
-  std::string mdc_refusal;  // empty: MDC directives express it
-};
-
-TEST(Directives, ShippedMappingsRoundTripThroughEveryForm) {
-  const std::string data = MAPEX_TEST_DATA_DIR;
-  const std::vector<Shipped> files{
-      {data + "/tiny_conv_mapping.yaml", data + "/tiny_net.yaml", "conv", data + "/tiny_arch.yaml",
-       ""},
-      {kExperiments + "/mappings/eyeriss_like_vgg16_conv3_1.yaml",
-       kExperiments + "/workloads/vgg16.yaml", "conv3_1",
-       kExperiments + "/architectures/eyeriss_like.yaml",
-       "level 'GLB' bypasses tensor 'Weight': MDC directives keep every tensor"}};
-  for (const auto& f : files) {
-    SCOPED_TRACE(f.mapping);
-    const Network net = Network::load(f.workload);
-    const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(f.layer))].op;
-    const Architecture arch = Architecture::load(f.arch);
-    const Mapping m = Mapping::load(f.mapping, op, arch);
-    EXPECT_EQ(Mapping::parse(m.to_yaml(op, arch), "rt.yaml", op, arch), m);
-    // KAPLA's stacks do not say on which axis of the array a split lies:
-    // the placement (`axes`) is not carried; everything else is.
-    Mapping unplaced = normalise_orders(m, op, arch);
-    for (auto& lm : unplaced.levels()) lm.axes.clear();
-    EXPECT_EQ(round_trip(op, arch, m), unplaced) << round_trip(op, arch, m).to_yaml(op, arch);
-    if (f.mdc_refusal.empty()) {
-      const auto lowered = mdc::from_mapping(op, arch, m);
-      const mdc::Network one{"rt", "rt.m", {lowered.layer}};
-      const std::string text = mdc::format_network(one);
-      EXPECT_EQ(mdc::format_network(mdc::parse_mapping(text, "rt.m")), text);
-    } else {
-      try {
-        (void)mdc::from_mapping(op, arch, m);
-        ADD_FAILURE() << "expected the MDC lowering to refuse the bypass";
-      } catch (const InputError& e) {
-        EXPECT_NE(std::string(e.what()).find(f.mdc_refusal), std::string::npos) << e.what();
-      }
-      // Without the bypass the same tiles lower and read back.
-      Mapping kept = m;
-      for (auto& lm : kept.levels()) lm.keep.clear();
-      const mdc::Network one{"rt", "rt.m", {mdc::from_mapping(op, arch, kept).layer}};
-      const std::string text = mdc::format_network(one);
-      EXPECT_EQ(mdc::format_network(mdc::parse_mapping(text, "rt.m")), text);
-    }
-  }
 }
 
 TEST(Directives, SampledMappingsRoundTripOnTheMultiNodeChip) {
