@@ -12,20 +12,16 @@
 #include <mapex/network.hpp>
 
 #include "host/plugin_registry.hpp"
+#include "plugin_fixture.hpp"
 
 namespace mapex::host {
 namespace {
 
-const PluginRegistry& registry() {
-  static const PluginRegistry r = load_plugins();
-  return r;
-}
+using test::registry;
 
 Metrics evaluate(const std::string& model, const Operator& op, const Architecture& arch,
                  const Mapping& m) {
-  const auto bound = registry().make_costmodel(model, {})->bind(op, arch);
-  if (auto reason = bound->precheck(m)) return Metrics::invalid(*reason);
-  return bound->evaluate(m);
+  return test::evaluate_with(model, op, arch, m);
 }
 
 // What a model says it cannot model (BoundCostModel::unsupported), as
