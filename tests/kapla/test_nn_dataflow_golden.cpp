@@ -28,11 +28,14 @@ const fs::path kArchs = fs::path(MAPEX_EXPERIMENTS_DIR) / "architectures";
 
 // How a run compares. kExact: every figure within 2%. kIfmHopsDiffer:
 // every figure within 2% but the ifmap NoC hops (and so the NoC and total
-// energy) of the layers named: nn_dataflow's own unit_nhops_to_proc_region,
-// run on the layouts the JSON records, gives our figures (2,207,744 and
-// 464,000 / 232,000 hops against the JSON's 1,856,512 and 224,000 /
-// 112,000), so the tool scored those layers with an input layout other than
-// the recorded one. kNotExpressible: the importer refuses the file, naming
+// energy) of the trailing layers named, whose input is where the reference
+// layer left its output: nn_dataflow's own unit_nhops_to_proc_region, run
+// on the layouts the JSON records, gives our figures (2,207,744 and 464,000
+// / 232,000 hops against the JSON's 1,856,512 and 224,000 / 112,000), so
+// the tool scored those layers with an input layout other than the
+// recorded one. (A first layer is scored under the cheapest of the input
+// layouts nn_dataflow tries, as its search does; that makes e14's L exact.)
+// kNotExpressible: the importer refuses the file, naming
 // the layer: nn_dataflow splits a dimension over more nodes than a
 // canonical split may have (it leaves nodes idle or divides unevenly).
 // kNeedsRotation: the layers named fit the GBUF only when nodes share it
@@ -58,7 +61,7 @@ std::vector<Case> cases() {
       {"mn_ex_fc_250_10_b64", Expect::kNotExpressible, "key 'tail'"},
       {"mn_df_fc_784_1000_b64", Expect::kNotExpressible, "key 'L'"},
       {"mn_ex_conv_512_512_e7_r3_b1", Expect::kExact, ""},
-      {"mn_ex_conv_512_512_e14_r1_b1", Expect::kIfmHopsDiffer, "L tail"},
+      {"mn_ex_conv_512_512_e14_r1_b1", Expect::kIfmHopsDiffer, "tail"},
       {"mn_df_conv_3_48_e55_r11_u4_b4", Expect::kNotExpressible, "key 'L'"},
       {"sm4_ex_fc_1024_1024_b16", Expect::kExact, ""},
       {"sm4_df_fc_1024_1024_b16", Expect::kNotExpressible, "key 'tail'"},
