@@ -34,6 +34,8 @@ class BoundDb final : public mapex::BoundCostModel {
 
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
     if (auto error = mapping.structural_error(op_, arch_)) return error;
+    if (auto refused = unsupported(mapping))
+      return "db_locality: level '" + refused->level + "': " + refused->reason;
     if (!check_capacity_) return std::nullopt;
     if (auto error = mapex::capacity_error(op_, arch_, mapping)) return error;
     const auto choice = model_.evaluate(tile_of(mapping), layouts_for(tile_of(mapping)));
@@ -42,6 +44,9 @@ class BoundDb final : public mapex::BoundCostModel {
 
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
     if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
+    if (auto refused = unsupported(mapping))
+      return mapex::Metrics::invalid("db_locality: level '" + refused->level +
+                                     "': " + refused->reason);
     const auto tile = tile_of(mapping);
     const auto choice = model_.evaluate(tile, layouts_for(tile));
     if (check_capacity_) {
@@ -73,6 +78,21 @@ class BoundDb final : public mapex::BoundCostModel {
     const double bytes = traffic.total_blocks() * static_cast<double>(model_.block_bytes());
     dm.transfer_cycles =
         dram.bandwidth_gbps ? bytes / arch_.bytes_per_cycle(*dram.bandwidth_gbps) : 0;
+    // Separate read and write ports each limit their own blocks.
+    double read_blocks = 0, write_blocks = 0;
+    for (std::size_t t = 0; t < op_.tensors().size(); ++t) {
+      read_blocks += traffic.read_blocks[t];
+      write_blocks += traffic.write_blocks[t];
+    }
+    const auto block = static_cast<double>(model_.block_bytes());
+    if (dram.read_bandwidth_gbps)
+      dm.transfer_cycles =
+          std::max(dm.transfer_cycles,
+                   read_blocks * block / arch_.bytes_per_cycle(*dram.read_bandwidth_gbps));
+    if (dram.write_bandwidth_gbps)
+      dm.transfer_cycles =
+          std::max(dm.transfer_cycles,
+                   write_blocks * block / arch_.bytes_per_cycle(*dram.write_bandwidth_gbps));
     for (int i = 0; i < arch_.num_levels(); ++i) {
       const auto& l = arch_.levels()[static_cast<std::size_t>(i)];
       if (i == dram_) {
@@ -106,8 +126,47 @@ class BoundDb final : public mapex::BoundCostModel {
     for (const auto& t : op_.tensors()) out.push_back(mapex::db::Model::row_major(t));
     return out;
   }
+  // ---- keep/bypass and partitions (issue 16, items 2 and 3) ----
+
+  /// The distinct-block model counts DRAM traffic per level-3 tile, so every
+  /// tensor must live in the buffer below DRAM; a tensor that bypasses it
+  /// moves in the tiles of a level further in, which the model has no term
+  /// for. Bypass below that buffer does not touch the off-chip traffic.
+  std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
+    for (int t = 0; t < static_cast<int>(op_.tensors().size()); ++t)
+      if (!mapping.keeps(op_, arch_, outer_, t))
+        return mapex::Unsupported{
+            arch_.levels()[static_cast<std::size_t>(outer_)].name, "keep",
+            "bypasses tensor '" + op_.tensors()[static_cast<std::size_t>(t)].name +
+                "'; cost model 'db_locality' (Marvel §5.1) counts DRAM traffic in the tiles of "
+                "the buffer below DRAM and cannot model a tensor that skips it"};
+    return std::nullopt;
+  }
+
+  /// A partitioned buffer below DRAM: each partition holds the distinct
+  /// blocks of its own tensors (double-buffered when the level is).
+  std::optional<std::string> partition_error(const mapex::db::OffchipChoice& choice) const {
+    const auto& l = arch_.levels()[static_cast<std::size_t>(outer_)];
+    for (const auto& p : l.partitions) {
+      double blocks = 0;
+      for (std::size_t t = 0; t < op_.tensors().size(); ++t)
+        if (l.partition_of(op_.tensors()[t].name) == &p) blocks += choice.blocks[t];
+      const double need =
+          blocks * static_cast<double>(model_.block_bytes()) * (l.double_buffered ? 2.0 : 1.0);
+      if (need > static_cast<double>(p.size_bytes))
+        return l.name + "/" + p.name + ": distinct DRAM blocks need " +
+               std::to_string(static_cast<long long>(need)) + " B" +
+               (l.double_buffered ? " (x2 double-buffered)" : "") + ", partition capacity " +
+               std::to_string(p.size_bytes) + " B";
+    }
+    return std::nullopt;
+  }
+
+  // ---- end of keep/bypass and partitions ----
+
   std::optional<std::string> capacity_error(const mapex::db::OffchipChoice& choice) const {
     const auto& l = arch_.levels()[static_cast<std::size_t>(outer_)];
+    if (auto error = partition_error(choice)) return error;
     if (choice.required_bytes <= mapex::db::usable_bytes(l)) return std::nullopt;
     return l.name + ": distinct DRAM blocks need " +
            std::to_string(static_cast<long long>(choice.required_bytes)) + " B" +

@@ -27,6 +27,12 @@ class BoundMdc final : public mapex::BoundCostModel {
       if (kind == mapex::LevelKind::kBuffer) buffers.push_back(i);
       if (kind == mapex::LevelKind::kDram) dram_ = i;
     }
+    // MAESTRO has one off-chip bandwidth and none per buffer port.
+    if (const int p = arch.first_split_ports(); p >= 0)
+      throw mapex::InputError(mapex::SourceLocation{}, "read_bandwidth_gbps",
+                              "mdc cannot model separate read and write bandwidths (level '" +
+                                  arch.levels()[static_cast<std::size_t>(p)].name +
+                                  "' of architecture '" + arch.name() + "')");
     if (buffers.empty())
       throw mapex::InputError("mdc: architecture '" + arch.name() +
                               "' has no on-chip buffer; MAESTRO's analysis needs an L1");
@@ -54,8 +60,16 @@ class BoundMdc final : public mapex::BoundCostModel {
     (void)mapex::mdc::hardware_from(arch);
   }
 
+  std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
+    if (auto refused = unsupported(mapping))
+      return "mdc: level '" + refused->level + "': " + refused->reason;
+    return std::nullopt;
+  }
+
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
     if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
+    if (auto refused = unsupported(mapping))
+      return mapex::Metrics::invalid("mdc: level '" + refused->level + "': " + refused->reason);
     Result r;
     try {
       const auto lowered = mapex::mdc::from_mapping(op_, arch_, mapping);
@@ -82,11 +96,77 @@ class BoundMdc final : public mapex::BoundCostModel {
         return mapex::Metrics::invalid(overflow(l1, l1_req));
       if (l2_ != l1_ && l2_req > static_cast<double>(l2.size_bytes))
         return mapex::Metrics::invalid(overflow(l2, l2_req));
+      const double l1_per_tensor[3] = {r.input_l1_size_req, r.filter_l1_size_req,
+                                       r.output_l1_size_req};
+      const double l2_per_tensor[3] = {r.input_l2_size_req, r.filter_l2_size_req,
+                                       r.output_l2_size_req};
+      if (auto error = partition_overflow(l1, l1_per_tensor))
+        return mapex::Metrics::invalid(*error);
+      if (l2_ != l1_)
+        if (auto error = partition_overflow(l2, l2_per_tensor))
+          return mapex::Metrics::invalid(*error);
     }
     return to_metrics(r, mapping, l1_req, l2_req);
   }
 
  private:
+  // ---- keep/bypass and partitions (issue 16, items 2 and 3) ----
+
+  /// MAESTRO's analysis (§IV) keeps every tensor in L1 and in L2; it has
+  /// no term for a tensor that skips one. Refused (mapex evaluate: bad
+  /// input at the `keep` key; a search: an invalid mapping), never
+  /// evaluated as if the tensor were kept.
+  std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
+    for (int level : {l1_, l2_})
+      for (int t = 0; t < static_cast<int>(op_.tensors().size()); ++t)
+        if (!mapping.keeps(op_, arch_, level, t))
+          return mapex::Unsupported{
+              arch_.levels()[static_cast<std::size_t>(level)].name, "keep",
+              "bypasses tensor '" + op_.tensors()[static_cast<std::size_t>(t)].name +
+                  "'; cost model 'mdc' (MAESTRO's analysis) keeps every tensor in L1 and L2 and "
+                  "cannot model a bypass (use roofline or tensor_centric)"};
+    return std::nullopt;
+  }
+
+  /// MAESTRO's names of the operator's tensors, in its order (input,
+  /// filter, output); "" where the operator has no such tensor.
+  std::vector<std::string> maestro_names() const {
+    std::vector<std::string> names;
+    for (const auto& t : op_.tensors())
+      if (t.role == mapex::TensorRole::kInput) names.push_back(t.name);
+    names.resize(2, "");
+    names.push_back(op_.output().name);
+    return names;
+  }
+
+  /// A partitioned L1 or L2: each partition must hold MAESTRO's per-tensor
+  /// requirement of the tensors it holds (double-buffered as MAESTRO sizes
+  /// them, halved for a single-buffered level, as for the whole level).
+  std::optional<std::string> partition_overflow(const mapex::Level& l,
+                                                const double (&words)[3]) const {
+    if (l.partitions.empty()) return std::nullopt;
+    const auto names = maestro_names();
+    const double scale = arch_.word_bytes() * (l.double_buffered ? 1.0 : 0.5);
+    for (const auto& p : l.partitions) {
+      double need = 0;
+      std::string held;
+      for (int t = 0; t < 3; ++t)
+        if (!names[static_cast<std::size_t>(t)].empty() &&
+            l.partition_of(names[static_cast<std::size_t>(t)]) == &p) {
+          need += words[t] * scale;
+          held += (held.empty() ? "" : ", ") + names[static_cast<std::size_t>(t)];
+        }
+      if (need > static_cast<double>(p.size_bytes))
+        return l.name + "/" + p.name + ": tiles of " + held + " need " +
+               std::to_string(static_cast<long long>(need)) + " B" +
+               (l.double_buffered ? " (double-buffered)" : "") + ", partition capacity " +
+               std::to_string(p.size_bytes) + " B";
+    }
+    return std::nullopt;
+  }
+
+  // ---- end of keep/bypass and partitions ----
+
   mapex::Metrics to_metrics(const Result& r, const mapex::Mapping& mapping, double l1_req,
                             double l2_req) const {
     // The loop-nest analysis of the same mapping (mapex/analysis.hpp) gives
@@ -105,14 +185,9 @@ class BoundMdc final : public mapex::BoundCostModel {
     m.compute_cycles = a.compute_cycles;
     m.latency_cycles = r.runtime_cycles;
     m.bound_by = "mdc";
-    const auto& tensors = op_.tensors();
     // MAESTRO's tensors are input, filter, output; mapex's follow the
     // operator (inputs in order, then the output).
-    std::vector<std::string> names;
-    for (const auto& t : tensors)
-      if (t.role == mapex::TensorRole::kInput) names.push_back(t.name);
-    names.resize(2, "");
-    names.push_back(op_.output().name);
+    const std::vector<std::string> names = maestro_names();
     const double rd1[3] = {r.input_l1_rd, r.filter_l1_rd, r.output_l1_rd};
     const double wr1[3] = {r.input_l1_wr, r.filter_l1_wr, r.output_l1_wr};
     const double rd2[3] = {r.input_l2_rd, r.filter_l2_rd, r.output_l2_rd};
@@ -142,7 +217,9 @@ class BoundMdc final : public mapex::BoundCostModel {
             acc.reads = rd2[t];
             acc.writes = wr2[t];
           }
-          lm.energy_pj += acc.reads * l.read_energy_pj + acc.writes * l.write_energy_pj;
+          // A partitioned level charges each tensor its partition's energies.
+          lm.energy_pj +=
+              acc.reads * l.read_energy_of(acc.tensor) + acc.writes * l.write_energy_of(acc.tensor);
           if (!acc.tensor.empty()) lm.tensors.push_back(acc);
         }
         if (is_l1) lm.required_bytes = l1_req;

@@ -65,6 +65,59 @@ struct Loop {
 
 }  // namespace
 
+namespace {
+
+// ---- keep/bypass and partitions (issue 16, items 2 and 3) ----
+
+/// Words buffer level `level` holds of tensor t: its tile's footprint over
+/// the sharing factor, or nothing when the level bypasses t.
+double held_words(const Operator& op, const Architecture& arch, const Mapping& mapping, int level,
+                  int t) {
+  if (!mapping.keeps(op, arch, level, t)) return 0;
+  const auto extent = as_extent(mapping.level(level).tile);
+  const double fp = op.tensors()[static_cast<size_t>(t)].footprint(extent);
+  return std::ceil(fp / static_cast<double>(sharing_factor(op, arch, mapping, level, t)));
+}
+
+/// Bytes a buffer (or one partition of it) needs for the tensors it keeps.
+double held_bytes(const Operator& op, const Architecture& arch, const Mapping& mapping, int level,
+                  const Partition* partition) {
+  const Level& l = arch.levels()[static_cast<size_t>(level)];
+  double words = 0;
+  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
+    if (!partition || l.partition_of(op.tensors()[static_cast<size_t>(t)].name) == partition)
+      words += held_words(op, arch, mapping, level, t);
+  return words * arch.word_bytes() * (l.double_buffered ? 2 : 1);
+}
+
+/// The whole buffer, or on a partitioned one each partition, must hold its
+/// tensors (KAPLA §IV-A validity: all tensors fit).
+std::optional<std::string> buffer_overflow(const Operator& op, const Architecture& arch,
+                                           const Mapping& mapping, int level) {
+  const Level& l = arch.levels()[static_cast<size_t>(level)];
+  std::ostringstream why;
+  if (l.partitions.empty()) {
+    const double bytes = held_bytes(op, arch, mapping, level, nullptr);
+    if (bytes <= static_cast<double>(l.size_bytes)) return std::nullopt;
+    why << l.name << ": tensors need " << bytes << " B"
+        << (l.double_buffered ? " (double-buffered)" : "") << ", capacity " << l.size_bytes << " B";
+    return why.str();
+  }
+  for (const auto& p : l.partitions) {
+    const double bytes = held_bytes(op, arch, mapping, level, &p);
+    if (bytes <= static_cast<double>(p.size_bytes)) continue;
+    why << l.name << "/" << p.name << ": tensors need " << bytes << " B"
+        << (l.double_buffered ? " (double-buffered)" : "") << ", partition capacity "
+        << p.size_bytes << " B";
+    return why.str();
+  }
+  return std::nullopt;
+}
+
+// ---- end of keep/bypass and partitions ----
+
+}  // namespace
+
 std::optional<std::string> validity_error(const Operator& op, const Architecture& arch,
                                           const Mapping& mapping) {
   if (auto err = mapping.structural_error(op, arch)) return err;
@@ -78,20 +131,7 @@ std::optional<std::string> validity_error(const Operator& op, const Architecture
     // The stacks of a spatial level occupy a region of its array (§III-C):
     // structural_error above placed them (mapex::placement_error).
     if (level.kind != LevelKind::kBuffer) continue;
-    const auto extent = as_extent(mapping.level(i).tile);
-    double words = 0;
-    for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
-      const double fp = op.tensors()[static_cast<size_t>(t)].footprint(extent);
-      words += std::ceil(fp / static_cast<double>(sharing_factor(op, arch, mapping, i, t)));
-    }
-    const double bytes = words * arch.word_bytes() * (level.double_buffered ? 2 : 1);
-    if (bytes > static_cast<double>(level.size_bytes)) {
-      std::ostringstream why;
-      why << level.name << ": tensors need " << bytes << " B"
-          << (level.double_buffered ? " (double-buffered)" : "") << ", capacity "
-          << level.size_bytes << " B";
-      return why.str();
-    }
+    if (auto why = buffer_overflow(op, arch, mapping, i)) return why;
   }
   return std::nullopt;
 }
@@ -133,14 +173,6 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
     for (const auto& l : loops) serial *= static_cast<double>(l.trips);
   const double compute_cycles = serial / arch.macs_per_pe();
 
-  // MACs read their operands from the innermost buffer and update the
-  // output there.
-  const int d0 = plan.data[0];
-  for (size_t t = 0; t < num_tensors; ++t) {
-    reads[static_cast<size_t>(d0)][t] += macs;
-    if (op.tensors()[t].role == TensorRole::kOutput) writes[static_cast<size_t>(d0)][t] += macs;
-  }
-
   // Used instances of each data level: the product of the splits above it.
   auto used_instances = [&](int level) {
     double u = 1;
@@ -150,15 +182,28 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
     return u;
   };
 
-  for (size_t k = 0; k + 1 < plan.data.size(); ++k) {
+  // The exchange of tensor t between data levels plan.data[k] (child) and
+  // plan.data[kp] (parent), kp > k + 1 when the levels between bypass it
+  // (issue 16: a bypassed tensor goes from the nearest keeping level above
+  // straight to the nearest one below, under the loops of every level
+  // above the child).
+  auto exchange = [&](size_t k, size_t kp, size_t t) {
     const int child = plan.data[k];
-    const int parent = plan.data[k + 1];
+    const int parent = plan.data[kp];
     const auto& tile = mapping.level(child).tile;
     // Loops that run while a stacked child tile is resident or reloaded.
     std::vector<Loop> outside;
     for (size_t j = plan.data.size() - 1; j > k; --j)
       outside.insert(outside.end(), level_loops[j].begin(), level_loops[j].end());
-    const std::vector<int>& arrays = plan.spatial_above[k];
+    std::vector<int> arrays;
+    for (size_t j = k; j < kp; ++j)
+      arrays.insert(arrays.end(), plan.spatial_above[j].begin(), plan.spatial_above[j].end());
+    if (kp > k + 1 && arrays.size() > 1)
+      throw InputError("tensor_centric: tensor '" + op.tensors()[t].name + "' bypasses level '" +
+                       arch.levels()[static_cast<size_t>(plan.data[k + 1])].name +
+                       "' and would cross the networks of " + std::to_string(arrays.size()) +
+                       " spatial levels at once, which KAPLA's model (one network per exchange, "
+                       "§III-C) cannot charge");
     // Every used instance of the parent runs this exchange: the splits
     // above the parent are not loops, so the counts below are per parent
     // instance and scale by their number (as nn_dataflow multiplies its
@@ -179,76 +224,87 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
       unicast_distance = std::max(1.0, sum / 2);
     }
 
-    for (size_t t = 0; t < num_tensors; ++t) {
-      const Tensor& tensor = op.tensors()[t];
-      const int ti = static_cast<int>(t);
-      const double fp_span = tensor.footprint(as_extent(span[k]));
-      const double fp_tile = tensor.footprint(as_extent(tile));
-      // Innermost loop (over all levels above) that indexes the tensor.
-      int p = -1;
-      for (int i = 0; i < static_cast<int>(outside.size()); ++i)
-        if (op.relevant(ti, outside[static_cast<size_t>(i)].dim)) p = i;
-      double loads_outer = 1, distinct = 1, all = 1;
-      double sweep = fp_span;  // unique words of one sweep of loop p
-      if (p >= 0) {
-        for (int i = 0; i < p; ++i) {
-          const auto& l = outside[static_cast<size_t>(i)];
-          loads_outer *= static_cast<double>(l.trips);
-          all *= static_cast<double>(l.trips);
-          if (op.relevant(ti, l.dim)) distinct *= static_cast<double>(l.trips);
-        }
-        const Loop& lp = outside[static_cast<size_t>(p)];
-        all *= static_cast<double>(lp.trips);
-        distinct *= static_cast<double>(lp.trips);
-        auto extended = as_extent(span[k]);
-        const auto du = static_cast<size_t>(lp.dim);
-        extended[du] =
-            static_cast<double>(std::min(mapping.level(lp.level).tile[du], span[k][du] * lp.trips));
-        sweep = std::min(static_cast<double>(lp.trips) * fp_span, tensor.footprint(extended));
+    const Tensor& tensor = op.tensors()[t];
+    const int ti = static_cast<int>(t);
+    const double fp_span = tensor.footprint(as_extent(span[k]));
+    const double fp_tile = tensor.footprint(as_extent(tile));
+    // Innermost loop (over all levels above) that indexes the tensor.
+    int p = -1;
+    for (int i = 0; i < static_cast<int>(outside.size()); ++i)
+      if (op.relevant(ti, outside[static_cast<size_t>(i)].dim)) p = i;
+    double loads_outer = 1, distinct = 1, all = 1;
+    double sweep = fp_span;  // unique words of one sweep of loop p
+    if (p >= 0) {
+      for (int i = 0; i < p; ++i) {
+        const auto& l = outside[static_cast<size_t>(i)];
+        loads_outer *= static_cast<double>(l.trips);
+        all *= static_cast<double>(l.trips);
+        if (op.relevant(ti, l.dim)) distinct *= static_cast<double>(l.trips);
       }
-      // W: unique words crossing into the stacked tiles; C: words the
-      // units hold in total (replicas and halos included).
-      const double w = loads_outer * sweep;
-      const double copies = fp_span > 0 ? units * fp_tile / fp_span : 1;
-      const double c = w * std::max(1.0, copies);
-      const double shr = static_cast<double>(sharing_factor(op, arch, mapping, child, ti));
-      const double from_parent = (broadcast || forward) ? w : c;
-      const double neighbour = forward ? c - w : 0;
-      const double delivered = forward ? w : c;
-      const double hop_words = delivered * (broadcast ? 1 : unicast_distance) + neighbour;
-      double pr = 0, pw = 0, cr = 0, cw = 0, noc = 0, hop = 0;
-      if (tensor.role == TensorRole::kOutput) {
-        // Partial sums go up after every residency (reduced on the way when
-        // the network can) and come back down except on the first visit.
-        const double first = all > 0 ? w * distinct / all : w;
-        const double up = reduce ? w : c;
-        const double down = w - first;
-        pw += up;
-        // Without reduction in the network (MAESTRO Table 1) the parent adds
-        // each unit's partial sums to its running sum: a read-modify-write
-        // for each of the c - w words an adder tree would have merged.
-        pr += down + (up - w);
-        cr += c;
-        cw += down * std::max(1.0, copies);
-        noc += up + down;
-        hop += up + down * std::max(1.0, copies);
-      } else {
-        pr += from_parent;
-        cw += c / shr;
-        cr += neighbour;
-        noc += from_parent;
-        hop += hop_words;
-      }
-      reads[static_cast<size_t>(parent)][t] += pr * parents;
-      writes[static_cast<size_t>(parent)][t] += pw * parents;
-      reads[static_cast<size_t>(child)][t] += cr * parents;
-      writes[static_cast<size_t>(child)][t] += cw * parents;
-      if (noc_level) {
-        const auto s = static_cast<size_t>(arrays.back());
-        noc_words[s] += noc * parents;
-        hops[s] += hop * parents;
-      }
+      const Loop& lp = outside[static_cast<size_t>(p)];
+      all *= static_cast<double>(lp.trips);
+      distinct *= static_cast<double>(lp.trips);
+      auto extended = as_extent(span[k]);
+      const auto du = static_cast<size_t>(lp.dim);
+      extended[du] =
+          static_cast<double>(std::min(mapping.level(lp.level).tile[du], span[k][du] * lp.trips));
+      sweep = std::min(static_cast<double>(lp.trips) * fp_span, tensor.footprint(extended));
     }
+    // W: unique words crossing into the stacked tiles; C: words the
+    // units hold in total (replicas and halos included).
+    const double w = loads_outer * sweep;
+    const double copies = fp_span > 0 ? units * fp_tile / fp_span : 1;
+    const double c = w * std::max(1.0, copies);
+    const double shr = static_cast<double>(sharing_factor(op, arch, mapping, child, ti));
+    const double from_parent = (broadcast || forward) ? w : c;
+    const double neighbour = forward ? c - w : 0;
+    const double delivered = forward ? w : c;
+    const double hop_words = delivered * (broadcast ? 1 : unicast_distance) + neighbour;
+    double pr = 0, pw = 0, cr = 0, cw = 0, noc = 0, hop = 0;
+    if (tensor.role == TensorRole::kOutput) {
+      // Partial sums go up after every residency (reduced on the way when
+      // the network can) and come back down except on the first visit.
+      const double first = all > 0 ? w * distinct / all : w;
+      const double up = reduce ? w : c;
+      const double down = w - first;
+      pw += up;
+      // Without reduction in the network (MAESTRO Table 1) the parent adds
+      // each unit's partial sums to its running sum: a read-modify-write
+      // for each of the c - w words an adder tree would have merged.
+      pr += down + (up - w);
+      cr += c;
+      cw += down * std::max(1.0, copies);
+      noc += up + down;
+      hop += up + down * std::max(1.0, copies);
+    } else {
+      pr += from_parent;
+      cw += c / shr;
+      cr += neighbour;
+      noc += from_parent;
+      hop += hop_words;
+    }
+    reads[static_cast<size_t>(parent)][t] += pr * parents;
+    writes[static_cast<size_t>(parent)][t] += pw * parents;
+    reads[static_cast<size_t>(child)][t] += cr * parents;
+    writes[static_cast<size_t>(child)][t] += cw * parents;
+    if (noc_level) {
+      const auto s = static_cast<size_t>(arrays.back());
+      noc_words[s] += noc * parents;
+      hops[s] += hop * parents;
+    }
+  };
+
+  // Per tensor, the data levels that keep it (indices into plan.data),
+  // innermost first; DRAM always ends the chain. MACs read their operands
+  // from, and update the output in, the innermost one.
+  for (size_t t = 0; t < num_tensors; ++t) {
+    std::vector<size_t> chain;
+    for (size_t k = 0; k < plan.data.size(); ++k)
+      if (mapping.keeps(op, arch, plan.data[k], static_cast<int>(t))) chain.push_back(k);
+    const auto first = static_cast<size_t>(plan.data[chain.front()]);
+    reads[first][t] += macs;
+    if (op.tensors()[t].role == TensorRole::kOutput) writes[first][t] += macs;
+    for (size_t j = 0; j + 1 < chain.size(); ++j) exchange(chain[j], chain[j + 1], t);
   }
 
   Metrics m;
@@ -267,25 +323,24 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
     double words = 0;
     if (level.kind == LevelKind::kSpatial) {
       lm.energy_pj = hops[static_cast<size_t>(i)] * level.noc.hop_energy_pj;
-      const double per_cycle =
-          arch.bytes_per_cycle(level.noc.bandwidth_gbps) * used_instances(i) / arch.word_bytes();
-      lm.transfer_cycles = noc_words[static_cast<size_t>(i)] / per_cycle;
+      // A network without a bandwidth (0) never bounds the latency.
+      if (level.noc.bandwidth_gbps > 0) {
+        const double per_cycle =
+            arch.bytes_per_cycle(level.noc.bandwidth_gbps) * used_instances(i) / arch.word_bytes();
+        lm.transfer_cycles = noc_words[static_cast<size_t>(i)] / per_cycle;
+      }
     } else {
       for (size_t t = 0; t < num_tensors; ++t) {
         const double r = reads[static_cast<size_t>(i)][t];
         const double w = writes[static_cast<size_t>(i)][t];
         lm.tensors.push_back(TensorAccess{op.tensors()[t].name, r, w});
-        lm.energy_pj += r * level.read_energy_pj + w * level.write_energy_pj;
+        const std::string& name = op.tensors()[t].name;
+        lm.energy_pj += r * level.read_energy_of(name) + w * level.write_energy_of(name);
         words += r + w;
       }
       if (level.kind == LevelKind::kBuffer) {
         lm.capacity_bytes = static_cast<double>(level.size_bytes);
-        const auto extent = as_extent(mapping.level(i).tile);
-        for (int t = 0; t < static_cast<int>(num_tensors); ++t)
-          lm.required_bytes +=
-              std::ceil(op.tensors()[static_cast<size_t>(t)].footprint(extent) /
-                        static_cast<double>(sharing_factor(op, arch, mapping, i, t))) *
-              arch.word_bytes() * (level.double_buffered ? 2 : 1);
+        lm.required_bytes = held_bytes(op, arch, mapping, i, nullptr);
       }
       if (level.bandwidth_gbps) {
         const double instances = level.kind == LevelKind::kDram ? 1 : used_instances(i);

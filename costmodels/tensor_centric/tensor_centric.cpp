@@ -23,19 +23,71 @@ std::optional<mapex::Unsupported> cluster_level(const mapex::Architecture& arch,
   return std::nullopt;
 }
 
+// ---- keep/bypass (issue 16, item 2) ----
+
+/// KAPLA's model charges one network per exchange (§III-C): a tensor whose
+/// bypass makes it cross the networks of two spatial levels at once cannot
+/// be charged.
+std::optional<mapex::Unsupported> bypass_across_networks(const mapex::Operator& op,
+                                                         const mapex::Architecture& arch,
+                                                         const mapex::Mapping& mapping) {
+  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
+    const auto chain = mapping.keeping_levels(op, arch, t);
+    for (std::size_t j = 0; j + 1 < chain.size(); ++j) {
+      int networks = 0, bypassed = -1;
+      for (int i = chain[j] + 1; i < chain[j + 1]; ++i) {
+        if (arch.levels()[static_cast<std::size_t>(i)].kind == mapex::LevelKind::kSpatial)
+          ++networks;
+        else if (bypassed < 0)
+          bypassed = i;
+      }
+      if (bypassed >= 0 && networks > 1)
+        return mapex::Unsupported{
+            arch.levels()[static_cast<std::size_t>(bypassed)].name, "keep",
+            "bypasses tensor '" + op.tensors()[static_cast<std::size_t>(t)].name +
+                "', which then crosses the networks of " + std::to_string(networks) +
+                " spatial levels at once; cost model 'tensor_centric' (KAPLA §III-C) charges one "
+                "network per exchange"};
+    }
+  }
+  return std::nullopt;
+}
+
+/// nn_dataflow keeps every data category in the REGF.
+std::optional<mapex::Unsupported> regf_bypass(const mapex::Operator& op,
+                                              const mapex::Architecture& arch,
+                                              const mapex::ndf::Problem& pr,
+                                              const mapex::Mapping& mapping) {
+  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
+    if (!mapping.keeps(op, arch, pr.roles.regf, t))
+      return mapex::Unsupported{
+          arch.levels()[static_cast<std::size_t>(pr.roles.regf)].name, "keep",
+          "bypasses tensor '" + op.tensors()[static_cast<std::size_t>(t)].name +
+              "'; cost model 'tensor_centric' (model=nn_dataflow) keeps every data category in "
+              "the REGF"};
+  return std::nullopt;
+}
+
+// ---- end of keep/bypass ----
+
 /// KAPLA's directive model (engine.cpp).
 class BoundDirectives final : public mapex::BoundCostModel {
  public:
   BoundDirectives(const mapex::Operator& op, const mapex::Architecture& arch)
       : op_(op), arch_(arch) {}
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
+    if (auto refused = bypass_across_networks(op_, arch_, mapping))
+      return "level '" + refused->level + "': " + refused->reason;
     return mapex::tc::validity_error(op_, arch_, mapping);
   }
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
+    if (auto refused = bypass_across_networks(op_, arch_, mapping))
+      return mapex::Metrics::invalid("level '" + refused->level + "': " + refused->reason);
     return mapex::tc::evaluate(op_, arch_, mapping);
   }
   std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
-    return cluster_level(arch_, mapping);
+    if (auto refused = cluster_level(arch_, mapping)) return refused;
+    return bypass_across_networks(op_, arch_, mapping);
   }
 
  private:
@@ -52,17 +104,22 @@ class BoundNnDataflow final : public mapex::ndf::BoundNnDataflowModel {
       : op_(op), arch_(arch), problem_(std::move(problem)) {}
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
     if (auto err = mapping.structural_error(op_, arch_)) return err;
+    if (auto refused = regf_bypass(op_, arch_, problem_, mapping))
+      return "level '" + refused->level + "': " + refused->reason;
     mapex::ndf::Scheme scheme;
     return mapex::ndf::scheme_from_mapping(problem_, mapping, scheme);
   }
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
     if (auto err = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*err);
+    if (auto refused = regf_bypass(op_, arch_, problem_, mapping))
+      return mapex::Metrics::invalid("level '" + refused->level + "': " + refused->reason);
     return mapex::ndf::to_metrics(op_, arch_, problem_,
                                   mapex::ndf::evaluate_mapping(problem_, mapping));
   }
   const mapex::ndf::Problem& problem() const override { return problem_; }
   std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
-    return cluster_level(arch_, mapping);
+    if (auto refused = cluster_level(arch_, mapping)) return refused;
+    return regf_bypass(op_, arch_, problem_, mapping);
   }
 
  private:
@@ -86,6 +143,13 @@ class TensorCentric final : public mapex::CostModel {
   }
   std::unique_ptr<mapex::BoundCostModel> bind(const mapex::Operator& op,
                                               const mapex::Architecture& arch) const override {
+    // KAPLA's and nn_dataflow's time models have one bandwidth per level.
+    if (const int i = arch.first_split_ports(); i >= 0)
+      throw mapex::InputError(mapex::SourceLocation{}, "read_bandwidth_gbps",
+                              "cost model 'tensor_centric' cannot model separate read and write "
+                              "bandwidths (level '" +
+                                  arch.levels()[static_cast<std::size_t>(i)].name +
+                                  "' of architecture '" + arch.name() + "')");
     if (model_ == "kapla") return std::make_unique<BoundDirectives>(op, arch);
     mapex::ndf::Problem problem;
     if (auto err = mapex::ndf::make_problem(op, arch, bypass_, ifmap_layout_, forwarding_, problem))
@@ -106,7 +170,8 @@ const mapex::ParamSpec kParams[] = {
      "come from (stanford-mast/nn_dataflow 198a527), on mappings that are nn_dataflow schemes."},
     {"gbuf_bypass", mapex::ParamType::kString, "",
      "nn_dataflow: data that may bypass the GBUF, as letters i, o, f (empty: none, KAPLA's "
-     "--disable-bypass i o f)."},
+     "--disable-bypass i o f), for mappings without `keep` at the GBUF; a mapping's `keep` "
+     "there fixes what the GBUF holds."},
     {"ifmap_layout", mapex::ParamType::kString, "",
      "nn_dataflow: the input's DRAM layout as ORDER:HxW,HxW,HxW,HxW (OUTP, OFMP, BATP, INPP); "
      "empty: the layer's own partition projected onto the memory channels."},

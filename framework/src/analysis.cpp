@@ -36,19 +36,58 @@ double required_bytes(const Operator& op, const Architecture& arch, int level,
   return words * arch.word_bytes() * (l.double_buffered ? 2.0 : 1.0);
 }
 
+double kept_bytes(const Operator& op, const Architecture& arch, const Mapping& mapping, int level,
+                  const std::vector<std::int64_t>& span, const Partition* partition) {
+  const Level& l = arch.levels()[static_cast<size_t>(level)];
+  const boost::container::small_vector<double, 16> extent(span.begin(), span.end());
+  double words = 0;
+  for (size_t t = 0; t < op.tensors().size(); ++t) {
+    const Tensor& tensor = op.tensors()[t];
+    if (!mapping.keeps(op, arch, level, static_cast<int>(t))) continue;
+    if (partition && l.partition_of(tensor.name) != partition) continue;
+    words += tensor.footprint(std::span<const double>(extent.data(), extent.size()));
+  }
+  return words * arch.word_bytes() * (l.double_buffered ? 2.0 : 1.0);
+}
+
+std::optional<std::string> level_capacity_error(const Operator& op, const Architecture& arch,
+                                                const Mapping& mapping, int level,
+                                                const std::vector<std::int64_t>& span) {
+  const Level& l = arch.levels()[static_cast<size_t>(level)];
+  const char* buffering = l.double_buffered ? " (double-buffered)" : "";
+  if (l.partitions.empty()) {
+    const double need = kept_bytes(op, arch, mapping, level, span);
+    if (need <= static_cast<double>(l.size_bytes)) return std::nullopt;
+    std::ostringstream out;
+    out << l.name << ": tiles need " << need << " B" << buffering << ", capacity " << l.size_bytes
+        << " B";
+    return out.str();
+  }
+  // Partitioned (issue 16, item 3): each partition holds its own tensors;
+  // one overflowing partition makes the mapping illegal even when the
+  // level as a whole would have room.
+  for (const auto& p : l.partitions) {
+    const double need = kept_bytes(op, arch, mapping, level, span, &p);
+    if (need <= static_cast<double>(p.size_bytes)) continue;
+    std::string held;
+    for (size_t t = 0; t < op.tensors().size(); ++t)
+      if (l.partition_of(op.tensors()[t].name) == &p &&
+          mapping.keeps(op, arch, level, static_cast<int>(t)))
+        held += (held.empty() ? "" : ", ") + op.tensors()[t].name;
+    std::ostringstream out;
+    out << l.name << "/" << p.name << ": tiles of " << held << " need " << need << " B" << buffering
+        << ", partition capacity " << p.size_bytes << " B";
+    return out.str();
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> capacity_error(const Operator& op, const Architecture& arch,
                                           const Mapping& mapping) {
   for (int i = 0; i < arch.num_levels(); ++i) {
-    const Level& l = arch.levels()[static_cast<size_t>(i)];
-    if (l.kind != LevelKind::kBuffer) continue;
-    const double need = required_bytes(op, arch, i, mapping.level(i).tile);
-    if (need > static_cast<double>(l.size_bytes)) {
-      std::ostringstream out;
-      out << l.name << ": tiles need " << need << " B"
-          << (l.double_buffered ? " (double-buffered)" : "") << ", capacity " << l.size_bytes
-          << " B";
-      return out.str();
-    }
+    if (arch.levels()[static_cast<size_t>(i)].kind != LevelKind::kBuffer) continue;
+    if (auto error = level_capacity_error(op, arch, mapping, i, mapping.level(i).tile))
+      return error;
   }
   return std::nullopt;
 }
@@ -87,11 +126,12 @@ struct Context {
 };
 
 // Traffic of tensor t between data level `child` (or -1: the MACs) and the
-// data level `parent` above it. Reuse (Marvel §5's temporal reuse, Timeloop's
-// stationarity): a child's tile of t stays put across the innermost loops
-// above it, flattened over the levels, that do not index t; the first loop
-// that indexes t ends the reuse. Spatial levels in between multicast inputs
-// and reduce outputs along dimensions that do not index t.
+// data level `parent` above it that next keeps t (levels in between bypass
+// it: their loops still run, so reuse is read through them). Reuse (Marvel §5's temporal reuse,
+// Timeloop's stationarity): a child's tile of t stays put across the innermost loops above it,
+// flattened over the levels, that do not index t; the first loop that indexes t ends the reuse.
+// Spatial levels in between multicast inputs and reduce outputs along dimensions that do not index
+// t.
 TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t tensor,
                                NestAnalysis& a) {
   const Tensor& t = cx.op.tensors()[tensor];
@@ -156,6 +196,7 @@ TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t 
   double shared_if_reduced = 1;  // the factor had every level reduced
   boost::container::small_vector<std::pair<int, double>, 4> cumulative;
   for (int s = child + 1; s < parent; ++s) {
+    if (!cx.spatial(s)) continue;  // a buffer that bypasses t
     const Noc& noc = cx.arch.levels()[static_cast<size_t>(s)].noc;
     double factor = 1;
     for (size_t d = 0; d < n; ++d)
@@ -294,16 +335,24 @@ void analyse_into(const Operator& op, const Architecture& arch, const Mapping& m
   reshape(a.noc_down, Lu, nt, 0.0);
   reshape(a.noc_up, Lu, nt, 0.0);
   a.mac_traffic.clear();
+  reshape(a.keeps, Lu, nt, char{0});
+  for (int i : data_levels)
+    for (size_t t = 0; t < nt; ++t)
+      a.keeps[static_cast<size_t>(i)][t] = mapping.keeps(op, arch, i, static_cast<int>(t));
   for (size_t t = 0; t < nt; ++t) {
-    a.mac_traffic.push_back(boundary_traffic(cx, -1, data_levels.front(), t, a));
-    for (size_t k = 0; k + 1 < data_levels.size(); ++k)
-      a.traffic[static_cast<size_t>(data_levels[k])][t] =
-          boundary_traffic(cx, data_levels[k], data_levels[k + 1], t, a);
+    // The chain of levels keeping t, innermost first; DRAM always ends it.
+    boost::container::small_vector<int, 8> chain;
+    for (int i : data_levels)
+      if (a.keeps[static_cast<size_t>(i)][t]) chain.push_back(i);
+    a.mac_traffic.push_back(boundary_traffic(cx, -1, chain.front(), t, a));
+    for (size_t k = 0; k + 1 < chain.size(); ++k)
+      a.traffic[static_cast<size_t>(chain[k])][t] =
+          boundary_traffic(cx, chain[k], chain[k + 1], t, a);
   }
   for (int i : data_levels)
     if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
       a.required_bytes[static_cast<size_t>(i)] =
-          required_bytes(op, arch, i, a.span[static_cast<size_t>(i)]);
+          kept_bytes(op, arch, mapping, i, a.span[static_cast<size_t>(i)]);
 }
 
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
@@ -316,45 +365,72 @@ namespace {
 
 // One level's accounts (level_metrics): the reads and writes of each tensor,
 // handed to `on_access(tensor, reads, writes)`, and the level's energy and
-// transfer cycles. `previous_data` is the data level below (-1: the MACs).
+// transfer cycles. `below[t]` is the data level under this one that keeps
+// tensor t (-1: the MACs); a level that bypasses t has no access to it.
 template <class OnAccess>
 LevelCost account_level(const Operator& op, const Architecture& arch, const NestAnalysis& a,
-                        int level, int previous_data, OnAccess&& on_access) {
+                        int level, const int* below, OnAccess&& on_access) {
   const size_t nt = op.tensors().size();
   const auto iu = static_cast<size_t>(level);
   const Level& l = arch.levels()[iu];
   LevelCost cost;
-  double words = 0;
+  double words = 0, read_words = 0, write_words = 0;
   for (size_t t = 0; t < nt; ++t) {
     double reads = 0, writes = 0;
     if (l.kind == LevelKind::kSpatial) {
       reads = a.noc_down[iu][t];
       writes = a.noc_up[iu][t];
       cost.energy_pj += (reads + writes) * l.noc.hop_energy_pj;
-    } else {
-      // As the parent of the level below (or of the MACs).
-      const TensorTraffic& below =
-          previous_data < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(previous_data)][t];
-      reads += below.parent_reads;
-      writes += below.parent_writes;
+    } else if (a.keeps[iu][t]) {
+      // As the parent of the level below that keeps t (or of the MACs).
+      const TensorTraffic& child =
+          below[t] < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(below[t])][t];
+      reads += child.parent_reads;
+      writes += child.parent_writes;
       // As the child of the level above.
       if (l.kind != LevelKind::kDram) {
         const TensorTraffic& own = a.traffic[iu][t];
         writes += own.fills;
         reads += own.updates;
       }
-      cost.energy_pj += reads * l.read_energy_pj + writes * l.write_energy_pj;
+      // A partitioned level charges each tensor its partition's energies.
+      const std::string& name = op.tensors()[t].name;
+      cost.energy_pj += reads * l.read_energy_of(name) + writes * l.write_energy_of(name);
     }
     words += reads + writes;
+    read_words += reads;
+    write_words += writes;
     on_access(t, reads, writes);
   }
-  const double bytes = words * arch.word_bytes();
+  const double word = arch.word_bytes();
   const double instances = static_cast<double>(arch.instances(level));
-  if (l.kind == LevelKind::kSpatial)
-    cost.transfer_cycles = bytes / (arch.bytes_per_cycle(l.noc.bandwidth_gbps) * instances);
-  else if (l.bandwidth_gbps)
-    cost.transfer_cycles = bytes / (arch.bytes_per_cycle(*l.bandwidth_gbps) * instances);
+  // Cycles `w` words need through a port of `gbps` shared by the instances.
+  auto cycles = [&](double w, double gbps) {
+    return w * word / (arch.bytes_per_cycle(gbps) * instances);
+  };
+  if (l.kind == LevelKind::kSpatial) {
+    // A network without a bandwidth (0) never bounds the latency.
+    if (l.noc.bandwidth_gbps > 0) cost.transfer_cycles = cycles(words, l.noc.bandwidth_gbps);
+    return cost;
+  }
+  if (l.bandwidth_gbps) cost.transfer_cycles = cycles(words, *l.bandwidth_gbps);
+  // Separate read and write ports (Timeloop): each limits its own traffic.
+  if (l.read_bandwidth_gbps)
+    cost.transfer_cycles =
+        std::max(cost.transfer_cycles, cycles(read_words, *l.read_bandwidth_gbps));
+  if (l.write_bandwidth_gbps)
+    cost.transfer_cycles =
+        std::max(cost.transfer_cycles, cycles(write_words, *l.write_bandwidth_gbps));
   return cost;
+}
+
+// Advances `below` past level i: the tensors it keeps are now held there.
+void step_below(const Architecture& arch, const NestAnalysis& a, int level,
+                boost::container::small_vector<int, 8>& below) {
+  const auto iu = static_cast<size_t>(level);
+  if (arch.levels()[iu].kind == LevelKind::kSpatial) return;
+  for (size_t t = 0; t < below.size(); ++t)
+    if (a.keeps[iu][t]) below[t] = level;
 }
 
 }  // namespace
@@ -362,24 +438,24 @@ LevelCost account_level(const Operator& op, const Architecture& arch, const Nest
 void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& a,
                  std::vector<LevelCost>& out) {
   out.resize(static_cast<size_t>(arch.num_levels()));
-  int previous_data = -1;
+  boost::container::small_vector<int, 8> below(op.tensors().size(), -1);
   for (int i = 0; i < arch.num_levels(); ++i) {
     out[static_cast<size_t>(i)] =
-        account_level(op, arch, a, i, previous_data, [](size_t, double, double) {});
-    if (arch.levels()[static_cast<size_t>(i)].kind != LevelKind::kSpatial) previous_data = i;
+        account_level(op, arch, a, i, below.data(), [](size_t, double, double) {});
+    step_below(arch, a, i, below);
   }
 }
 
 std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& arch,
                                         const NestAnalysis& a) {
   std::vector<LevelMetrics> out;
-  int previous_data = -1;  // -1: the MACs
+  boost::container::small_vector<int, 8> below(op.tensors().size(), -1);  // -1: the MACs
   for (int i = 0; i < arch.num_levels(); ++i) {
     const Level& l = arch.levels()[static_cast<size_t>(i)];
     LevelMetrics lm;
     lm.level = l.name;
     const LevelCost cost =
-        account_level(op, arch, a, i, previous_data, [&](size_t t, double reads, double writes) {
+        account_level(op, arch, a, i, below.data(), [&](size_t t, double reads, double writes) {
           lm.tensors.push_back(TensorAccess{op.tensors()[t].name, reads, writes});
         });
     lm.energy_pj = cost.energy_pj;
@@ -388,7 +464,7 @@ std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& 
       lm.required_bytes = a.required_bytes[static_cast<size_t>(i)];
       lm.capacity_bytes = static_cast<double>(l.size_bytes);
     }
-    if (l.kind != LevelKind::kSpatial) previous_data = i;
+    step_below(arch, a, i, below);
     out.push_back(std::move(lm));
   }
   return out;
@@ -400,17 +476,29 @@ RooflinePeak roofline_peak(const Operator& op, const Architecture& arch) {
       static_cast<double>(op.macs()) / (static_cast<double>(arch.num_pes()) * arch.macs_per_pe());
   peak.cycles = peak.compute_cycles;
   peak.bound_by = "compute";
-  double words = 0;
-  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) words += op.tensor_size(t);
-  const double bytes = words * arch.word_bytes();
+  double words = 0, input_words = 0;
+  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
+    words += op.tensor_size(t);
+    if (op.tensors()[static_cast<size_t>(t)].role == TensorRole::kInput)
+      input_words += op.tensor_size(t);
+  }
+  const double word = arch.word_bytes();
   for (int i = 0; i < arch.num_levels(); ++i) {
     const Level& l = arch.levels()[static_cast<size_t>(i)];
-    std::optional<double> gbps = l.kind == LevelKind::kSpatial
-                                     ? std::optional<double>(l.noc.bandwidth_gbps)
-                                     : l.bandwidth_gbps;
-    if (!gbps) continue;
-    const double cycles =
-        bytes / (arch.bytes_per_cycle(*gbps) * static_cast<double>(arch.instances(i)));
+    const auto instances = static_cast<double>(arch.instances(i));
+    auto at = [&](double w, double gbps) {
+      return w * word / (arch.bytes_per_cycle(gbps) * instances);
+    };
+    double cycles = 0;
+    if (l.kind == LevelKind::kSpatial) {
+      if (l.noc.bandwidth_gbps > 0) cycles = at(words, l.noc.bandwidth_gbps);
+    } else {
+      // Inputs cross once as reads, outputs once as writes.
+      if (l.bandwidth_gbps) cycles = at(words, *l.bandwidth_gbps);
+      if (l.read_bandwidth_gbps) cycles = std::max(cycles, at(input_words, *l.read_bandwidth_gbps));
+      if (l.write_bandwidth_gbps)
+        cycles = std::max(cycles, at(words - input_words, *l.write_bandwidth_gbps));
+    }
     if (cycles > peak.cycles) {
       peak.cycles = cycles;
       peak.bound_by = l.name;

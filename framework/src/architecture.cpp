@@ -38,6 +38,27 @@ std::int64_t Level::fanout() const {
   return n;
 }
 
+// ---- Partitioned buffers (issue 16, item 3) ----
+
+const Partition* Level::partition_of(const std::string& tensor) const {
+  for (const auto& p : partitions)
+    for (const auto& t : p.tensors)
+      if (t == tensor) return &p;
+  return nullptr;
+}
+
+double Level::read_energy_of(const std::string& tensor) const {
+  const Partition* p = partition_of(tensor);
+  return p ? p->read_energy_pj : read_energy_pj;
+}
+
+double Level::write_energy_of(const std::string& tensor) const {
+  const Partition* p = partition_of(tensor);
+  return p ? p->write_energy_pj : write_energy_pj;
+}
+
+// ---- end of partitioned buffers ----
+
 int Architecture::find_level(const std::string& name) const {
   for (size_t i = 0; i < levels_.size(); ++i)
     if (levels_[i].name == name) return static_cast<int>(i);
@@ -72,7 +93,25 @@ void mix_value(std::uint64_t& h, T value) {
   mix(h, &value, sizeof value);
 }
 
+// An unpartitioned level adds nothing, so the hashes (and job ids) of
+// every architecture written before partitions stay as they were.
+void mix_partitions(std::uint64_t& h, const std::vector<Partition>& partitions) {
+  for (const auto& p : partitions) {
+    mix(h, p.name);
+    for (const auto& t : p.tensors) mix(h, t);
+    mix_value(h, p.size_bytes);
+    mix_value(h, p.read_energy_pj);
+    mix_value(h, p.write_energy_pj);
+  }
+}
+
 }  // namespace
+
+int Architecture::first_split_ports() const {
+  for (int i = 0; i < num_levels(); ++i)
+    if (levels_[static_cast<size_t>(i)].split_ports()) return i;
+  return -1;
+}
 
 std::uint64_t Architecture::content_hash() const {
   std::uint64_t h = 1469598103934665603ULL;
@@ -89,6 +128,11 @@ std::uint64_t Architecture::content_hash() const {
     mix_value(h, l.read_energy_pj);
     mix_value(h, l.write_energy_pj);
     mix_value(h, l.bandwidth_gbps.value_or(-1.0));
+    // Only when set, so the ids of existing chips do not change.
+    if (l.split_ports()) {
+      mix_value(h, l.read_bandwidth_gbps.value_or(-1.0));
+      mix_value(h, l.write_bandwidth_gbps.value_or(-1.0));
+    }
     mix_value(h, l.block_bytes);
     for (auto s : l.shape) mix_value(h, s);
     // Only when set, so that hashes (job ids) of files without it stay.
@@ -101,9 +145,40 @@ std::uint64_t Architecture::content_hash() const {
     mix_value(h, l.noc.reduction);
     mix_value(h, l.noc.forwarding);
     mix_value(h, l.idle_energy_pj_per_cycle);
+    mix_partitions(h, l.partitions);
   }
   return h;
 }
+
+namespace {
+
+// The rule for partitions: only buffers have them; each has a unique name,
+// at least one tensor and a positive size; no tensor is in two partitions;
+// and the sizes add up to the level's size (a partitioned level has no
+// space besides its partitions).
+std::optional<std::string> partitions_error(const Level& l) {
+  if (l.partitions.empty()) return std::nullopt;
+  const std::string where = "level '" + l.name + "'";
+  if (l.kind != LevelKind::kBuffer) return where + ": only buffer levels can be partitioned";
+  std::set<std::string> names, tensors;
+  std::int64_t total = 0;
+  for (const auto& p : l.partitions) {
+    if (!names.insert(p.name).second) return where + ": partition '" + p.name + "' appears twice";
+    if (p.tensors.empty()) return where + ": partition '" + p.name + "' names no tensor";
+    for (const auto& t : p.tensors)
+      if (!tensors.insert(t).second) return where + ": tensor '" + t + "' is in two partitions";
+    if (p.size_bytes <= 0)
+      return where + ": partition '" + p.name + "' has size_bytes " + std::to_string(p.size_bytes) +
+             "; it needs a positive size";
+    total += p.size_bytes;
+  }
+  if (total != l.size_bytes)
+    return where + ": partitions add up to " + std::to_string(total) + " B but size_bytes is " +
+           std::to_string(l.size_bytes) + " B";
+  return std::nullopt;
+}
+
+}  // namespace
 
 Architecture Architecture::make(std::string name, double clock_mhz, int word_bits,
                                 double mac_energy_pj, int macs_per_pe, std::vector<Level> levels) {
@@ -122,6 +197,7 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
     if (l.kind == LevelKind::kDram && i + 1 != levels.size())
       throw InputError(where + ": level '" + l.name +
                        "' is DRAM but is not the last (outermost) level");
+    if (auto error = partitions_error(l)) throw InputError(where + ": " + *error);
     if (l.kind == LevelKind::kBuffer) {
       ++buffers;
       if (l.size_bytes <= 0)
@@ -134,9 +210,9 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
       for (auto s : l.shape)
         if (s <= 0)
           throw InputError(where + ": spatial level '" + l.name + "' has a non-positive shape");
-      if (!(l.noc.bandwidth_gbps > 0))
+      if (l.noc.bandwidth_gbps < 0)
         throw InputError(where + ": spatial level '" + l.name +
-                         "' needs a positive noc.bandwidth_gbps");
+                         "' has a negative noc.bandwidth_gbps (leave it out for no limit)");
     }
   }
   if (levels.back().kind != LevelKind::kDram)
@@ -175,6 +251,79 @@ std::int64_t level_shape(const std::string& origin, const YAML::Node& node,
                "level '" + level + "' has an array dimension of " + std::to_string(n) +
                    "; every dimension needs at least one unit");
   return n;
+}
+
+// Optional separate read and write bandwidths of a buffer or DRAM.
+void read_ports(yaml::Map& m, Level& l) {
+  for (const char* key : {"read_bandwidth_gbps", "write_bandwidth_gbps"}) {
+    auto& port = key[0] == 'r' ? l.read_bandwidth_gbps : l.write_bandwidth_gbps;
+    if (m.has(key))
+      port = m.positive_double(key);
+    else
+      m.allow(key);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// `partitions:` of a buffer level: a list of {name, tensors, size_bytes,
+// read_energy_pj, write_energy_pj}; energies default to the level's.
+// Returns the partitions; the level's size is checked against their sum by
+// the caller, at the key that states it.
+std::vector<Partition> parse_partitions(const std::string& origin, const YAML::Node& node,
+                                        const Level& level) {
+  if (!node.IsSequence() || node.size() == 0)
+    yaml::fail(origin, node, "partitions", "expected a non-empty list of partitions");
+  std::vector<Partition> out;
+  std::set<std::string> names, tensors;
+  for (const auto& item : node) {
+    yaml::Map m(origin, item, "a partition of level '" + level.name + "'");
+    Partition p;
+    const YAML::Node name_node = m.required("name");
+    p.name = yaml::as_string(origin, name_node, "name");
+    if (!names.insert(p.name).second)
+      yaml::fail(origin, name_node, "name",
+                 "partition '" + p.name + "' of level '" + level.name + "' is defined twice");
+    const YAML::Node tensors_node = m.required("tensors");
+    p.tensors = yaml::as_string_list(origin, tensors_node, "tensors");
+    if (p.tensors.empty())
+      yaml::fail(origin, tensors_node, "tensors", "a partition needs at least one tensor");
+    for (const auto& t : p.tensors)
+      if (!tensors.insert(t).second)
+        yaml::fail(
+            origin, tensors_node, "tensors",
+            "tensor '" + t + "' is already in another partition of level '" + level.name + "'");
+    p.size_bytes = level_size(origin, m.required("size_bytes"), level.name + "/" + p.name);
+    p.read_energy_pj = m.non_negative_double("read_energy_pj", level.read_energy_pj);
+    p.write_energy_pj = m.non_negative_double("write_energy_pj", level.write_energy_pj);
+    m.finish();
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// A buffer's size: `size_bytes`, or with `partitions` the sum of theirs
+// (`size_bytes`, when also given, must equal it).
+void parse_buffer_size(const std::string& origin, yaml::Map& m, Level& l) {
+  auto parts = m.optional("partitions");
+  if (!parts) {
+    l.size_bytes = level_size(origin, m.required("size_bytes"), l.name);
+    return;
+  }
+  l.partitions = parse_partitions(origin, *parts, l);
+  std::int64_t total = 0;
+  for (const auto& p : l.partitions) total += p.size_bytes;
+  if (auto size = m.optional("size_bytes")) {
+    l.size_bytes = level_size(origin, *size, l.name);
+    if (l.size_bytes != total)
+      yaml::fail(origin, *size, "size_bytes",
+                 "level '" + l.name + "' has partitions adding up to " + std::to_string(total) +
+                     " B; size_bytes says " + std::to_string(l.size_bytes) +
+                     " B (leave it out or make it the sum)");
+  }
+  l.size_bytes = total;
 }
 
 }  // namespace
@@ -220,21 +369,23 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
     const std::string kind = yaml::as_string(origin, kind_node, "kind");
     if (kind == "buffer") {
       l.kind = LevelKind::kBuffer;
-      l.size_bytes = level_size(origin, m.required("size_bytes"), l.name);
       l.double_buffered = m.boolean("double_buffered", true);
       l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
       l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
+      parse_buffer_size(origin, m, l);  // after the energies: partitions default to them
       l.idle_energy_pj_per_cycle = m.non_negative_double("idle_energy_pj_per_cycle", 0);
       if (m.has("bandwidth_gbps"))
         l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
       else
         m.allow("bandwidth_gbps");
+      read_ports(m, l);
     } else if (kind == "dram") {
       l.kind = LevelKind::kDram;
       if (i + 1 != levels_node.size())
         yaml::fail(origin, kind_node, "kind", "a dram level must be the last (outermost) level");
       l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
       l.block_bytes = m.positive_int("block_bytes", 64);
+      read_ports(m, l);
       l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
       l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
     } else if (kind == "spatial") {
@@ -260,7 +411,10 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
                      "expected one_axis, across_axes or flat, got '" + value + "'");
       }
       yaml::Map noc(origin, m.required("noc"), "noc");
-      l.noc.bandwidth_gbps = noc.positive_double("bandwidth_gbps");
+      // Left out: the network does not limit (a level without a bandwidth
+      // limit, as Timeloop's arithmetic-only fabrics).
+      l.noc.bandwidth_gbps = noc.has("bandwidth_gbps") ? noc.positive_double("bandwidth_gbps") : 0;
+      if (!noc.has("bandwidth_gbps")) noc.allow("bandwidth_gbps");
       l.noc.latency_cycles = noc.non_negative_double("latency_cycles", 1);
       l.noc.hop_energy_pj = noc.non_negative_double("hop_energy_pj", 0);
       l.noc.multicast = noc.boolean("multicast", true);

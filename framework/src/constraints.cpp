@@ -250,6 +250,42 @@ const std::vector<std::string>& style_names() {
   return names;
 }
 
+// ---- keep/bypass rules (issue 16, item 2) ----
+
+namespace {
+
+// `keep: [..]` / `bypass: [..]` of one level: only buffers keep or bypass;
+// no tensor in both lists; a partitioned level keeps only tensors a
+// partition holds.
+void resolve_keep(const LevelConstraintSpec& ls, const Operator& op, const Level& l, LevelRule& r) {
+  if (ls.keep.empty() && ls.bypass.empty()) return;
+  const char* key = ls.keep.empty() ? "bypass" : "keep";
+  if (l.kind != LevelKind::kBuffer)
+    throw InputError(ls.where, key,
+                     "level '" + l.name +
+                         "' is not a buffer; only buffer levels keep or bypass "
+                         "tensors (DRAM holds every tensor, a spatial level none)");
+  r.keep.assign(op.tensors().size(), -1);
+  for (const auto& name : ls.keep) {
+    const int t = find_tensor(op, name, ls.where);
+    if (!l.partitions.empty() && !l.partition_of(name))
+      throw InputError(ls.where, "keep",
+                       "level '" + l.name + "' has no partition holding tensor '" + name + "'");
+    r.keep[static_cast<size_t>(t)] = 1;
+  }
+  for (const auto& name : ls.bypass) {
+    const int t = find_tensor(op, name, ls.where);
+    if (r.keep[static_cast<size_t>(t)] == 1)
+      throw InputError(ls.where, "bypass",
+                       "tensor '" + name + "' is both kept and bypassed at level '" + l.name + "'");
+    r.keep[static_cast<size_t>(t)] = 0;
+  }
+}
+
+}  // namespace
+
+// ---- end of keep/bypass rules ----
+
 MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Architecture& arch) {
   MapspaceOptions out;
   out.factors_only = spec.factors_only;
@@ -266,6 +302,7 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
                      "expected a fraction of the PEs in [0, 1], got " + v.str());
   }
   out.min_utilization = spec.min_utilization;
+  out.explore_bypass = spec.explore_bypass;
 
   const int n = op.num_dims();
   std::vector<LevelRule> rules(static_cast<size_t>(arch.num_levels()));
@@ -328,6 +365,7 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
       for (const auto& name : ls.stationary)
         r.stationary.push_back(find_tensor(op, name, ls.where));
     }
+    resolve_keep(ls, op, l, r);
   }
   // A fixed split on a dimension the level may not split contradicts.
   for (int i = 0; i < arch.num_levels(); ++i) {
@@ -344,7 +382,8 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
   }
   check_fixed_values(spec, op, arch, rules, where);
   const bool any = std::any_of(rules.begin(), rules.end(), [](const LevelRule& r) {
-    return r.parallel_mask != ~std::uint64_t{0} || !r.fixed.empty() || r.order_constrained();
+    return r.parallel_mask != ~std::uint64_t{0} || !r.fixed.empty() || r.order_constrained() ||
+           !r.keep.empty();
   });
   if (any) out.levels = std::move(rules);
   return out;
@@ -355,6 +394,7 @@ ConstraintSpec parse_constraint_spec(const std::string& file, const YAML::Node& 
   ConstraintSpec spec;
   spec.factors_only = m.boolean("factors_only", true);
   spec.check_capacity = m.boolean("check_capacity", true);
+  spec.explore_bypass = m.boolean("explore_bypass", false);
   if (auto p = m.optional("max_parallel_dims")) {
     const std::int64_t v = yaml::as_int(file, *p, "max_parallel_dims");
     if (v < 0) yaml::fail(file, *p, "max_parallel_dims", "expected 0 (the array's rank) or more");
@@ -405,6 +445,8 @@ ConstraintSpec parse_constraint_spec(const std::string& file, const YAML::Node& 
                             ? yaml::as_string_list(file, *s, "stationary")
                             : std::vector<std::string>{yaml::as_string(file, *s, "stationary")};
       }
+      if (auto k = lm.optional("keep")) ls.keep = yaml::as_string_list(file, *k, "keep");
+      if (auto b = lm.optional("bypass")) ls.bypass = yaml::as_string_list(file, *b, "bypass");
       lm.finish();
       spec.levels.push_back(std::move(ls));
     }

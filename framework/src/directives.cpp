@@ -74,38 +74,99 @@ std::int64_t sharing_factor(const Operator& op, const Architecture& arch, const 
   return std::max<std::int64_t>(1, std::min(replicas, elements));
 }
 
+namespace {
+
+// The `bypass` flags of a level section become the level's `keep`; a
+// section that keeps exactly the default (every tensor, or a partitioned
+// level's own) leaves `keep` empty, as a mapping file without `keep` does.
+void set_keep(Mapping& m, const Operator& op, const Architecture& arch, int level,
+              const LevelDirectives& ld) {
+  std::vector<bool> keep(op.tensors().size(), true);
+  for (const auto& td : ld.tensors)
+    for (size_t t = 0; t < op.tensors().size(); ++t)
+      if (op.tensors()[t].name == td.tensor) keep[t] = !td.bypass;
+  auto& lm = m.level(level);
+  lm.keep.clear();
+  for (size_t t = 0; t < keep.size(); ++t)
+    if (m.keeps(op, arch, level, static_cast<int>(t)) != keep[t]) {
+      lm.keep = keep;
+      return;
+    }
+}
+
+/// The tensor{} directives of a level whose tiles span `tile`.
+std::vector<TensorDirective> tensor_directives(const Operator& op, const Architecture& arch,
+                                               const Mapping& mapping, int level,
+                                               const std::vector<std::int64_t>& tile, bool buffer) {
+  std::vector<TensorDirective> out;
+  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
+    TensorDirective td;
+    td.tensor = op.tensors()[static_cast<size_t>(t)].name;
+    for (DimId d = 0; d < op.num_dims(); ++d)
+      if (op.relevant(t, d)) td.sizes.emplace_back(d, tile[static_cast<size_t>(d)]);
+    td.shr = buffer ? sharing_factor(op, arch, mapping, level, t) : 1;
+    out.push_back(std::move(td));
+  }
+  return out;
+}
+
+/// stack() per split dimension, each shifted by the span below it.
+void add_stacks(LevelDirectives& ld, const std::vector<std::int64_t>& below,
+                const std::vector<std::int64_t>& split) {
+  for (size_t d = 0; d < split.size(); ++d)
+    if (split[d] > 1)
+      ld.stacks.push_back(StackDirective{static_cast<DimId>(d), below[d], split[d], 0});
+}
+
+/// update() per loop of `order` that steps `span` through `tile`, innermost first.
+void add_updates(LevelDirectives& ld, const std::vector<DimId>& order,
+                 const std::vector<std::int64_t>& tile, const std::vector<std::int64_t>& span) {
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const auto d = static_cast<size_t>(*it);
+    if (ceil_div(tile[d], span[d]) > 1) ld.updates.push_back(UpdateDirective{*it, span[d], 0});
+  }
+}
+
+}  // namespace
+
 LayerDirectives to_directives(const Operator& op, const Architecture& arch,
                               const Mapping& mapping) {
   const LevelPlan p = plan_levels(arch, "architecture '" + arch.name() + "'");
   LayerDirectives out;
   out.layer = op.name();
-  const auto n = static_cast<size_t>(op.num_dims());
   for (size_t k = 0; k + 1 < p.data.size(); ++k) {
     const int b = p.data[k];
     LevelDirectives ld;
     ld.level = arch.levels()[static_cast<size_t>(b)].name;
     const auto& tile = mapping.level(b).tile;
-    for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
-      TensorDirective td;
-      td.tensor = op.tensors()[static_cast<size_t>(t)].name;
-      for (DimId d = 0; d < op.num_dims(); ++d)
-        if (op.relevant(t, d)) td.sizes.emplace_back(d, tile[static_cast<size_t>(d)]);
-      td.shr = sharing_factor(op, arch, mapping, b, t);
-      ld.tensors.push_back(std::move(td));
-    }
-    if (p.spatial[k] >= 0) {
-      const auto& split = mapping.level(p.spatial[k]).split;
-      for (size_t d = 0; d < n; ++d)
-        if (split[d] > 1)
-          ld.stacks.push_back(StackDirective{static_cast<DimId>(d), tile[d], split[d], 0});
-    }
+    ld.tensors = tensor_directives(op, arch, mapping, b, tile, true);
+    for (int t = 0; t < static_cast<int>(ld.tensors.size()); ++t)
+      ld.tensors[static_cast<size_t>(t)].bypass = !mapping.keeps(op, arch, b, t);
     const auto span = stacked_span(op, arch, mapping, p, k);
     const auto& parent = mapping.level(p.data[k + 1]);
-    for (auto it = parent.order.rbegin(); it != parent.order.rend(); ++it) {
-      const auto d = static_cast<size_t>(*it);
-      if (ceil_div(parent.tile[d], span[d]) > 1)
-        ld.updates.push_back(UpdateDirective{*it, span[d], 0});
+    const int s = p.spatial[k];
+    if (s >= 0 && mapping.level(s).cluster.active()) {
+      // A cluster level (FLASH Table 2) is a section of its own, named after
+      // the spatial level: the buffer's stacks are the units of a cluster
+      // and its updates the cluster's steps through its tile; the cluster
+      // section declares the cluster tile, stacks the clusters and carries
+      // the parent's loops (a level without storage in KAPLA's scopes).
+      const LevelMapping& lm = mapping.level(s);
+      std::vector<std::int64_t> step;
+      spatial_span(op, lm, tile, &step);
+      add_stacks(ld, tile, lm.cluster.split);
+      add_updates(ld, lm.cluster.order, lm.cluster.tile, step);
+      out.levels.push_back(std::move(ld));
+      LevelDirectives cl;
+      cl.level = arch.levels()[static_cast<size_t>(s)].name;
+      cl.tensors = tensor_directives(op, arch, mapping, s, lm.cluster.tile, false);
+      add_stacks(cl, lm.cluster.tile, lm.split);
+      add_updates(cl, parent.order, parent.tile, span);
+      out.levels.push_back(std::move(cl));
+      continue;
     }
+    if (s >= 0) add_stacks(ld, tile, mapping.level(s).split);
+    add_updates(ld, parent.order, parent.tile, span);
     out.levels.push_back(std::move(ld));
   }
   return out;
@@ -117,10 +178,20 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
   const auto n = static_cast<size_t>(op.num_dims());
   Mapping m = Mapping::trivial(op, arch);
   const std::string layer = "layer '" + directives.layer + "'";
-  // One section per buffer level, in the chip's order.
+  // One section per buffer level, in the chip's order, and one per cluster
+  // level (a section named after a spatial level).
   std::vector<const LevelDirectives*> section(p.data.size() - 1, nullptr);
+  std::vector<const LevelDirectives*> cluster(p.data.size() - 1, nullptr);
   for (const auto& ld : directives.levels) {
     const int index = arch.find_level(ld.level);
+    const auto spatial = std::find(p.spatial.begin(), p.spatial.end(), index);
+    if (index >= 0 && spatial != p.spatial.end()) {
+      auto& slot = cluster[static_cast<size_t>(spatial - p.spatial.begin())];
+      if (slot)
+        fail_at(origin, ld.line, ld.level, layer + ": level '" + ld.level + "' given twice");
+      slot = &ld;
+      continue;
+    }
     const auto pos = std::find(p.data.begin(), p.data.end(), index);
     if (index < 0 || pos == p.data.end() || pos + 1 == p.data.end())
       fail_at(origin, ld.line, ld.level,
@@ -138,8 +209,7 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
 
   // Tiles from the tensor sizes: every dimension that indexes a tensor
   // takes its size there, and all tensors must agree.
-  for (size_t k = 0; k < section.size(); ++k) {
-    const LevelDirectives& ld = *section[k];
+  auto read_tile = [&](const LevelDirectives& ld) {
     std::vector<std::int64_t> tile(n, 0);
     std::vector<int> seen_tensor(op.tensors().size(), 0);
     for (const auto& td : ld.tensors) {
@@ -184,22 +254,27 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
             layer + ": level '" + ld.level + "' declares no tensor{" + op.tensors()[t].name + "}");
     for (auto& v : tile)
       if (!v) v = 1;  // a dimension that indexes no tensor
-    m.level(p.data[k]).tile = tile;
+    return tile;
+  };
+  for (size_t k = 0; k < section.size(); ++k) {
+    m.level(p.data[k]).tile = read_tile(*section[k]);
+    set_keep(m, op, arch, p.data[k], *section[k]);
+    if (!cluster[k]) continue;
+    ClusterMapping& c = m.level(p.spatial[k]).cluster;
+    c.split.assign(n, 1);
+    c.tile = read_tile(*cluster[k]);
+    c.order.clear();
+    for (DimId d = 0; d < op.num_dims(); ++d) c.order.push_back(d);
   }
 
   // Stacks: each partitions one dimension; its shift is the span stacked so
-  // far (§III-B: stacks apply recursively in declared order).
-  for (size_t k = 0; k < section.size(); ++k) {
-    const LevelDirectives& ld = *section[k];
-    if (ld.stacks.empty()) continue;
-    if (p.spatial[k] < 0)
-      fail_at(origin, ld.stacks.front().line, ld.level,
-              "level '" + ld.level + "' has no array above it to stack over");
-    auto& split = m.level(p.spatial[k]).split;
-    const auto& tile = m.level(p.data[k]).tile;
+  // far (§III-B: stacks apply recursively in declared order). A buffer's
+  // stacks fill its cluster's units when a cluster section follows it.
+  auto read_stacks = [&](const LevelDirectives& ld, const std::vector<std::int64_t>& below,
+                         std::vector<std::int64_t>& split) {
     for (const auto& s : ld.stacks) {
       const auto du = static_cast<size_t>(s.dim);
-      const std::int64_t expected = tile[du] * split[du];
+      const std::int64_t expected = below[du] * split[du];
       if (s.shift != expected)
         fail_at(origin, s.line, op.dims()[du].name,
                 "stack shifts " + op.dims()[du].name + " by " + std::to_string(s.shift) +
@@ -208,14 +283,21 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
       if (s.repl < 1) fail_at(origin, s.line, "repl", "stack needs a positive unit count");
       split[du] *= s.repl;
     }
-  }
-
-  // Updates: the loop order of the next data level, innermost first.
+  };
   for (size_t k = 0; k < section.size(); ++k) {
     const LevelDirectives& ld = *section[k];
-    const auto span = stacked_span(op, arch, m, p, k);
-    const int parent = p.data[k + 1];
-    const auto& parent_tile = m.level(parent).tile;
+    if (!ld.stacks.empty() && p.spatial[k] < 0)
+      fail_at(origin, ld.stacks.front().line, ld.level,
+              "level '" + ld.level + "' has no array above it to stack over");
+    if (p.spatial[k] < 0) continue;
+    LevelMapping& lm = m.level(p.spatial[k]);
+    read_stacks(ld, m.level(p.data[k]).tile, cluster[k] ? lm.cluster.split : lm.split);
+    if (cluster[k]) read_stacks(*cluster[k], lm.cluster.tile, lm.split);
+  }
+
+  // Updates: a loop order, innermost first, stepping `span` through `tile`.
+  auto read_updates = [&](const LevelDirectives& ld, const std::vector<std::int64_t>& span,
+                          const std::vector<std::int64_t>& tile, const std::string& above) {
     std::vector<int> used(n, 0);
     std::vector<DimId> inner_first;
     for (const auto& u : ld.updates) {
@@ -235,16 +317,31 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
     for (DimId d = 0; d < op.num_dims(); ++d) {
       const auto du = static_cast<size_t>(d);
       if (used[du]) continue;
-      if (ceil_div(parent_tile[du], span[du]) > 1)
+      if (ceil_div(tile[du], span[du]) > 1)
         fail_at(origin, ld.line, op.dims()[du].name,
                 "level '" + ld.level + "': " + op.dims()[du].name + " grows from " +
-                    std::to_string(span[du]) + " to " + std::to_string(parent_tile[du]) + " at '" +
-                    arch.levels()[static_cast<size_t>(parent)].name +
+                    std::to_string(span[du]) + " to " + std::to_string(tile[du]) + " at '" + above +
                     "' but no update steps along it");
       order.push_back(d);
     }
     order.insert(order.end(), inner_first.rbegin(), inner_first.rend());
-    m.level(parent).order = order;
+    return order;
+  };
+  for (size_t k = 0; k < section.size(); ++k) {
+    const int parent = p.data[k + 1];
+    const std::string& parent_name = arch.levels()[static_cast<size_t>(parent)].name;
+    if (cluster[k]) {
+      LevelMapping& lm = m.level(p.spatial[k]);
+      std::vector<std::int64_t> step;
+      spatial_span(op, lm, m.level(p.data[k]).tile, &step);
+      lm.cluster.order = read_updates(*section[k], step, lm.cluster.tile,
+                                      arch.levels()[static_cast<size_t>(p.spatial[k])].name);
+      m.level(parent).order = read_updates(*cluster[k], stacked_span(op, arch, m, p, k),
+                                           m.level(parent).tile, parent_name);
+      continue;
+    }
+    m.level(parent).order = read_updates(*section[k], stacked_span(op, arch, m, p, k),
+                                         m.level(parent).tile, parent_name);
   }
 
   if (auto err = m.structural_error(op, arch))
@@ -270,8 +367,26 @@ Mapping normalise_orders(const Mapping& mapping, const Operator& op, const Archi
   Mapping out = mapping;
   for (int i = 0; i < arch.num_levels(); ++i) {
     const auto kind = arch.levels()[static_cast<size_t>(i)].kind;
-    if (kind == LevelKind::kSpatial) continue;
     auto& lm = out.level(i);
+    if (kind == LevelKind::kSpatial) {
+      // A cluster level's loops, like a buffer's: one-trip loops first.
+      if (!lm.cluster.active()) continue;
+      std::vector<std::int64_t> step;
+      spatial_span(
+          op, lm,
+          i == 0 ? std::vector<std::int64_t>(lm.split.size(), 1) : mapping.span(op, arch, i - 1),
+          &step);
+      std::vector<DimId> ones, multi;
+      for (DimId d = 0; d < op.num_dims(); ++d)
+        if (ceil_div(lm.cluster.tile[static_cast<size_t>(d)], step[static_cast<size_t>(d)]) <= 1)
+          ones.push_back(d);
+      for (DimId d : lm.cluster.order)
+        if (ceil_div(lm.cluster.tile[static_cast<size_t>(d)], step[static_cast<size_t>(d)]) > 1)
+          multi.push_back(d);
+      ones.insert(ones.end(), multi.begin(), multi.end());
+      lm.cluster.order = ones;
+      continue;
+    }
     if (i == 0) {
       // The innermost buffer's loops only sequence MACs on resident data:
       // directives carry no order for them.
@@ -420,9 +535,13 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
       td.line = line;
       const std::string args = arguments(s.substr(close + 1), origin, line, "tensor");
       for (const auto& a : split_args(args)) {
+        if (trim(a) == "bypass") {
+          td.bypass = true;
+          continue;
+        }
         const auto eq = a.find('=');
         if (eq == std::string::npos)
-          fail_at(origin, line, td.tensor, "expected DIM=SIZE or shr=K, got '" + a + "'");
+          fail_at(origin, line, td.tensor, "expected DIM=SIZE, shr=K or bypass, got '" + a + "'");
         const std::string key = trim(a.substr(0, eq));
         const std::int64_t v = parse_count(a.substr(eq + 1), origin, line, key);
         if (key == "shr")
@@ -476,6 +595,7 @@ std::string format_directives(const LayerDirectives& directives, const Operator&
         out << (i ? ", " : "") << op.dims()[static_cast<size_t>(td.sizes[i].first)].name << "="
             << td.sizes[i].second;
       if (td.shr > 1) out << ", shr=" << td.shr;
+      if (td.bypass) out << ", bypass";
       out << ")\n";
     }
     for (const auto& s : ld.stacks)

@@ -9,7 +9,7 @@ namespace mapex {
 
 bool operator==(const LevelMapping& a, const LevelMapping& b) {
   return a.tile == b.tile && a.order == b.order && a.split == b.split && a.axes == b.axes &&
-         a.cluster == b.cluster;
+         a.cluster == b.cluster && a.keep == b.keep;
 }
 
 std::vector<std::int64_t> spatial_span(const Operator& op, const LevelMapping& lm,
@@ -199,6 +199,63 @@ std::optional<std::string> placement_error(const Operator& op, const Level& leve
          " array (split_placement: " + to_string(level.split_placement) + ")";
 }
 
+// ---- Per-tensor keep/bypass (issue 16, item 2) ----
+
+namespace {
+
+bool default_keep(const Level& level, const Tensor& tensor) {
+  return level.partitions.empty() || level.partition_of(tensor.name) != nullptr;
+}
+
+/// Why a level's `keep` does not fit the architecture and operator.
+std::optional<std::string> keep_error(const Operator& op, const Level& level,
+                                      const LevelMapping& lm) {
+  const auto& tensors = op.tensors();
+  if (level.kind == LevelKind::kBuffer && !level.partitions.empty()) {
+    bool any = false;
+    for (const auto& t : tensors) any = any || level.partition_of(t.name) != nullptr;
+    if (!any) {
+      std::string names;
+      for (const auto& t : tensors) names += (names.empty() ? "" : ", ") + t.name;
+      return "none of its partitions holds a tensor of operator '" + op.name() + "' (" + names +
+             ")";
+    }
+  }
+  if (lm.keep.empty()) return std::nullopt;
+  if (level.kind != LevelKind::kBuffer)
+    return std::string("only buffer levels keep or bypass tensors (") +
+           (level.kind == LevelKind::kDram ? "DRAM holds every tensor"
+                                           : "a spatial level holds none") +
+           ")";
+  if (lm.keep.size() != tensors.size())
+    return "keep needs one entry per tensor (" + std::to_string(tensors.size()) + ")";
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (lm.keep[t] && !level.partitions.empty() && !level.partition_of(tensors[t].name))
+      return "keeps " + tensors[t].name + " but no partition of the level holds it";
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool Mapping::keeps(const Operator& op, const Architecture& arch, int level, int tensor) const {
+  const Level& l = arch.levels()[static_cast<size_t>(level)];
+  if (l.kind == LevelKind::kDram) return true;
+  if (l.kind == LevelKind::kSpatial) return false;
+  const auto& keep = levels_[static_cast<size_t>(level)].keep;
+  if (!keep.empty()) return keep[static_cast<size_t>(tensor)];
+  return default_keep(l, op.tensors()[static_cast<size_t>(tensor)]);
+}
+
+std::vector<int> Mapping::keeping_levels(const Operator& op, const Architecture& arch,
+                                         int tensor) const {
+  std::vector<int> out;
+  for (int i = 0; i < arch.num_levels(); ++i)
+    if (keeps(op, arch, i, tensor)) out.push_back(i);
+  return out;
+}
+
+// ---- end of keep/bypass ----
+
 Mapping Mapping::trivial(const Operator& op, const Architecture& arch) {
   const auto n = static_cast<size_t>(op.num_dims());
   std::vector<LevelMapping> levels;
@@ -272,8 +329,10 @@ std::optional<std::string> Mapping::structural_error(const Operator& op,
         return where + ": splits use " + std::to_string(used) + " children, fan-out is " +
                std::to_string(level.fanout());
       if (auto error = placement_error(op, level, lm)) return where + ": " + *error;
+      if (auto error = keep_error(op, level, lm)) return where + ": " + *error;
       continue;
     }
+    if (auto error = keep_error(op, level, lm)) return where + ": " + *error;
     if (lm.tile.size() != n) return where + ": tile needs one entry per dimension";
     for (size_t d = 0; d < n; ++d) {
       const auto& dim = op.dims()[d];
@@ -293,6 +352,43 @@ std::optional<std::string> Mapping::structural_error(const Operator& op,
   }
   return std::nullopt;
 }
+
+namespace {
+
+// `keep: [Weight, Output]`: written only when the mapping states it, so a
+// mapping with the default reads back as the default.
+void emit_keep(YAML::Emitter& out, const Operator& op, const LevelMapping& lm) {
+  if (lm.keep.empty()) return;
+  out << YAML::Key << "keep" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (size_t t = 0; t < lm.keep.size(); ++t)
+    if (lm.keep[t]) out << op.tensors()[t].name;
+  out << YAML::EndSeq;
+}
+
+// `keep: [names]`: the tensors the level holds, every other one bypassed.
+std::vector<bool> parse_keep(const std::string& origin, const YAML::Node& node,
+                             const Operator& op) {
+  const auto names = yaml::as_string_list(origin, node, "keep");
+  std::vector<bool> keep(op.tensors().size(), false);
+  for (const auto& name : names) {
+    int t = -1;
+    for (size_t i = 0; i < op.tensors().size(); ++i)
+      if (op.tensors()[i].name == name) t = static_cast<int>(i);
+    if (t < 0) {
+      std::string known;
+      for (const auto& tensor : op.tensors()) known += (known.empty() ? "" : ", ") + tensor.name;
+      yaml::fail(origin, node, "keep",
+                 "unknown tensor '" + name + "' of operator '" + op.name() +
+                     "'; expected some of: " + known);
+    }
+    if (keep[static_cast<size_t>(t)])
+      yaml::fail(origin, node, "keep", "tensor '" + name + "' is listed twice");
+    keep[static_cast<size_t>(t)] = true;
+  }
+  return keep;
+}
+
+}  // namespace
 
 std::string Mapping::to_yaml(const Operator& op, const Architecture& arch) const {
   YAML::Emitter out;
@@ -347,6 +443,7 @@ std::string Mapping::to_yaml(const Operator& op, const Architecture& arch) const
       out << YAML::Key << "order" << YAML::Value << YAML::Flow << YAML::BeginSeq;
       for (auto d : lm.order) out << op.dims()[static_cast<size_t>(d)].name;
       out << YAML::EndSeq;
+      emit_keep(out, op, lm);
     }
     out << YAML::EndMap;
   }
@@ -503,6 +600,11 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
         if (auto axes = m.optional("axes")) read_axes(*axes, level, lm);
         if (auto order = m.optional("order")) read_order(*order, lm.order);
         if (auto cluster = m.optional("cluster")) read_cluster(*cluster, level, lm, child);
+        if (auto keep = m.optional("keep"))
+          yaml::fail(origin, *keep, "keep",
+                     "level '" + level.name +
+                         "' is spatial and holds no data; keep and bypass "
+                         "belong to buffer levels");
         m.finish();
       }
       child = spatial_span(op, lm, child);
@@ -513,6 +615,16 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
       yaml::Map m(origin, *node, "level '" + level.name + "'");
       if (level.kind == LevelKind::kBuffer) {
         if (auto tile = m.optional("tile")) read_dim_map(*tile, "tile", lm.tile);
+        if (auto keep = m.optional("keep")) {
+          lm.keep = parse_keep(origin, *keep, op);
+          if (auto error = keep_error(op, level, lm))
+            yaml::fail(origin, *keep, "keep", "level '" + level.name + "': " + *error);
+        }
+      } else if (auto keep = m.optional("keep")) {
+        yaml::fail(origin, *keep, "keep",
+                   "level '" + level.name +
+                       "' is DRAM, which holds every tensor; keep and "
+                       "bypass belong to buffer levels");
       }
       if (auto order = m.optional("order")) read_order(*order, lm.order);
       m.finish();

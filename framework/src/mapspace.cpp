@@ -117,6 +117,17 @@ struct Mapspace::Impl {
   /// Per level: capacity in words (halved when double-buffered); 0 for
   /// levels that are not buffers.
   std::vector<double> capacity_words;
+  /// Keep/bypass (issue 16, item 2): every combination of the choices the
+  /// options leave free, as the `keep` each level's mapping gets (empty:
+  /// the default). One combination, all empty, when nothing is free or
+  /// fixed away from the default: the space is what it was before.
+  std::vector<std::vector<std::vector<bool>>> keep_combos;
+  /// Per level, per tensor: its partition's index, -1 for none; per level,
+  /// per partition: capacity in words (halved when double-buffered).
+  std::vector<std::vector<int>> partition_index;
+  std::vector<std::vector<double>> partition_words;
+  /// The main table's total times the keep combinations: size().
+  mutable BigInt total_all = 0;
 
   /// A count table for one set of rules: W[d][state] is the number of
   /// completions of the dimensions d.. from a state.
@@ -176,7 +187,95 @@ struct Mapspace::Impl {
         words = static_cast<double>(l.size_bytes) / arch.word_bytes() / (l.double_buffered ? 2 : 1);
       capacity_words.push_back(words);
     }
+    build_partitions();
+    build_keep_combos();
   }
+
+  // --- keep/bypass and partitions (issue 16, items 2 and 3) -----------------
+
+  void build_partitions() {
+    for (const auto& l : arch.levels()) {
+      auto& index = partition_index.emplace_back(op.tensors().size(), -1);
+      auto& words = partition_words.emplace_back();
+      for (size_t p = 0; p < l.partitions.size(); ++p) {
+        words.push_back(static_cast<double>(l.partitions[p].size_bytes) / arch.word_bytes() /
+                        (l.double_buffered ? 2 : 1));
+        for (size_t t = 0; t < op.tensors().size(); ++t)
+          if (l.partition_of(op.tensors()[t].name) == &l.partitions[p])
+            index[t] = static_cast<int>(p);
+      }
+    }
+  }
+
+  /// Whether buffer `level` may hold tensor t at all (a partitioned level
+  /// only the tensors its partitions name).
+  bool holdable(int level, size_t t) const {
+    return arch.levels()[static_cast<size_t>(level)].partitions.empty() ||
+           partition_index[static_cast<size_t>(level)][t] >= 0;
+  }
+
+  void build_keep_combos() {
+    const size_t nt = op.tensors().size();
+    std::vector<std::vector<bool>> base(static_cast<size_t>(L));
+    std::vector<std::pair<int, size_t>> free;  // (level, tensor) left to enumerate
+    bool explicit_keep = false;
+    for (int i = 0; i < L; ++i) {
+      if (arch.levels()[static_cast<size_t>(i)].kind != LevelKind::kBuffer) continue;
+      auto& keep = base[static_cast<size_t>(i)];
+      const LevelRule* r = rule(i);
+      for (size_t t = 0; t < nt; ++t) {
+        keep.push_back(holdable(i, t));
+        const int fixed = r && !r->keep.empty() ? r->keep[t] : -1;
+        if (fixed >= 0) {
+          explicit_keep = explicit_keep || (fixed == 1) != keep.back();
+          keep.back() = fixed == 1;
+        } else if (options.explore_bypass && holdable(i, t)) {
+          free.emplace_back(i, t);
+        }
+      }
+    }
+    if (free.size() > 20)
+      throw InputError(SourceLocation{}, "explore_bypass",
+                       std::to_string(free.size()) +
+                           " keep/bypass choices are free; at most 20 can be enumerated (fix "
+                           "some with keep/bypass rules)");
+    if (free.empty() && !explicit_keep) {
+      keep_combos.assign(1, std::vector<std::vector<bool>>(static_cast<size_t>(L)));
+      return;
+    }
+    // Combination c bypasses the free choices whose bit is set: 0 keeps all.
+    for (std::uint64_t c = 0; c < (std::uint64_t{1} << free.size()); ++c) {
+      auto combo = base;
+      for (size_t j = 0; j < free.size(); ++j)
+        if (c >> j & 1u) combo[static_cast<size_t>(free[j].first)][free[j].second] = false;
+      keep_combos.push_back(std::move(combo));
+    }
+  }
+
+  /// Whether combination `combo` keeps tensor t at buffer `level`.
+  bool kept(std::size_t combo, int level, size_t t) const {
+    const auto& keep = keep_combos[combo][static_cast<size_t>(level)];
+    return keep.empty() ? holdable(level, t) : static_cast<bool>(keep[t]);
+  }
+
+  void set_keep(Mapping& m, std::size_t combo) const {
+    for (int i = 0; i < L; ++i) m.level(i).keep = keep_combos[combo][static_cast<size_t>(i)];
+  }
+
+  /// The combination a mapping's keep/bypass matches, or nothing.
+  std::optional<std::size_t> combo_of(const Mapping& m) const {
+    for (std::size_t c = 0; c < keep_combos.size(); ++c) {
+      bool same = true;
+      for (int i = 0; i < L && same; ++i)
+        if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
+          for (size_t t = 0; t < op.tensors().size() && same; ++t)
+            same = m.keeps(op, arch, i, static_cast<int>(t)) == kept(c, i, t);
+      if (same) return c;
+    }
+    return std::nullopt;
+  }
+
+  // --- end of keep/bypass and partitions -------------------------------------
 
   const LevelRule* rule(int level) const {
     if (options.levels.empty()) return nullptr;
@@ -280,7 +379,10 @@ struct Mapspace::Impl {
   /// (reject_reason) never need it; once_flag because cursors of one space
   /// run on several threads.
   Table& counted() const {
-    std::call_once(main_counted, [this] { count(*main); });
+    std::call_once(main_counted, [this] {
+      count(*main);
+      total_all = main->total * keep_combos.size();
+    });
     return *main;
   }
 
@@ -526,23 +628,31 @@ struct Mapspace::Impl {
   /// not chosen yet at span 1, the smallest), as its level index, or -1.
   /// Same arithmetic as required_bytes (analysis.hpp), without allocation:
   /// the hot loop of capacity counting and enumeration.
-  int overflow(const std::vector<std::vector<std::int64_t>>& spans) const {
+  int overflow(const std::vector<std::vector<std::int64_t>>& spans, std::size_t combo) const {
     if (!options.check_capacity) return -1;
+    // Per partition of the level being checked (few: a handful at most).
+    boost::container::small_vector<double, 4> part;
     for (int i = 0; i + 1 < L; ++i) {
       const double capacity = capacity_words[static_cast<size_t>(i)];
       if (capacity <= 0) continue;
       const auto& span = spans[static_cast<size_t>(i)];
+      const auto& index = partition_index[static_cast<size_t>(i)];
+      part.assign(partition_words[static_cast<size_t>(i)].size(), 0.0);
       double words = 0;
-      for (const auto& subs : subscripts) {
+      for (size_t t = 0; t < subscripts.size(); ++t) {
+        if (!kept(combo, i, t)) continue;
         double size = 1;
-        for (const auto& terms : subs) {
+        for (const auto& terms : subscripts[t]) {
           std::int64_t extent = 1;
           for (const auto& [d, coeff] : terms) extent += coeff * (span[static_cast<size_t>(d)] - 1);
           size *= static_cast<double>(extent);
         }
         words += size;
+        if (index[t] >= 0) part[static_cast<size_t>(index[t])] += size;
       }
       if (words > capacity) return i;
+      for (size_t p = 0; p < part.size(); ++p)
+        if (part[p] > partition_words[static_cast<size_t>(i)][p]) return i;
     }
     return -1;
   }
@@ -565,8 +675,12 @@ std::uint64_t saturate(const BigInt& v) {
 class Walker {
  public:
   Walker(const Mapspace::Impl& impl, Mapspace::Impl::Table& table,
-         std::vector<std::uint32_t> prefix, int stop_depth)
-      : impl_(impl), t_(table), stop_(stop_depth), fixed_(static_cast<int>(prefix.size())) {
+         std::vector<std::uint32_t> prefix, int stop_depth, std::size_t keep_combo = 0)
+      : impl_(impl),
+        t_(table),
+        combo_(keep_combo),
+        stop_(stop_depth),
+        fixed_(static_cast<int>(prefix.size())) {
     const auto n = static_cast<size_t>(impl.n);
     pos_.assign(n, 0);
     state_.assign(n + 1, 0);
@@ -637,7 +751,7 @@ class Walker {
     const auto it = t_.W[du + 1].find(*next);
     if (it == t_.W[du + 1].end() || it->second == 0) return false;
     for (int i = 0; i < impl_.L; ++i) spans_[static_cast<size_t>(i)][du] = impl_.span(d, c, i);
-    if (impl_.overflow(spans_) >= 0) {
+    if (impl_.overflow(spans_, combo_) >= 0) {
       rejected_ += it->second;
       reset_spans(d);
       return false;
@@ -652,6 +766,7 @@ class Walker {
 
   const Mapspace::Impl& impl_;
   Mapspace::Impl::Table& t_;
+  std::size_t combo_;  ///< the keep/bypass combination capacity is checked under
   int stop_;
   int fixed_;
   int depth_ = 0;
@@ -721,7 +836,10 @@ Mapspace::Mapspace(const Operator& op, const Architecture& arch, MapspaceOptions
 
 Mapspace::~Mapspace() = default;
 
-const BigInt& Mapspace::size() const { return impl_->counted().total; }
+const BigInt& Mapspace::size() const {
+  impl_->counted();
+  return impl_->total_all;
+}
 
 std::size_t Mapspace::num_chains(DimId d) const {
   return impl_->chains[static_cast<size_t>(d)].count;
@@ -730,9 +848,12 @@ std::size_t Mapspace::num_chains(DimId d) const {
 BigInt Mapspace::count_valid() const {
   if (!options_.check_capacity) return size();
   // Count leaves per final state, then weigh each state by its orders once.
+  // Each keep/bypass combination has its own capacity.
   std::unordered_map<std::uint64_t, std::uint64_t> leaves;
-  Walker w(*impl_, impl_->counted(), {}, op_->num_dims());
-  while (w.next_leaf()) ++leaves[w.state()];
+  for (std::size_t c = 0; c < impl_->keep_combos.size(); ++c) {
+    Walker w(*impl_, impl_->counted(), {}, op_->num_dims(), c);
+    while (w.next_leaf()) ++leaves[w.state()];
+  }
   BigInt total = 0;
   const auto& final_counts = impl_->counted().W[static_cast<size_t>(op_->num_dims())];
   for (const auto& [state, count] : leaves) total += final_counts.at(state) * count;
@@ -781,8 +902,12 @@ std::vector<CountStep> Mapspace::count_steps(bool with_capacity) const {
   if (options_.min_utilization > 0) {
     std::ostringstream rule;
     rule << "PE utilisation >= " << options_.min_utilization;
-    out.push_back({rule.str(), size()});
+    out.push_back({rule.str(), impl_->counted().total});
   }
+  if (impl_->keep_combos.size() > 1)
+    out.push_back(
+        {"keep/bypass choices (" + std::to_string(impl_->keep_combos.size()) + " per tiling)",
+         size()});
   if (with_capacity && options_.check_capacity)
     out.push_back({"buffer capacity (double-buffered where set)", count_valid()});
   return out;
@@ -880,6 +1005,8 @@ std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const
         << options_.min_utilization;
     return out.str();
   }
+  if (!impl_->combo_of(mapping))
+    return "keep: the levels' keep/bypass is not one the constraints allow";
   if (options_.check_capacity)
     if (auto error = capacity_error(op, arch, mapping)) return "capacity: " + *error;
   return std::nullopt;
@@ -898,6 +1025,7 @@ std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
   std::vector<std::uint32_t> prefix;
   std::vector<std::vector<std::int64_t>> spans(
       static_cast<size_t>(impl.L), std::vector<std::int64_t>(static_cast<size_t>(n), 1));
+  std::size_t combo = 0;
   std::function<void(int, std::uint64_t)> split = [&](int d, std::uint64_t state) {
     const auto du = static_cast<size_t>(d);
     for (std::size_t c = 0; c < impl.chains[du].count; ++c) {
@@ -907,10 +1035,10 @@ std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
       const auto it = t.W[du + 1].find(*next);
       if (it == t.W[du + 1].end() || it->second == 0) continue;
       for (int i = 0; i < impl.L; ++i) spans[static_cast<size_t>(i)][du] = impl.span(d, c, i);
-      if (impl.overflow(spans) < 0) {
+      if (impl.overflow(spans, combo) < 0) {
         prefix.push_back(static_cast<std::uint32_t>(c));
         if (it->second <= target || d + 1 == n)
-          out.push_back(Chunk{prefix});
+          out.push_back(Chunk{prefix, static_cast<int>(combo)});
         else
           split(d + 1, *next);
         prefix.pop_back();
@@ -918,7 +1046,8 @@ std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
     }
     for (auto& s : spans) s[du] = 1;
   };
-  split(0, impl.init_state(t));
+  // One set of chunks per keep/bypass combination (capacity differs).
+  for (combo = 0; combo < impl.keep_combos.size(); ++combo) split(0, impl.init_state(t));
   return out;
 }
 
@@ -926,7 +1055,11 @@ std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
 
 struct Mapspace::Cursor::State {
   const Mapspace* space;
-  Walker walker;
+  std::vector<std::uint32_t> prefix;
+  /// The keep/bypass combination being walked, and the last one to walk.
+  std::size_t combo = 0;
+  std::size_t last_combo = 0;
+  std::optional<Walker> walker;
   bool have_leaf = false;
   bool done = false;
   /// Per data slot: free set, and the current order (index into the allowed
@@ -935,14 +1068,21 @@ struct Mapspace::Cursor::State {
   std::vector<std::size_t> order_index;
   std::vector<std::vector<DimId>> perms;
 
-  State(const Mapspace& s, std::vector<std::uint32_t> prefix)
-      : space(&s), walker(*s.impl_, s.impl_->counted(), std::move(prefix), s.op().num_dims()) {}
+  State(const Mapspace& s, const Chunk& chunk) : space(&s), prefix(chunk.prefix) {
+    const std::size_t combos = s.impl_->keep_combos.size();
+    combo = chunk.keep_combo < 0 ? 0 : static_cast<std::size_t>(chunk.keep_combo);
+    last_combo = chunk.keep_combo < 0 ? combos - 1 : combo;
+    start_walker();
+  }
+  void start_walker() {
+    walker.emplace(*space->impl_, space->impl_->counted(), prefix, space->op().num_dims(), combo);
+  }
 };
 
 Mapspace::Cursor::Cursor(const Mapspace& space) : Cursor(space, Chunk{}) {}
 
 Mapspace::Cursor::Cursor(const Mapspace& space, const Chunk& chunk)
-    : s_(std::make_unique<State>(space, chunk.prefix)) {}
+    : s_(std::make_unique<State>(space, chunk)) {}
 
 Mapspace::Cursor::Cursor(Cursor&&) noexcept = default;
 Mapspace::Cursor& Mapspace::Cursor::operator=(Cursor&&) noexcept = default;
@@ -972,12 +1112,18 @@ bool Mapspace::Cursor::next(Mapping& out) {
     }
   }
   if (!advanced) {
-    const BigInt before = st.walker.rejected();
-    const bool leaf = st.walker.next_leaf();
-    const std::uint64_t add = saturate(st.walker.rejected() - before);
-    rejected_ = add > std::numeric_limits<std::uint64_t>::max() - rejected_
-                    ? std::numeric_limits<std::uint64_t>::max()
-                    : rejected_ + add;
+    bool leaf = false;
+    for (;;) {
+      const BigInt before = st.walker->rejected();
+      leaf = st.walker->next_leaf();
+      const std::uint64_t add = saturate(st.walker->rejected() - before);
+      rejected_ = add > std::numeric_limits<std::uint64_t>::max() - rejected_
+                      ? std::numeric_limits<std::uint64_t>::max()
+                      : rejected_ + add;
+      if (leaf || st.combo >= st.last_combo) break;
+      ++st.combo;  // the next keep/bypass combination
+      st.start_walker();
+    }
     if (!leaf) {
       st.done = true;
       return false;
@@ -987,14 +1133,15 @@ bool Mapspace::Cursor::next(Mapping& out) {
     st.order_index.assign(slots, 0);
     st.perms.assign(slots, {});
     for (size_t k = 0; k < slots; ++k) {
-      st.masks[k] = impl.free_mask(st.walker.pos(), k);
+      st.masks[k] = impl.free_mask(st.walker->pos(), k);
       if (!t.masked[k]) st.perms[k] = dims_of(st.masks[k]);
     }
   }
   // `out` may be a different object on every call (a batch being filled).
   if (out.levels().size() != static_cast<size_t>(impl.L))
     out = Mapping::trivial(impl.op, impl.arch);
-  impl.set_chains(out, st.walker.pos());
+  impl.set_chains(out, st.walker->pos());
+  impl.set_keep(out, st.combo);
   for (size_t k = 0; k < slots; ++k) {
     if (t.masked[k]) {
       const auto& list = impl.allowed_orders(t, k, st.masks[k]);
@@ -1015,7 +1162,12 @@ std::optional<Mapping> Mapspace::sample(std::mt19937_64& rng, int max_attempts) 
   if (t.total == 0) return std::nullopt;
   const int n = impl.n;
   std::vector<std::uint32_t> pos(static_cast<size_t>(n));
+  const std::size_t combos = impl.keep_combos.size();
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    // Every combination has the same space before capacity, so a uniform
+    // combination then a uniform rank is uniform over size(); a space
+    // without keep/bypass choices draws exactly what it drew before.
+    const std::size_t combo = combos > 1 ? static_cast<std::size_t>(uniform_below(rng, combos)) : 0;
     BigInt r = uniform_below(rng, t.total);
     std::uint64_t s = impl.init_state(t);
     for (DimId d = 0; d < n; ++d) {
@@ -1041,6 +1193,7 @@ std::optional<Mapping> Mapspace::sample(std::mt19937_64& rng, int max_attempts) 
     // Orders: unrank r within the product of per-slot order counts.
     Mapping m = Mapping::trivial(impl.op, impl.arch);
     impl.set_chains(m, pos);
+    impl.set_keep(m, combo);
     for (size_t k = 0; k < impl.data_levels.size(); ++k) {
       const std::uint32_t mask = impl.free_mask(pos, k);
       if (t.masked[k]) {

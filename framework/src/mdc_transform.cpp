@@ -61,7 +61,27 @@ DimMap classify(const Operator& op) {
 
 }  // namespace
 
+namespace {
+
+// MAESTRO's directives (and its analysis) keep every tensor at every level:
+// a mapping that bypasses one has no image in them (issue 16). Refuse it
+// rather than lower it as if every tensor were kept.
+void refuse_bypass(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    if (arch.levels()[static_cast<std::size_t>(i)].kind != LevelKind::kBuffer) continue;
+    for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
+      if (!mapping.keeps(op, arch, i, t))
+        throw InputError("level '" + arch.levels()[static_cast<std::size_t>(i)].name +
+                         "' bypasses tensor '" + op.tensors()[static_cast<std::size_t>(t)].name +
+                         "': MDC directives keep every tensor at every level and cannot express "
+                         "a bypass");
+  }
+}
+
+}  // namespace
+
 Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+  refuse_bypass(op, arch, mapping);
   const DimMap dm = classify(op);
   Layer layer;
   layer.name = op.name();
@@ -103,11 +123,14 @@ Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping
     if (levels[static_cast<std::size_t>(i)].kind == LevelKind::kSpatial) spatial.push_back(i);
   if (spatial.empty())
     throw InputError("architecture '" + arch.name() + "' has no spatial level; MDC needs PEs");
-  for (int s : spatial)
-    if (s + 1 >= arch.num_levels() ||
-        levels[static_cast<std::size_t>(s + 1)].kind == LevelKind::kSpatial)
-      throw InputError("architecture '" + arch.name() +
-                       "': every spatial level needs a buffer or DRAM above it for the MDC form");
+  // Adjacent spatial levels (a fan-out of fan-outs, e.g. rows of columns)
+  // are nested cluster levels of one network: each opens its own regions,
+  // walked in the order of the nearest data level above.
+  auto data_above = [&](int s) {
+    int p = s + 1;
+    while (levels[static_cast<std::size_t>(p)].kind == LevelKind::kSpatial) ++p;
+    return p;
+  };
 
   const auto& op_dims = op.dims();
   // Directive size of an operator dimension from a canonical tile of it.
@@ -254,7 +277,7 @@ Lowered from_mapping(const Operator& op, const Architecture& arch, const Mapping
     const auto child_span =
         child >= 0 ? mapping.span(op, arch, child) : std::vector<std::int64_t>(op_dims.size(), 1);
     const LevelMapping& lm = mapping.level(s);
-    const auto& parent_order = mapping.level(s + 1).order;
+    const auto& parent_order = mapping.level(data_above(s)).order;
     if (!lm.cluster.active()) {
       lower_group(child_span, lm.split, parent_order);
       continue;
@@ -329,6 +352,7 @@ Hardware hardware_from(const Architecture& arch) {
     return std::max<std::int64_t>(1, static_cast<std::int64_t>(arch.bytes_per_cycle(gbps) / word));
   };
   bool first_buffer = true, first_noc = true;
+  const Level* noc_from = nullptr;  // the network whose bandwidth and latency hw took
   // Every spatial level becomes cluster levels of the one network MAESTRO
   // analyses (from_mapping), so their switches are the hardware's.
   const Level* switches_from = nullptr;  // the network whose switches hw took
@@ -344,6 +368,16 @@ Hardware hardware_from(const Architecture& arch) {
       if (l.noc.bandwidth_gbps > 0) hw.noc_bw = per_cycle(l.noc.bandwidth_gbps);
       hw.noc_latency = std::max<std::int64_t>(0, static_cast<std::int64_t>(l.noc.latency_cycles));
       first_noc = false;
+      noc_from = &l;
+    } else if (l.kind == LevelKind::kSpatial) {
+      // MAESTRO analyses one network: further fan-outs must agree with it.
+      if (l.noc.bandwidth_gbps != noc_from->noc.bandwidth_gbps ||
+          l.noc.latency_cycles != noc_from->noc.latency_cycles)
+        throw InputError(SourceLocation{}, "noc",
+                         "mdc: architecture '" + arch.name() + "': spatial levels '" +
+                             noc_from->name + "' and '" + l.name +
+                             "' have different network bandwidths or latencies; MAESTRO "
+                             "analyses one network");
     } else if (l.kind == LevelKind::kDram && l.bandwidth_gbps) {
       hw.offchip_bw = per_cycle(*l.bandwidth_gbps);
     }

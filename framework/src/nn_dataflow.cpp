@@ -465,7 +465,7 @@ Misfit score_blocking(const Hardware& hw, const Options& options,
     unit_cnt_gbuf[cu] = data_product(c, below_gbuf);
     r.regf_words[cu] = data_product(c, b.t[2]) * nld.usize_regf[cu];
     r.regf_total += r.regf_words[cu];
-    r.stored_in_gbuf[cu] = !options.bypass[cu];
+    r.stored_in_gbuf[cu] = options.gbuf_keep ? (*options.gbuf_keep)[cu] : !options.bypass[cu];
   }
   auto gbuf_size = [&](const std::array<double, 3>& groups) {
     double s = 0;
@@ -504,9 +504,11 @@ Misfit score_blocking(const Hardware& hw, const Options& options,
       r.fetch[bl][cu] = c == kOfm ? 2 * f - 1 : f;
     }
   }
-  // Data that may bypass the GBUF are kept there only if they are reused.
-  for (size_t c = 0; c < 3; ++c)
-    if (!r.stored_in_gbuf[c]) r.stored_in_gbuf[c] = r.fetch[0][c] < r.fetch[1][c];
+  // Data that may bypass the GBUF are kept there only if they are reused;
+  // a mapping that states what the GBUF keeps overrides that rule.
+  if (!options.gbuf_keep)
+    for (size_t c = 0; c < 3; ++c)
+      if (!r.stored_in_gbuf[c]) r.stored_in_gbuf[c] = r.fetch[0][c] < r.fetch[1][c];
   r.gbuf_unshared = gbuf_size({1, 1, 1});
   r.gbuf_total = gbuf_size(subgroup);
   if (r.gbuf_total > hw.gbuf_words) return Misfit::kGbuf;

@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <mapex/error.hpp>
 #include <mapex/nn_dataflow_bridge.hpp>
 #include <sstream>
 
@@ -127,6 +128,11 @@ std::optional<std::string> make_problem(const Operator& op, const Architecture& 
   const Level& regf = levels[static_cast<size_t>(pr.roles.regf)];
   const Level& pes = levels[static_cast<size_t>(pr.roles.pe_array)];
   const Level& gbuf = levels[static_cast<size_t>(pr.roles.gbuf)];
+  // nn_dataflow sizes one REGF per PE and one GBUF per node (issue 16).
+  for (const Level* lv : {&regf, &gbuf})
+    if (!lv->partitions.empty())
+      return "level '" + lv->name +
+             "' is partitioned; the nn_dataflow model has one undivided buffer per level";
   const Level& dram = levels[static_cast<size_t>(pr.roles.dram)];
   auto dim2 = [](const Level& lv, Dim2& out) {
     if (lv.shape.size() == 1) {
@@ -494,6 +500,37 @@ std::optional<std::string> mapping_from_scheme(const Operator& op, const Archite
 
 BoundNnDataflowModel::~BoundNnDataflowModel() = default;
 
+// ---- keep/bypass (issue 16, item 2) ----
+
+namespace {
+
+// The mapping's `keep` is the source of truth: at the REGF nn_dataflow keeps
+// every category (a bypass there has no image in its model: refused), and
+// at the GBUF an explicit keep fixes stored_in_gbuf. Without an explicit
+// keep at the GBUF the `gbuf_bypass` option and nn_dataflow's keep-if-reused
+// rule decide, as they did before mappings carried keep.
+Options options_for(const Problem& pr, const Mapping& mapping) {
+  Options options = pr.options;
+  const std::array<int, 3> tensor_of{pr.fil, pr.ifm, pr.ofm};
+  const char* const category[3] = {"filter", "input", "output"};
+  const auto& regf_keep = mapping.level(pr.roles.regf).keep;
+  for (size_t c = 0; c < 3; ++c)
+    if (!regf_keep.empty() && !regf_keep[static_cast<size_t>(tensor_of[c])])
+      throw InputError(std::string("tensor_centric (model=nn_dataflow): the REGF bypasses the ") +
+                       category[c] + " tensor; nn_dataflow keeps every data category in the REGF");
+  const auto& keep = mapping.level(pr.roles.gbuf).keep;
+  if (!keep.empty()) {
+    std::array<bool, 3> fixed{};
+    for (size_t c = 0; c < 3; ++c) fixed[c] = keep[static_cast<size_t>(tensor_of[c])];
+    options.gbuf_keep = fixed;
+  }
+  return options;
+}
+
+}  // namespace
+
+// ---- end of keep/bypass ----
+
 Result evaluate_mapping(const Problem& pr, const Mapping& mapping) {
   Scheme scheme;
   if (auto err = scheme_from_mapping(pr, mapping, scheme)) {
@@ -501,6 +538,7 @@ Result evaluate_mapping(const Problem& pr, const Mapping& mapping) {
     r.reason = *err;
     return r;
   }
+  const Options options = options_for(pr, mapping);
   Layout ifmaps = pr.ifmaps;
   if (ifmaps.part.order[0] < 0) {
     // No layout given: the input lies as this layer's own partition would
@@ -509,7 +547,7 @@ Result evaluate_mapping(const Problem& pr, const Mapping& mapping) {
     ifmaps = ofmap_layout(pr.layer, scheme.part, pr.hw.dram);
     ifmaps.end = end;
   }
-  return evaluate(pr.layer, pr.hw, pr.options, scheme, ifmaps);
+  return evaluate(pr.layer, pr.hw, options, scheme, ifmaps);
 }
 
 Metrics to_metrics(const Operator& op, const Architecture& arch, const Problem& pr,

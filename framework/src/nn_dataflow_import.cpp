@@ -2,10 +2,12 @@
 // mappings. The JSON's fields are described in refdata/nn_dataflow/README.
 
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mapex/error.hpp>
 #include <mapex/nn_dataflow_bridge.hpp>
 #include <mapex/nn_dataflow_import.hpp>
+#include <mapex/nn_dataflow_search.hpp>
 
 #include "yaml_reader.hpp"
 
@@ -97,6 +99,37 @@ bool same_scheme(const Scheme& a, const Scheme& b) {
 
 }  // namespace
 
+namespace {
+
+/// The input layout, among `recorded` and those nn_dataflow tries for the
+/// network input, under which the mapping costs least (the first on ties).
+Partition cheapest_input_layout(const Operator& op, const Architecture& arch,
+                                const std::string& bypass, bool forwarding,
+                                const SearchOptions& options, const Mapping& mapping,
+                                const Partition& recorded) {
+  auto cost_under = [&](const Partition& part) {
+    Problem pr;
+    if (make_problem(op, arch, bypass, format_layout(part), forwarding ? "on" : "off", pr))
+      return std::numeric_limits<double>::infinity();
+    const Result r = evaluate_mapping(pr, mapping);
+    return r.valid ? r.cost() : std::numeric_limits<double>::infinity();
+  };
+  Partition best = recorded;
+  double best_cost = cost_under(recorded);
+  Problem base;
+  if (make_problem(op, arch, bypass, "", forwarding ? "on" : "off", base)) return best;
+  for (const Layout& l : network_input_layouts(base.layer, base.hw, options)) {
+    const double c = cost_under(l.part);
+    if (c < best_cost) {
+      best_cost = c;
+      best = l.part;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 std::vector<ImportedLayer> import_result(const std::string& path, const Network& workload,
                                          const Architecture& arch) {
   const Reader rd{path};
@@ -117,6 +150,10 @@ std::vector<ImportedLayer> import_result(const std::string& path, const Network&
     return rd.need(options, key, "true or false").as<std::string>() == "true";
   };
   const bool forwarding = flag("hw_gbuf_sharing") || flag("hw_access_forwarding");
+  SearchOptions search_options;
+  search_options.hybrid = flag("partition_hybrid");
+  search_options.batch = flag("partition_batch");
+  search_options.ifmaps = flag("partition_ifmaps");
 
   // Unit costs: the architecture's must be the JSON's up to one scale
   // (the JSON may be in joules, the architecture in pJ).
@@ -230,6 +267,14 @@ std::vector<ImportedLayer> import_result(const std::string& path, const Network&
           rd.seq(rd.need(root, "input_layout", "the input layout"), "input_layout", 3);
       rd.seq(layout[2], "input_layout", 1);
       in_part = rd.partition(layout[2][0], "input_layout");
+      // nn_dataflow tries every input layout of the network input
+      // (NNDataflow._gen_input_layout) and keeps the cheapest schedule; the
+      // layout the JSON records does not always reproduce the hops it
+      // reports (its own unit_nhops_to_proc_region on it gives ours), so the
+      // layer is scored as the search scored it: under the cheapest of those
+      // layouts for this scheme, the recorded one winning ties.
+      in_part =
+          cheapest_input_layout(op, arch, bypass, forwarding, search_options, il.mapping, in_part);
     }
     partitions[name] = sc.part;
     il.params = {{"model", "nn_dataflow"},

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "cli_runner.hpp"
 
@@ -242,6 +243,46 @@ TEST_F(BadInput, MappingOutsideTheBounds) {
   EXPECT_HAS(e, "tile of K is 16");
 }
 
+// Keep/bypass and partitions (issue 16): an unknown tensor in `keep`, a
+// partition whose sizes do not add up, and a model asked to evaluate a
+// bypass it cannot model.
+TEST_F(BadInput, KeepNamesAnUnknownTensor) {
+  write("bad_keep.yaml", "L1:\n  tile: {R: 3}\n  keep: [Input, Wieght]\n");
+  const std::string e =
+      expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv", "--arch",
+                  kData + "/tiny_arch.yaml", "--mapping", kWork + "/bad_keep.yaml"});
+  EXPECT_HAS(e, "bad_keep.yaml:3:");
+  EXPECT_HAS(e, "key 'keep': unknown tensor 'Wieght'");
+}
+
+TEST_F(BadInput, PartitionsThatDoNotAddUp) {
+  write("bad_partitions.yaml",
+        "name: p\nclock_mhz: 1000\nword_bits: 8\nlevels:\n"
+        "  - name: L1\n    kind: buffer\n    size_bytes: 100\n    partitions:\n"
+        "      - {name: w, tensors: [Weight], size_bytes: 64}\n"
+        "      - {name: io, tensors: [Input, Output], size_bytes: 32}\n"
+        "  - {name: PEs, kind: spatial, shape: [4], noc: {bandwidth_gbps: 1}}\n"
+        "  - {name: DRAM, kind: dram, bandwidth_gbps: 1}\n");
+  const std::string e =
+      expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv", "--arch",
+                  kWork + "/bad_partitions.yaml", "--mapping", kData + "/tiny_conv_mapping.yaml"});
+  EXPECT_HAS(e, "bad_partitions.yaml:7:");
+  EXPECT_HAS(e, "key 'size_bytes'");
+  EXPECT_HAS(e, "partitions adding up to 96 B; size_bytes says 100 B");
+}
+
+TEST_F(BadInput, ModelRefusesABypassItCannotModel) {
+  write("bypass_mapping.yaml",
+        "L1:\n  tile: {K: 1, C: 1, P: 1, Q: 1, R: 3, S: 3}\n  order: [R, S]\n"
+        "  keep: [Weight, Output]\nPEs:\n  split: {K: 4}\n"
+        "L2:\n  tile: {K: 4, C: 4, P: 2, Q: 2, R: 3, S: 3}\n  order: [C, P, Q]\n");
+  const std::string e = expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                    "conv", "--arch", kData + "/tiny_arch.yaml", "--mapping",
+                                    kWork + "/bypass_mapping.yaml", "--costmodel", "mdc"});
+  EXPECT_HAS(e, "bypass_mapping.yaml:4:");
+  EXPECT_HAS(e, "key 'keep': level 'L1': bypasses tensor 'Input'; cost model 'mdc'");
+}
+
 TEST_F(BadInput, UnknownLayer) {
   const std::string e =
       expect_bad({"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer", "conv9", "--arch",
@@ -374,6 +415,27 @@ TEST_F(BadInput, FeatureAModelCannotModel) {
                            "--layer", "VI", "--arch", exp + "/architectures/flash_edge.yaml",
                            "--mapping", mapping, "--costmodel", "mdc"});
   EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+// Separate read and write ports: roofline models them, mdc refuses the chip.
+TEST_F(BadInput, ReadWritePortsRefusedByModelsWithOneBandwidth) {
+  const std::string exp = MAPEX_EXPERIMENTS_DIR;
+  std::ifstream in(exp + "/architectures/flash_edge.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string arch = text.str();
+  arch.replace(arch.find("    bandwidth_gbps: 25.6"), 24,
+               "    bandwidth_gbps: 25.6\n    read_bandwidth_gbps: 12.8");
+  const std::string path = write("ports.yaml", arch);
+  std::vector<std::string> args{"evaluate",   "--workload", exp + "/workloads/flash_table3.yaml",
+                                "--layer",    "VI",         "--arch",
+                                path,         "--mapping",  exp + "/flash/table5_vi_maeri_mnk.yaml",
+                                "--costmodel"};
+  args.push_back("mdc");
+  const std::string err = expect_bad(args);
+  EXPECT_NE(err.find("separate read and write bandwidths (level 'DRAM'"), std::string::npos) << err;
+  args.back() = "roofline";
+  EXPECT_EQ(run_cli(args).status, 0);
 }
 
 }  // namespace

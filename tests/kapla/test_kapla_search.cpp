@@ -12,15 +12,13 @@
 
 #include "host/plugin_registry.hpp"
 #include "host/runner.hpp"
+#include "plugin_fixture.hpp"
 #include "test_chips.hpp"
 
 namespace mapex::host {
 namespace {
 
-const PluginRegistry& registry() {
-  static const PluginRegistry r = load_plugins();
-  return r;
-}
+using test::registry;
 
 JobResult solve(const std::string& searcher, const Operator& op, const Architecture& arch,
                 Objective objective, Budget budget = {},

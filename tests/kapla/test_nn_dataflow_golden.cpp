@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
 #include <mapex/network.hpp>
@@ -26,11 +28,14 @@ const fs::path kArchs = fs::path(MAPEX_EXPERIMENTS_DIR) / "architectures";
 
 // How a run compares. kExact: every figure within 2%. kIfmHopsDiffer:
 // every figure within 2% but the ifmap NoC hops (and so the NoC and total
-// energy) of the layers named: nn_dataflow's own unit_nhops_to_proc_region,
-// run on the layouts the JSON records, gives our figures (2,207,744 and
-// 464,000 / 232,000 hops against the JSON's 1,856,512 and 224,000 /
-// 112,000), so the tool scored those layers with an input layout other than
-// the recorded one. kNotExpressible: the importer refuses the file, naming
+// energy) of the trailing layers named, whose input is where the reference
+// layer left its output: nn_dataflow's own unit_nhops_to_proc_region, run
+// on the layouts the JSON records, gives our figures (2,207,744 and 464,000
+// / 232,000 hops against the JSON's 1,856,512 and 224,000 / 112,000), so
+// the tool scored those layers with an input layout other than the
+// recorded one. (A first layer is scored under the cheapest of the input
+// layouts nn_dataflow tries, as its search does; that makes e14's L exact.)
+// kNotExpressible: the importer refuses the file, naming
 // the layer: nn_dataflow splits a dimension over more nodes than a
 // canonical split may have (it leaves nodes idle or divides unevenly).
 // kNeedsRotation: the layers named fit the GBUF only when nodes share it
@@ -56,7 +61,7 @@ std::vector<Case> cases() {
       {"mn_ex_fc_250_10_b64", Expect::kNotExpressible, "key 'tail'"},
       {"mn_df_fc_784_1000_b64", Expect::kNotExpressible, "key 'L'"},
       {"mn_ex_conv_512_512_e7_r3_b1", Expect::kExact, ""},
-      {"mn_ex_conv_512_512_e14_r1_b1", Expect::kIfmHopsDiffer, "L tail"},
+      {"mn_ex_conv_512_512_e14_r1_b1", Expect::kIfmHopsDiffer, "tail"},
       {"mn_df_conv_3_48_e55_r11_u4_b4", Expect::kNotExpressible, "key 'L'"},
       {"sm4_ex_fc_1024_1024_b16", Expect::kExact, ""},
       {"sm4_df_fc_1024_1024_b16", Expect::kNotExpressible, "key 'tail'"},
@@ -180,6 +185,71 @@ TEST(NnDataflowImport, RefusesALayerTheWorkloadLacks) {
     EXPECT_NE(std::string(e.what()).find("layer 'L' is not in workload 'mlp_m'"), std::string::npos)
         << e.what();
   }
+}
+
+// The mapping's keep at the GBUF is the source of truth (issue 16): stating
+// what nn_dataflow chose gives its result unchanged; bypassing the filters
+// there leaves the GBUF no filter access and sends them from DRAM; a REGF
+// bypass, which nn_dataflow has no image of, is refused.
+TEST(NnDataflowKeep, TheMappingsGbufKeepDecides) {
+  const auto net = mapex::Network::load((kData / "mn_ex_conv_512_512_e7_r3_b1.yaml").string());
+  const auto arch = mapex::Architecture::load((kArchs / "kapla_multinode.yaml").string());
+  const auto layers = mapex::ndf::import_result(
+      (kRef / "runs/mn_ex_conv_512_512_e7_r3_b1.json").string(), net, arch);
+  ASSERT_FALSE(layers.empty());
+  const ImportedLayer& il = layers.front();
+  const auto& op = net.layers()[static_cast<size_t>(net.find_layer(il.name))].op;
+  std::map<std::string, std::string> p(il.params.begin(), il.params.end());
+  mapex::ndf::Problem pr;
+  ASSERT_FALSE(
+      mapex::ndf::make_problem(op, arch, p["gbuf_bypass"], p["ifmap_layout"], p["forwarding"], pr));
+  const auto base = mapex::ndf::evaluate_mapping(pr, il.mapping);
+  ASSERT_TRUE(base.valid) << base.reason;
+
+  const std::array<int, 3> tensor_of{pr.fil, pr.ifm, pr.ofm};
+  auto with_gbuf_keep = [&](std::array<bool, 3> keep) {
+    mapex::Mapping m = il.mapping;
+    auto& k = m.level(pr.roles.gbuf).keep;
+    k.assign(op.tensors().size(), true);
+    for (size_t c = 0; c < 3; ++c) k[static_cast<size_t>(tensor_of[c])] = keep[c];
+    return m;
+  };
+  const auto same = mapex::ndf::evaluate_mapping(pr, with_gbuf_keep(base.stored_in_gbuf));
+  ASSERT_TRUE(same.valid) << same.reason;
+  EXPECT_DOUBLE_EQ(same.cost(), base.cost());
+
+  const auto no_filters = mapex::ndf::evaluate_mapping(
+      pr, with_gbuf_keep({false, base.stored_in_gbuf[1], base.stored_in_gbuf[2]}));
+  ASSERT_TRUE(no_filters.valid) << no_filters.reason;
+  EXPECT_FALSE(no_filters.stored_in_gbuf[mapex::ndf::kFil]);
+  EXPECT_DOUBLE_EQ(no_filters.access[mapex::ndf::kGbuf][mapex::ndf::kFil], 0);
+  EXPECT_DOUBLE_EQ(no_filters.gbuf_words[mapex::ndf::kFil], 0);
+  if (base.stored_in_gbuf[mapex::ndf::kFil]) {
+    EXPECT_GE(no_filters.access[mapex::ndf::kDram][mapex::ndf::kFil],
+              base.access[mapex::ndf::kDram][mapex::ndf::kFil]);
+  }
+
+  mapex::Mapping regf = il.mapping;
+  regf.level(pr.roles.regf).keep.assign(op.tensors().size(), true);
+  regf.level(pr.roles.regf).keep[static_cast<size_t>(pr.ifm)] = false;
+  try {
+    (void)mapex::ndf::evaluate_mapping(pr, regf);
+    FAIL() << "expected a refusal";
+  } catch (const mapex::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the REGF bypasses the input tensor"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A partitioned buffer has no image in nn_dataflow's model.
+TEST(NnDataflowKeep, PartitionedBuffersAreRefused) {
+  const auto net = mapex::Network::load((kData / "mn_ex_conv_512_512_e7_r3_b1.yaml").string());
+  const auto& op = net.layers().front().op;
+  const auto eyeriss = mapex::Architecture::load((kArchs / "eyeriss_like.yaml").string());
+  mapex::ndf::Problem pr;
+  const auto err = mapex::ndf::make_problem(op, eyeriss, "", "", "arch", pr);
+  ASSERT_TRUE(err);
+  EXPECT_NE(err->find("level 'SPAD' is partitioned"), std::string::npos) << *err;
 }
 
 }  // namespace

@@ -779,3 +779,60 @@ TEST(MdcEngine, TrueSpaceCountsLayerMacsAcrossStridesAndTiles) {
 
 }  // namespace
 }  // namespace mapex::mdc
+
+namespace mapex::mdc {
+namespace {
+
+// A fan-out of fan-outs (FLASH Edge's 256 PEs as 4 rows of 64 columns)
+// lowers to nested cluster levels of one network: the same directives and
+// the same analysis as one 256-PE array whose cluster level has no steps.
+TEST(MdcLowering, AdjacentSpatialLevelsAreNestedClusterLevels) {
+  const Operator op = make_gemm("VI", 512, 256, 256);
+  const Architecture flat =
+      Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/flash_edge.yaml");
+  std::vector<Level> levels = flat.levels();
+  Level cols = levels[1], rows = levels[1];
+  cols.name = "PE_cols";
+  cols.shape = {64};
+  rows.name = "PE_rows";
+  rows.shape = {4};
+  const Architecture nested =
+      Architecture::make("nested", flat.clock_mhz(), flat.word_bits(), flat.mac_energy_pj(),
+                         flat.macs_per_pe(), {levels[0], cols, rows, levels[2], levels[3]});
+  const DimId M = op.find_dim("M"), N = op.find_dim("N"), K = op.find_dim("K");
+  const std::vector<DimId> mnk{M, N, K};
+  auto base = [&](const Architecture& arch) {
+    Mapping m = Mapping::trivial(op, arch);
+    m.level(0).tile = {8, 8, 1};
+    auto& s2 = m.level(arch.num_levels() - 2);
+    s2.tile = {8, 32, 64};
+    s2.order = mnk;
+    m.level(arch.num_levels() - 1).order = mnk;
+    return m;
+  };
+  Mapping one = base(flat);
+  one.level(1).split[static_cast<std::size_t>(N)] = 4;
+  one.level(1).cluster = ClusterMapping{{1, 1, 64}, {8, 8, 64}, mnk};
+  Mapping two = base(nested);
+  two.level(1).split[static_cast<std::size_t>(K)] = 64;
+  two.level(2).split[static_cast<std::size_t>(N)] = 4;
+  ASSERT_FALSE(one.structural_error(op, flat)) << *one.structural_error(op, flat);
+  ASSERT_FALSE(two.structural_error(op, nested)) << *two.structural_error(op, nested);
+  const Lowered a = from_mapping(op, flat, one);
+  const Lowered b = from_mapping(op, nested, two);
+  EXPECT_EQ(format_dataflow(a.layer.dataflow), format_dataflow(b.layer.dataflow));
+  EXPECT_EQ(a.hardware.num_pes, b.hardware.num_pes);
+  const Result ra = engine::analyse(engine::compile(a.layer, a.hardware, false));
+  const Result rb = engine::analyse(engine::compile(b.layer, b.hardware, false));
+  EXPECT_EQ(ra.runtime_cycles, rb.runtime_cycles);
+  EXPECT_EQ(ra.filter_l2_rd, rb.filter_l2_rd);
+  // Fan-outs whose networks differ are refused: MAESTRO has one network.
+  rows.noc.bandwidth_gbps *= 2;
+  const Architecture mixed =
+      Architecture::make("mixed", flat.clock_mhz(), flat.word_bits(), flat.mac_energy_pj(),
+                         flat.macs_per_pe(), {levels[0], cols, rows, levels[2], levels[3]});
+  EXPECT_THROW(hardware_from(mixed), InputError);
+}
+
+}  // namespace
+}  // namespace mapex::mdc

@@ -10,21 +10,17 @@
 #include <mapex/generators.hpp>
 
 #include "host/plugin_registry.hpp"
+#include "plugin_fixture.hpp"
 #include "test_chips.hpp"
 
 namespace mapex::host {
 namespace {
 
-const PluginRegistry& registry() {
-  static const PluginRegistry r = load_plugins();
-  return r;
-}
+using test::registry;
 
 Metrics evaluate(const std::string& model, const Operator& op, const Architecture& arch,
                  const Mapping& m) {
-  const auto bound = registry().make_costmodel(model, {})->bind(op, arch);
-  if (auto reason = bound->precheck(m)) return Metrics::invalid(*reason);
-  return bound->evaluate(m);
+  return test::evaluate_with(model, op, arch, m);
 }
 
 const LevelMetrics& level(const Metrics& m, const std::string& name) {

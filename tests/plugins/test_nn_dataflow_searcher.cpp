@@ -14,6 +14,7 @@
 
 #include "host/plugin_registry.hpp"
 #include "host/runner.hpp"
+#include "plugin_fixture.hpp"
 
 namespace mapex::host {
 namespace {
@@ -21,10 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using Params = std::map<std::string, std::string>;
 
-const PluginRegistry& registry() {
-  static const PluginRegistry r = load_plugins();
-  return r;
-}
+using test::registry;
 
 const fs::path kData = fs::path(MAPEX_TEST_DATA_DIR) / "nn_dataflow";
 const fs::path kArchs = fs::path(MAPEX_EXPERIMENTS_DIR) / "architectures";

@@ -18,15 +18,13 @@
 #include "host/plugin_registry.hpp"
 #include "host/runner.hpp"
 #include "level_keep.hpp"
+#include "plugin_fixture.hpp"
 #include "test_chips.hpp"
 
 namespace mapex::host {
 namespace {
 
-const PluginRegistry& registry() {
-  static const PluginRegistry r = load_plugins();
-  return r;
-}
+using test::registry;
 
 std::vector<std::string> names_of(PluginKind kind) {
   std::vector<std::string> out;

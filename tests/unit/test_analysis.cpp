@@ -265,5 +265,35 @@ TEST(Mapping, ClusterTileSmallerThanOneStepIsRefusedWithItsLine) {
   }
 }
 
+// Separate read and write ports (Timeloop's read_bandwidth and
+// write_bandwidth) each limit their own words; a network without a
+// bandwidth never bounds the latency.
+TEST(Analysis, ReadAndWritePortsLimitTheirOwnTraffic) {
+  const Operator op = make_gemm("g", 4, 2, 4);
+  std::vector<Level> levels = chip({4}).levels();
+  levels[1].noc.bandwidth_gbps = 0;  // not limited
+  levels[3].bandwidth_gbps = 4;      // 4 B per cycle at 1 GHz, one byte per word
+  levels[3].read_bandwidth_gbps = 0.5;
+  levels[3].write_bandwidth_gbps = 1;
+  const Architecture arch = Architecture::make("ports", 1000, 8, 1, 1, levels);
+  const Mapping m = Mapping::trivial(op, arch);
+  const auto metrics = level_metrics(op, arch, analyse(op, arch, m));
+  EXPECT_EQ(metrics[1].transfer_cycles, 0);
+  double reads = 0, writes = 0;
+  for (const auto& t : metrics[3].tensors) {
+    reads += t.reads;
+    writes += t.writes;
+  }
+  ASSERT_GT(reads, 0);
+  ASSERT_GT(writes, 0);
+  EXPECT_DOUBLE_EQ(metrics[3].transfer_cycles,
+                   std::max({(reads + writes) / 4, reads / 0.5, writes / 1.0}));
+  // The peak: inputs A (16) and B (8) read once at 0.5 B/cycle, C (8)
+  // written once at 1: 48 cycles at DRAM; the MACs take 32 / 4 = 8.
+  const RooflinePeak peak = roofline_peak(op, arch);
+  EXPECT_DOUBLE_EQ(peak.cycles, 48);
+  EXPECT_EQ(peak.bound_by, "DRAM");
+}
+
 }  // namespace
 }  // namespace mapex

@@ -72,6 +72,10 @@ struct NestAnalysis {
   std::vector<std::vector<double>> noc_up;
   /// required_bytes[level]: space the level's tiles need (x2 if double-buffered).
   std::vector<double> required_bytes;
+  /// keeps[level][tensor]: the level holds the tensor (Mapping::keeps); a
+  /// bypassed tensor has no traffic at the level and crosses from the
+  /// nearest keeping level below straight to the nearest one above.
+  std::vector<std::vector<char>> keeps;
 };
 
 /// Splits every extent of `parent` into chunks of `chunk`; when `parallel`
@@ -83,7 +87,21 @@ double total_count(const ExtentCounts& counts);
 double required_bytes(const Operator& op, const Architecture& arch, int level,
                       const std::vector<std::int64_t>& span);
 
-/// Returns the first buffer whose tiles do not fit, as a reason, or nothing.
+/// Bytes the tiles of the tensors buffer level `level` keeps need (x2 if
+/// double-buffered); with `partition` (a partition of the level), only the
+/// tensors it holds.
+double kept_bytes(const Operator& op, const Architecture& arch, const Mapping& mapping, int level,
+                  const std::vector<std::int64_t>& span, const Partition* partition = nullptr);
+
+/// Why buffer level `level` cannot hold its tiles of span `span`: the
+/// level, or on a partitioned level the first partition, that overflows
+/// (naming the tensors), or nothing.
+std::optional<std::string> level_capacity_error(const Operator& op, const Architecture& arch,
+                                                const Mapping& mapping, int level,
+                                                const std::vector<std::int64_t>& span);
+
+/// Returns the first buffer (or partition) whose tiles do not fit, as a
+/// reason, or nothing. Only the tensors a level keeps take its space.
 std::optional<std::string> capacity_error(const Operator& op, const Architecture& arch,
                                           const Mapping& mapping);
 

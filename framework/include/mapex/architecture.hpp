@@ -37,7 +37,9 @@ std::string to_string(SplitPlacement placement);
 
 /// Network-on-chip properties of a spatial fan-out.
 struct Noc {
-  double bandwidth_gbps = 0;  ///< GB/s from the parent buffer into the array
+  /// GB/s from the parent buffer into the array; 0: not limited (the
+  /// network never bounds the latency).
+  double bandwidth_gbps = 0;
   double latency_cycles = 1;
   double hop_energy_pj = 0;  ///< per word per hop
   bool multicast = true;     ///< one read feeds every child that needs it
@@ -45,6 +47,21 @@ struct Noc {
   /// Neighbour-to-neighbour forwarding (KAPLA §III-C "same-level
   /// transfers"): systolic flow in a PE array, buffer sharing across nodes.
   bool forwarding = false;
+};
+
+/// One part of a partitioned buffer level (issue 16, item 3): Eyeriss's
+/// per-PE ifmap, weight and psum scratchpads are one level of three
+/// partitions. A partition holds only the tensors it names, in its own
+/// space and at its own energies; the level's tile and loop order are
+/// shared (one loop nest per level, as in the mapping).
+struct Partition {
+  std::string name;
+  /// Names of the operator tensors it holds (e.g. `Weight`); a name no
+  /// tensor of an operator has is simply unused for that operator.
+  std::vector<std::string> tensors;
+  std::int64_t size_bytes = 0;
+  double read_energy_pj = 0;   ///< per word
+  double write_energy_pj = 0;  ///< per word
 };
 
 struct Level {
@@ -57,6 +74,13 @@ struct Level {
   double write_energy_pj = 0;  ///< per word
   /// GB/s; empty means unlimited (for DRAM it is required).
   std::optional<double> bandwidth_gbps;
+  /// Separate read and write ports (Timeloop's read_bandwidth and
+  /// write_bandwidth): GB/s of reads and of writes, each limiting on its
+  /// own; empty: only `bandwidth_gbps` limits them (together).
+  std::optional<double> read_bandwidth_gbps;
+  std::optional<double> write_bandwidth_gbps;
+  /// True when the level has separate read or write bandwidths.
+  bool split_ports() const { return read_bandwidth_gbps || write_bandwidth_gbps; }
   std::int64_t block_bytes = 64;  ///< DRAM only
   // Spatial levels.
   std::vector<std::int64_t> shape;
@@ -65,6 +89,18 @@ struct Level {
   /// Static energy of the whole level (all its instances) per cycle the
   /// chip runs, charged over the latency (KAPLA §III-C, Fig. 4 idle_cost).
   double idle_energy_pj_per_cycle = 0;
+  /// Buffers, optional: the level split into per-tensor partitions. Empty:
+  /// one buffer shared by every tensor (the meaning before partitions).
+  /// When present, `size_bytes` is the sum of the partitions' sizes.
+  std::vector<Partition> partitions;
+
+  /// The partition holding tensor `tensor` (by name), or nullptr; always
+  /// nullptr on an unpartitioned level.
+  const Partition* partition_of(const std::string& tensor) const;
+  /// Per-word energies of a tensor at this level: its partition's, or the
+  /// level's when unpartitioned.
+  double read_energy_of(const std::string& tensor) const;
+  double write_energy_of(const std::string& tensor) const;
 
   /// Number of children of a spatial level (product of the shape); 1 else.
   std::int64_t fanout() const;
@@ -88,11 +124,16 @@ class Architecture {
   std::int64_t instances(int level) const;
   /// GB/s to bytes per cycle at this clock.
   double bytes_per_cycle(double gbps) const;
+  /// The first level with separate read and write bandwidths, or -1: for
+  /// models that have one bandwidth per level and must refuse them.
+  int first_split_ports() const;
   /// A stable hash of the content, for job ids.
   std::uint64_t content_hash() const;
 
   /// Builds and validates: exactly one DRAM level and it is last; at least
-  /// one buffer; unique names; positive sizes, shapes and bandwidths.
+  /// one buffer; unique names; positive sizes, shapes and bandwidths;
+  /// partitions only on buffers, with unique names, positive sizes adding
+  /// up to the level's size and no tensor in two partitions.
   static Architecture make(std::string name, double clock_mhz, int word_bits, double mac_energy_pj,
                            int macs_per_pe, std::vector<Level> levels);
   /// Loads an architecture file (README, "Architecture files").

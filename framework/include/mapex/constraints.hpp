@@ -35,6 +35,11 @@ struct LevelConstraintSpec {
   /// loops that do not index it inside all loops that do (Marvel §5,
   /// temporal reuse; the weight-, output- and input-stationary styles).
   std::vector<std::string> stationary;
+  /// Buffer levels: tensors the level must keep, and tensors it must
+  /// bypass (Timeloop's dataspace keep/bypass constraints). A tensor in
+  /// neither follows `ConstraintSpec::explore_bypass`.
+  std::vector<std::string> keep;
+  std::vector<std::string> bypass;
 };
 
 struct ConstraintSpec {
@@ -52,6 +57,12 @@ struct ConstraintSpec {
   /// least this fraction of the PEs. 0 disables it.
   double min_utilization = 0;
   SourceLocation utilization_where;
+  /// Enumerate keep or bypass for every tensor at every buffer level that
+  /// no `keep`/`bypass` rule fixes (as Timeloop's mapper does). Off: such
+  /// tensors take the mapping default (kept; at a partitioned level, kept
+  /// when a partition holds them), and the space is what it was before
+  /// keep/bypass existed.
+  bool explore_bypass = false;
   std::vector<LevelConstraintSpec> levels;
 };
 
@@ -71,6 +82,9 @@ struct LevelRule {
   std::vector<std::vector<DimId>> orders;
   /// Tensor indices of which one must stay stationary.
   std::vector<int> stationary;
+  /// Buffer levels, per tensor: 1 must keep, 0 must bypass, -1 not fixed;
+  /// empty: nothing fixed.
+  std::vector<std::int8_t> keep;
   bool order_constrained() const { return !orders.empty() || !stationary.empty(); }
 };
 
@@ -80,6 +94,8 @@ struct MapspaceOptions {
   int max_parallel_dims = 0;
   bool check_capacity = true;
   double min_utilization = 0;
+  /// ConstraintSpec::explore_bypass.
+  bool explore_bypass = false;
   /// One per architecture level, or empty (no per-level rules).
   std::vector<LevelRule> levels;
   /// The style the rules came from, for reports.

@@ -27,6 +27,10 @@
 /// - `tensor{T}(D=size, ..., shr=k)`: the tile at this level along every
 ///   dimension that indexes T; `shr` is the buffer-sharing factor, which
 ///   mapex derives from the hardware (see `sharing_factor`) and checks.
+/// - `tensor{T}(..., bypass)`: the level does not hold T (issue 16,
+///   keep/bypass; KAPLA's buffers hold only the tensors they are given).
+///   The sizes are still written: they state the level's tile along the
+///   dimensions that index T, which may index no kept tensor.
 /// - `stack(D+=shift, repl)`: the spatial level above this buffer splits D
 ///   over `repl` units; stacks apply in order, so the shift of each is the
 ///   span stacked so far along D (a partition; mapex has no overlapping or
@@ -51,7 +55,8 @@ struct TensorDirective {
   std::string tensor;
   std::vector<std::pair<DimId, std::int64_t>> sizes;
   std::int64_t shr = 1;
-  int line = 0;  ///< 1-based line in the parsed text; 0 when generated
+  bool bypass = false;  ///< the level does not hold the tensor
+  int line = 0;         ///< 1-based line in the parsed text; 0 when generated
 };
 
 /// `stack(dim+=shift, repl)`.

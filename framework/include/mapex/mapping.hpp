@@ -53,6 +53,13 @@ struct LevelMapping {
   std::vector<std::vector<std::int64_t>> axes;
   /// Spatial, optional: a cluster level below the split (see ClusterMapping).
   ClusterMapping cluster;
+  /// Buffer levels, optional: keep[t] says whether this level holds tensor
+  /// t (Timeloop's keep/bypass per data space, nn_dataflow's GBUF bypass).
+  /// A bypassed tensor goes straight between the nearest levels below and
+  /// above that keep it; the level's loops still run. Empty: the default,
+  /// every tensor (at a partitioned level, every tensor one of its
+  /// partitions names). Spatial and DRAM levels: always empty.
+  std::vector<bool> keep;
 };
 
 /// The span a spatial level covers given its children's span `child`:
@@ -98,6 +105,12 @@ class Mapping {
   /// DRAM holds the whole problem. Always structurally valid.
   static Mapping trivial(const Operator& op, const Architecture& arch);
 
+  /// Whether data level `level` holds tensor `tensor`: `keep` when given,
+  /// else the default (see LevelMapping::keep); DRAM always, spatial never.
+  bool keeps(const Operator& op, const Architecture& arch, int level, int tensor) const;
+  /// The data levels holding `tensor`, innermost first (DRAM last).
+  std::vector<int> keeping_levels(const Operator& op, const Architecture& arch, int tensor) const;
+
   /// Span of level i per dimension: its tile for buffers/DRAM, child span x
   /// split (clipped to the bound) for spatial levels.
   std::vector<std::int64_t> span(const Operator& op, const Architecture& arch, int level) const;
@@ -106,8 +119,11 @@ class Mapping {
   /// (wrong number of levels, a tile smaller than the span below it or larger
   /// than the bound, a split over more children than the fan-out or that
   /// cannot be placed on the array's axes (placement_error), an order that
-  /// is not a permutation), or nothing when it is well formed. Capacity
-  /// is not checked here: it is a cost-model matter.
+  /// is not a permutation, a `keep` on a level other than a buffer or
+  /// keeping a tensor no partition of the level holds, a partitioned level
+  /// none of whose partitions holds a tensor of the operator), or nothing
+  /// when it is well formed. Capacity is not checked here: it is a
+  /// cost-model matter.
   std::optional<std::string> structural_error(const Operator& op, const Architecture& arch) const;
 
   /// Writes YAML (see README, "Mapping files"): one entry per level keyed by

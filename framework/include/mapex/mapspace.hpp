@@ -117,12 +117,16 @@ class Mapspace {
   /// dimensions. Chunks come in enumeration order and cover the space.
   struct Chunk {
     std::vector<std::uint32_t> prefix;
+    /// The keep/bypass combination the chunk covers (chunks() sets it);
+    /// -1: every combination.
+    int keep_combo = -1;
   };
   /// At least `min_chunks` chunks when the space allows (fewer when it is
   /// small), in enumeration order.
   std::vector<Chunk> chunks(std::size_t min_chunks) const;
 
-  /// Streams the space (or one chunk) in a fixed order: chains in index
+  /// Streams the space (or one chunk) in a fixed order: keep/bypass
+  /// combinations (when constraints leave any free), then chains in index
   /// order, dimension by dimension, then loop orders level by level. Not
   /// thread-safe; one per thread.
   class Cursor {

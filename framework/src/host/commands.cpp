@@ -371,6 +371,7 @@ struct ConstraintFlags {
   int max_parallel_dims = -1;
   bool edge_tiles = false;
   bool no_capacity = false;
+  bool explore_bypass = false;
   double min_utilization = -1;
   std::string style, file;
 
@@ -384,7 +385,9 @@ struct ConstraintFlags {
         "max-parallel-dims", po::value(&max_parallel_dims),
         "split dimensions per spatial level (0: array rank)")(
         "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds")(
-        "no-capacity", po::bool_switch(&no_capacity), "do not reject tiles that overflow a buffer");
+        "no-capacity", po::bool_switch(&no_capacity), "do not reject tiles that overflow a buffer")(
+        "explore-bypass", po::bool_switch(&explore_bypass),
+        "enumerate keep/bypass of every tensor at every buffer level (issue 16)");
   }
 
   ConstraintSpec build() const {
@@ -399,6 +402,7 @@ struct ConstraintFlags {
     }
     if (edge_tiles) spec.factors_only = false;
     if (no_capacity) spec.check_capacity = false;
+    if (explore_bypass) spec.explore_bypass = true;
     if (max_parallel_dims >= 0) spec.max_parallel_dims = max_parallel_dims;
     if (min_utilization >= 0 || (min_utilization != -1 && !(min_utilization >= 0))) {
       if (!(min_utilization >= 0 && min_utilization <= 1))
