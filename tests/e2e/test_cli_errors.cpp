@@ -106,7 +106,7 @@ TEST_F(BadInput, ZeroSizeLevelNamesTheLevel) {
       run_bad("zero_level.yaml", "name: x\nworkloads: [" + kData +
                                      "/tiny_net.yaml]\narchitectures: [zero_arch.yaml]\n"
                                      "searchers: [random]\ncostmodels: [roofline]\n");
-  EXPECT_HAS(e, "zero_arch.yaml:20:17: key 'size_bytes': level 'L2' has size 0 bytes");
+  EXPECT_HAS(e, "zero_arch.yaml:22:17: key 'size_bytes': level 'L2' has size 0 bytes");
   arch = slurp(kData + "/tiny_arch.yaml");
   arch.replace(arch.find("shape: [2, 2]"), 13, "shape: [2, 0]");
   write("zero_array.yaml", arch);
