@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <mapex/constraints.hpp>
+#include <mapex/mapping.hpp>
 #include <set>
 #include <sstream>
 
@@ -187,6 +188,13 @@ void check_fixed_values(const ConstraintSpec& spec, const Operator& op, const Ar
                        "the fixed splits on '" + l.name + "' (" + factors + ") need " +
                            std::to_string(product) + " children, more than its fan-out of " +
                            std::to_string(l.fanout()));
+    std::vector<std::int64_t> values;
+    for (DimId d = 0; d < n; ++d) values.push_back(std::max<std::int64_t>(fixed(i, d), 1));
+    if (!splits_fit_array(values, l))
+      throw InputError(where[static_cast<size_t>(i)], "fixed",
+                       "the fixed splits on '" + l.name + "' (" + factors +
+                           ") cannot be placed on its array (split_placement: " +
+                           to_string(l.split_placement) + ")");
     const int max_parallel =
         spec.max_parallel_dims > 0 ? spec.max_parallel_dims : static_cast<int>(l.shape.size());
     if (static_cast<int>(split.size()) > max_parallel)

@@ -461,6 +461,13 @@ TEST(Constraints, ContradictionsAreInputErrors) {
                        l.fixed = {{"M", 8}};
                      }),
                op, arch, "fixed", "out of range");
+  // M4 fits the fan-out of 4 but no axis of the 2 x 2 array.
+  expect_error(level("PEs",
+                     [](auto& l) {
+                       l.fixed = {{"M", 4}};
+                     }),
+               op, arch, "fixed",
+               "(M=4) cannot be placed on its array (split_placement: one_axis)");
   expect_error(level("PEs",
                      [](auto& l) {
                        l.parallel = std::vector<std::string>{"N"};
