@@ -54,6 +54,15 @@ class LevelKeep {
     for (const auto d : choice.order) h = absorb(h, static_cast<std::uint64_t>(d));
     h = absorb(h, choice.split.size());
     for (const auto s : choice.split) h = absorb(h, static_cast<std::uint64_t>(s));
+    // A cluster level is part of the spatial level's choice; folded in only
+    // when present, so paths without one hash as before.
+    if (choice.cluster.active()) {
+      const ClusterMapping& c = choice.cluster;
+      h = absorb(h, 0xc1u);
+      for (const auto s : c.split) h = absorb(h, static_cast<std::uint64_t>(s));
+      for (const auto t : c.tile) h = absorb(h, static_cast<std::uint64_t>(t));
+      for (const auto d : c.order) h = absorb(h, static_cast<std::uint64_t>(d));
+    }
     return h;
   }
 

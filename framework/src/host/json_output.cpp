@@ -51,6 +51,33 @@ nlohmann::ordered_json mapping_json(const Mapping& mapping, const Operator& op,
       for (size_t d = 0; d < lm.split.size(); ++d)
         if (lm.split[d] > 1) split[op.dims()[d].name] = lm.split[d];
       entry["split"] = split;
+      // The optional parts of a spatial level, only when present (README,
+      // "Mapping files"): placement on the axes, and a cluster level.
+      auto names = [&](const std::vector<DimId>& dims) {
+        nlohmann::ordered_json out = nlohmann::ordered_json::array();
+        for (auto d : dims) out.push_back(op.dims()[static_cast<size_t>(d)].name);
+        return out;
+      };
+      if (!lm.axes.empty()) {
+        nlohmann::ordered_json axes = nlohmann::ordered_json::object();
+        for (size_t d = 0; d < lm.axes.size(); ++d)
+          if (lm.split[d] > 1) axes[op.dims()[d].name] = lm.axes[d];
+        entry["axes"] = axes;
+      }
+      if (!lm.order.empty()) entry["order"] = names(lm.order);
+      if (lm.cluster.active()) {
+        nlohmann::ordered_json cluster = nlohmann::ordered_json::object();
+        nlohmann::ordered_json csplit = nlohmann::ordered_json::object();
+        nlohmann::ordered_json ctile = nlohmann::ordered_json::object();
+        for (size_t d = 0; d < lm.cluster.split.size(); ++d) {
+          if (lm.cluster.split[d] > 1) csplit[op.dims()[d].name] = lm.cluster.split[d];
+          ctile[op.dims()[d].name] = lm.cluster.tile[d];
+        }
+        cluster["split"] = csplit;
+        cluster["tile"] = ctile;
+        cluster["order"] = names(lm.cluster.order);
+        entry["cluster"] = cluster;
+      }
     } else {
       if (level.kind == LevelKind::kBuffer) {
         nlohmann::ordered_json tile = nlohmann::ordered_json::object();
