@@ -290,9 +290,67 @@ void resolve_keep(const LevelConstraintSpec& ls, const Operator& op, const Level
   }
 }
 
+// ---- cluster levels (issue 16: cluster tiles in the mapspace) ----
+
+/// `cluster:` of a spatial level: dimensions, fixed values in range, orders
+/// that are permutations; a fixed cluster split must fit the fan-out and
+/// be placeable on the array (splits_fit_array).
+void resolve_cluster(const ClusterConstraintSpec& cs, const Operator& op, const Level& l,
+                     ClusterRule& c) {
+  const int n = op.num_dims();
+  if (l.kind != LevelKind::kSpatial)
+    throw InputError(cs.where, "cluster",
+                     "level '" + l.name + "' is not spatial; only spatial levels have clusters");
+  c.enabled = true;
+  if (cs.parallel) {
+    c.parallel_mask = 0;
+    for (const auto& name : *cs.parallel)
+      c.parallel_mask |= std::uint64_t{1} << find_dim(op, name, cs.where, "parallel");
+  }
+  auto fixed = [&](const std::map<std::string, std::int64_t>& values, const char* key,
+                   std::vector<std::int64_t>& out) {
+    for (const auto& [name, v] : values) {
+      const DimId d = find_dim(op, name, cs.where, key);
+      const std::int64_t bound = op.dims()[static_cast<size_t>(d)].bound;
+      const std::int64_t top = std::string(key) == "split" ? std::min(bound, l.fanout()) : bound;
+      if (v < 1 || v > top)
+        throw InputError(cs.where, key,
+                         std::string("cluster ") + key + " " + std::to_string(v) + " of '" + name +
+                             "' on '" + l.name + "' is out of range (at most " +
+                             std::to_string(top) + ")");
+      if (std::string(key) == "split" && v > 1 && !(c.parallel_mask >> d & 1u))
+        throw InputError(cs.where, key,
+                         "the cluster of '" + l.name + "' must split '" + name +
+                             "' but may not split it (parallel)");
+      if (out.empty()) out.assign(static_cast<size_t>(n), 0);
+      out[static_cast<size_t>(d)] = v;
+    }
+  };
+  fixed(cs.split, "split", c.fixed_split);
+  fixed(cs.tile, "tile", c.fixed_tile);
+  if (!c.fixed_split.empty()) {
+    std::vector<std::int64_t> units(c.fixed_split);
+    for (auto& u : units) u = std::max<std::int64_t>(u, 1);
+    if (!splits_fit_array(units, l))
+      throw InputError(cs.where, "split",
+                       "the fixed cluster splits on '" + l.name +
+                           "' cannot be placed on its array (split_placement: " +
+                           to_string(l.split_placement) + ")");
+  }
+  for (const auto& names : cs.orders) {
+    std::vector<DimId> order;
+    for (const auto& name : names) order.push_back(find_dim(op, name, cs.where, "orders"));
+    std::set<DimId> distinct(order.begin(), order.end());
+    if (static_cast<int>(order.size()) != n || static_cast<int>(distinct.size()) != n)
+      throw InputError(cs.where, "orders",
+                       "an order must name every dimension once (" + join(dim_names(op)) + ")");
+    c.orders.push_back(std::move(order));
+  }
+}
+
 }  // namespace
 
-// ---- end of keep/bypass rules ----
+// ---- end of keep/bypass and cluster rules ----
 
 MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Architecture& arch) {
   MapspaceOptions out;
@@ -374,6 +432,7 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
         r.stationary.push_back(find_tensor(op, name, ls.where));
     }
     resolve_keep(ls, op, l, r);
+    if (ls.cluster) resolve_cluster(*ls.cluster, op, l, r.cluster);
   }
   // A fixed split on a dimension the level may not split contradicts.
   for (int i = 0; i < arch.num_levels(); ++i) {
@@ -391,11 +450,41 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
   check_fixed_values(spec, op, arch, rules, where);
   const bool any = std::any_of(rules.begin(), rules.end(), [](const LevelRule& r) {
     return r.parallel_mask != ~std::uint64_t{0} || !r.fixed.empty() || r.order_constrained() ||
-           !r.keep.empty();
+           !r.keep.empty() || r.cluster.enabled;
   });
   if (any) out.levels = std::move(rules);
   return out;
 }
+
+namespace {
+
+/// `cluster: {parallel: [K], split: {K: 16}, tile: {M: 64}, orders: [[M, N, K]]}`
+/// (every key optional; `cluster: {}` turns the cluster level on, all free).
+ClusterConstraintSpec parse_cluster_spec(const std::string& file, const YAML::Node& node) {
+  ClusterConstraintSpec cs;
+  cs.where = yaml::location(file, node);
+  yaml::Map m(file, node, "a cluster block");
+  if (auto p = m.optional("parallel")) cs.parallel = yaml::as_string_list(file, *p, "parallel");
+  auto sizes = [&](const char* key, std::map<std::string, std::int64_t>& out) {
+    if (auto f = m.optional(key)) {
+      if (!f->IsMap()) yaml::fail(file, *f, key, "expected a map of dimension to size");
+      for (const auto& kv : *f)
+        out[yaml::as_string(file, kv.first, key)] = yaml::as_positive_int(file, kv.second, key);
+    }
+  };
+  sizes("split", cs.split);
+  sizes("tile", cs.tile);
+  if (auto o = m.optional("orders")) {
+    if (!o->IsSequence() || o->size() == 0)
+      yaml::fail(file, *o, "orders", "expected a list of loop orders (lists of dimensions)");
+    for (const auto& order : *o) cs.orders.push_back(yaml::as_string_list(file, order, "orders"));
+  }
+  if (auto o = m.optional("order")) cs.orders.push_back(yaml::as_string_list(file, *o, "order"));
+  m.finish();
+  return cs;
+}
+
+}  // namespace
 
 ConstraintSpec parse_constraint_spec(const std::string& file, const YAML::Node& node) {
   yaml::Map m(file, node, "a mapspace block");
@@ -455,6 +544,7 @@ ConstraintSpec parse_constraint_spec(const std::string& file, const YAML::Node& 
       }
       if (auto k = lm.optional("keep")) ls.keep = yaml::as_string_list(file, *k, "keep");
       if (auto b = lm.optional("bypass")) ls.bypass = yaml::as_string_list(file, *b, "bypass");
+      if (auto c = lm.optional("cluster")) ls.cluster = parse_cluster_spec(file, *c);
       lm.finish();
       spec.levels.push_back(std::move(ls));
     }

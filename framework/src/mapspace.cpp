@@ -99,6 +99,11 @@ struct Mapspace::Impl {
   int L = 0;  // levels (the last is DRAM)
   std::vector<int> data_levels, spatial_levels;
   std::vector<int> slot;  // level -> data or spatial slot
+  /// Loop-order slots: the data levels (slot k = data slot k), then one per
+  /// spatial level whose cluster level is on (its cluster order).
+  std::vector<int> order_levels;
+  std::vector<LevelRule> order_rules;  ///< the order rules of each order slot
+  std::vector<int> cluster_slot;       ///< per spatial slot: its order slot, or -1
 
   /// Per dimension: every chain of per-level values (tile for buffers,
   /// split for spatial levels) with what the counts need.
@@ -108,6 +113,9 @@ struct Mapspace::Impl {
     std::vector<std::int64_t> spans;   // count x L
     std::vector<std::uint32_t> free;   // bit k: more than one trip at data slot k
     std::vector<std::int64_t> splits;  // count x spatial slots
+    /// Cluster split and tile (FLASH's T^out) per spatial slot: 1 and the
+    /// step's span where the level has no cluster level.
+    std::vector<std::int64_t> csplits, ctiles;  // count x spatial slots
     std::vector<char> fixed_ok, parallel_ok;
   };
   std::vector<Chains> chains;
@@ -137,7 +145,7 @@ struct Mapspace::Impl {
     struct Field {
       int shift = 0, bits = 0;
     };
-    std::vector<Field> data_field, prod_field, par_field;
+    std::vector<Field> data_field, prod_field, par_field, cpar_field;
     std::vector<int> max_parallel;
     /// Per spatial slot: the split factors so far, largest first (0 =
     /// empty), one field each; none when placement is not tested there
@@ -172,6 +180,7 @@ struct Mapspace::Impl {
         spatial_levels.push_back(i);
       }
     }
+    build_order_slots();
     for (DimId d = 0; d < n; ++d) chains.push_back(build_chains(d));
     for (const auto& t : op.tensors()) {
       auto& subs = subscripts.emplace_back();
@@ -282,43 +291,102 @@ struct Mapspace::Impl {
     return &options.levels[static_cast<size_t>(level)];
   }
 
+  // --- cluster levels (issue 16: cluster tiles in the mapspace) -----------
+
+  bool cluster_on(int level) const {
+    const LevelRule* r = rule(level);
+    return r && r->cluster.enabled;
+  }
+
+  /// Order slots: data levels first (their slot numbers unchanged), then
+  /// the cluster orders of the spatial levels whose cluster level is on.
+  void build_order_slots() {
+    order_levels = data_levels;
+    for (int level : data_levels) order_rules.push_back(rule(level) ? *rule(level) : LevelRule{});
+    cluster_slot.assign(spatial_levels.size(), -1);
+    for (size_t j = 0; j < spatial_levels.size(); ++j) {
+      if (!cluster_on(spatial_levels[j])) continue;
+      cluster_slot[j] = static_cast<int>(order_levels.size());
+      order_levels.push_back(spatial_levels[j]);
+      LevelRule r;
+      r.orders = rule(spatial_levels[j])->cluster.orders;
+      order_rules.push_back(std::move(r));
+    }
+  }
+
+  /// Chains through a spatial level with a cluster level: units per
+  /// cluster c (a step covers child x c), the cluster tile T^out from one
+  /// step's span up to the bound (the parent's tile then holds T^out x s),
+  /// and the clusters' split s, with c x s within the fan-out. Tiles
+  /// dividing the bounds make every span divide the next (Marvel §5.2).
+  void add_cluster_chains(DimId d, std::int64_t bound, std::vector<std::int64_t>& prefix,
+                          std::vector<std::int64_t>& cluster, std::int64_t child_span, int level,
+                          Chains& out) const {
+    const std::int64_t fanout = arch.levels()[static_cast<size_t>(level)].fanout();
+    for (std::int64_t c = 1; c <= fanout && child_span * (c - 1) < bound; ++c) {
+      const std::int64_t step = std::min(child_span * c, bound);
+      if (options.factors_only && (step != child_span * c || bound % step != 0)) continue;
+      for (std::int64_t tile = step; tile <= bound; ++tile) {
+        if (options.factors_only && (tile % step != 0 || bound % tile != 0)) continue;
+        for (std::int64_t s = 1; c * s <= fanout && tile * (s - 1) < bound; ++s) {
+          const std::int64_t span = std::min(tile * s, bound);
+          if (options.factors_only && (span != tile * s || bound % span != 0)) continue;
+          prefix.push_back(s);
+          cluster.push_back(c);
+          cluster.push_back(tile);
+          add_chains(d, bound, prefix, cluster, span, level + 1, out);
+          cluster.resize(cluster.size() - 2);
+          prefix.pop_back();
+        }
+      }
+    }
+  }
+
   // --- chains -----------------------------------------------------------
 
   Chains build_chains(DimId d) const {
     Chains c;
     const std::int64_t bound = op.dims()[static_cast<size_t>(d)].bound;
-    std::vector<std::int64_t> prefix;
-    add_chains(d, bound, prefix, 1, 0, c);
+    std::vector<std::int64_t> prefix, cluster;
+    add_chains(d, bound, prefix, cluster, 1, 0, c);
     return c;
   }
 
   void add_chains(DimId d, std::int64_t bound, std::vector<std::int64_t>& prefix,
-                  std::int64_t child_span, int level, Chains& out) const {
+                  std::vector<std::int64_t>& cluster, std::int64_t child_span, int level,
+                  Chains& out) const {
     if (level + 1 == L) {
-      record(d, bound, prefix, out);
+      record(d, bound, prefix, cluster, out);
       return;
     }
     const Level& l = arch.levels()[static_cast<size_t>(level)];
+    if (l.kind == LevelKind::kSpatial && cluster_on(level)) {
+      add_cluster_chains(d, bound, prefix, cluster, child_span, level, out);
+      return;
+    }
     if (l.kind == LevelKind::kSpatial) {
+      cluster.push_back(1);
+      cluster.push_back(child_span);
       for (std::int64_t s = 1; s <= l.fanout() && child_span * (s - 1) < bound; ++s) {
         const std::int64_t span = std::min(child_span * s, bound);
         if (options.factors_only && (span != child_span * s || bound % span != 0)) continue;
         prefix.push_back(s);
-        add_chains(d, bound, prefix, span, level + 1, out);
+        add_chains(d, bound, prefix, cluster, span, level + 1, out);
         prefix.pop_back();
       }
+      cluster.resize(cluster.size() - 2);
       return;
     }
     for (std::int64_t tile = child_span; tile <= bound; ++tile) {
       if (options.factors_only && (tile % child_span != 0 || bound % tile != 0)) continue;
       prefix.push_back(tile);
-      add_chains(d, bound, prefix, tile, level + 1, out);
+      add_chains(d, bound, prefix, cluster, tile, level + 1, out);
       prefix.pop_back();
     }
   }
 
   void record(DimId d, std::int64_t bound, const std::vector<std::int64_t>& values,
-              Chains& out) const {
+              const std::vector<std::int64_t>& cluster, Chains& out) const {
     std::uint32_t free = 0;
     bool fixed_ok = true, parallel_ok = true;
     std::int64_t child = 1;
@@ -333,7 +401,26 @@ struct Mapspace::Impl {
         fixed_ok = false;
       if (l.kind == LevelKind::kSpatial) {
         if (r && v > 1 && !(r->parallel_mask >> d & 1u)) parallel_ok = false;
+        const size_t j = static_cast<size_t>(slot[static_cast<size_t>(i)]);
+        const std::int64_t cs = cluster[2 * j], ct = cluster[2 * j + 1];
+        if (cluster_slot[j] >= 0) {
+          // The cluster level (README, "Cluster levels"): its split, its
+          // tile T^out, and a loop when T^out spans several steps.
+          const ClusterRule& cr = r->cluster;
+          if (cs > 1 && !(cr.parallel_mask >> d & 1u)) parallel_ok = false;
+          if (!cr.fixed_split.empty() && cr.fixed_split[static_cast<size_t>(d)] != 0 &&
+              cr.fixed_split[static_cast<size_t>(d)] != cs)
+            fixed_ok = false;
+          if (!cr.fixed_tile.empty() && cr.fixed_tile[static_cast<size_t>(d)] != 0 &&
+              cr.fixed_tile[static_cast<size_t>(d)] != ct)
+            fixed_ok = false;
+          const std::int64_t step = std::min(child * cs, bound);
+          if ((ct + step - 1) / step > 1) free |= 1u << cluster_slot[j];
+          child = ct;
+        }
         out.splits.push_back(v);
+        out.csplits.push_back(cs);
+        out.ctiles.push_back(ct);
         child = std::min(child * v, bound);
         out.spans.push_back(child);
         continue;
@@ -355,6 +442,12 @@ struct Mapspace::Impl {
   std::int64_t span(DimId d, std::size_t c, int level) const {
     return chains[static_cast<size_t>(d)]
         .spans[c * static_cast<size_t>(L) + static_cast<size_t>(level)];
+  }
+  std::int64_t csplit(DimId d, std::size_t c, size_t j) const {
+    return chains[static_cast<size_t>(d)].csplits[c * spatial_levels.size() + j];
+  }
+  std::int64_t ctile(DimId d, std::size_t c, size_t j) const {
+    return chains[static_cast<size_t>(d)].ctiles[c * spatial_levels.size() + j];
   }
   std::int64_t split(DimId d, std::size_t c, size_t j) const {
     return chains[static_cast<size_t>(d)].splits[c * spatial_levels.size() + j];
@@ -404,9 +497,8 @@ struct Mapspace::Impl {
       shift += bits;
       return f;
     };
-    for (int level : data_levels) {
-      const LevelRule* r = rule(level);
-      const bool masked = rules.orders && r && r->order_constrained();
+    for (size_t k = 0; k < order_levels.size(); ++k) {
+      const bool masked = rules.orders && order_rules[k].order_constrained();
       t->masked.push_back(masked);
       t->data_field.push_back(field(masked ? n : bits_for(static_cast<std::uint64_t>(n))));
     }
@@ -418,8 +510,11 @@ struct Mapspace::Impl {
                                                   : static_cast<int>(l.shape.size());
       if (!rules.parallel) max_par = n;
       t->max_parallel.push_back(max_par);
+      // A cluster level's split dimensions are limited like the level's.
+      const bool cluster = cluster_slot[t->max_parallel.size() - 1] >= 0;
+      t->cpar_field.push_back(field(cluster ? bits_for(static_cast<std::uint64_t>(n)) : 0));
       auto& factors = t->place_field.emplace_back();
-      const int slots = rules.placement ? placement_slots(l, max_par) : 0;
+      const int slots = rules.placement ? placement_slots(l, cluster ? 2 * max_par : max_par) : 0;
       const int bits = bits_for(
           static_cast<std::uint64_t>(l.split_placement == SplitPlacement::kOneAxis
                                          ? *std::max_element(l.shape.begin(), l.shape.end())
@@ -430,7 +525,7 @@ struct Mapspace::Impl {
       throw InputError(SourceLocation{}, "mapspace",
                        "too many loop-order rules to count this space (state of " +
                            std::to_string(shift) + " bits, at most 64)");
-    t->allowed.resize(data_levels.size());
+    t->allowed.resize(order_levels.size());
     t->W.resize(static_cast<size_t>(n + 1));
     return t;
   }
@@ -516,7 +611,10 @@ struct Mapspace::Impl {
     for (std::size_t c = 0; c < ch.count; ++c) {
       if (!chain_allowed(t, d, c)) continue;
       key.assign(1, ch.free[c]);
-      for (size_t j = 0; j < spatial_levels.size(); ++j) key.push_back(split(d, c, j));
+      for (size_t j = 0; j < spatial_levels.size(); ++j) {
+        key.push_back(split(d, c, j));
+        key.push_back(csplit(d, c, j));
+      }
       auto [it, inserted] = groups.emplace(key, std::make_pair(c, std::uint64_t{0}));
       ++it->second.second;
     }
@@ -530,12 +628,18 @@ struct Mapspace::Impl {
   /// fan-out or the parallel-dimension limit is exceeded.
   std::optional<std::uint64_t> step(const Table& t, std::uint64_t s, DimId d, std::size_t c) const {
     const std::uint32_t free = chains[static_cast<size_t>(d)].free[c];
-    for (size_t k = 0; k < data_levels.size(); ++k) {
+    for (size_t k = 0; k < order_levels.size(); ++k) {
       if (!(free >> k & 1u)) continue;
       const auto& f = t.data_field[k];
       s = t.put(s, f, t.masked[k] ? (t.get(s, f) | (std::uint64_t{1} << d)) : t.get(s, f) + 1);
     }
     for (size_t j = 0; j < spatial_levels.size(); ++j) {
+      const std::int64_t cv = csplit(d, c, j);
+      if (cv > 1) {
+        const auto next = cluster_step(t, s, j, cv);
+        if (!next) return std::nullopt;
+        s = *next;
+      }
       const std::int64_t v = split(d, c, j);
       if (v == 1) continue;
       const Level& l = arch.levels()[static_cast<size_t>(spatial_levels[j])];
@@ -551,6 +655,20 @@ struct Mapspace::Impl {
     return s;
   }
 
+  /// Adds a cluster split cv of spatial slot j to the state: its units
+  /// count toward the fan-out, its dimensions toward the split limit, and
+  /// it is one more factor to place on the array.
+  std::optional<std::uint64_t> cluster_step(const Table& t, std::uint64_t s, size_t j,
+                                            std::int64_t cv) const {
+    const Level& l = arch.levels()[static_cast<size_t>(spatial_levels[j])];
+    const std::uint64_t prod = t.get(s, t.prod_field[j]) * static_cast<std::uint64_t>(cv);
+    if (prod > static_cast<std::uint64_t>(l.fanout())) return std::nullopt;
+    const std::uint64_t par = t.get(s, t.cpar_field[j]) + 1;
+    if (par > static_cast<std::uint64_t>(t.max_parallel[j])) return std::nullopt;
+    s = t.put(t.put(s, t.prod_field[j], prod), t.cpar_field[j], par);
+    return place(t, s, j, cv, l);
+  }
+
   /// Loop orders (and the utilisation bound) of a complete choice of chains.
   BigInt final_factor(Table& t, std::uint64_t s) const {
     if (t.rules.utilization && options.min_utilization > 0) {
@@ -559,7 +677,7 @@ struct Mapspace::Impl {
       if (used < options.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9) return 0;
     }
     BigInt orders = 1;
-    for (size_t k = 0; k < data_levels.size(); ++k) {
+    for (size_t k = 0; k < order_levels.size(); ++k) {
       const std::uint64_t v = t.get(s, t.data_field[k]);
       if (!t.masked[k]) {
         orders *= factorial(static_cast<int>(v));
@@ -576,7 +694,7 @@ struct Mapspace::Impl {
     if (it != t.allowed[k].end()) return it->second;
     std::vector<std::vector<DimId>> list;
     std::vector<DimId> perm = dims_of(mask);
-    const LevelRule& r = *rule(data_levels[k]);
+    const LevelRule& r = order_rules[k];
     do {
       if (order_allowed(r, op, perm)) list.push_back(perm);
     } while (std::next_permutation(perm.begin(), perm.end()));
@@ -599,14 +717,44 @@ struct Mapspace::Impl {
       auto& target = spatial ? lm.split : lm.tile;
       for (DimId d = 0; d < n; ++d)
         target[static_cast<size_t>(d)] = value(d, pos[static_cast<size_t>(d)], i);
+      if (spatial) set_cluster(m, pos, i);
     }
+  }
+
+  /// The cluster level of spatial level i: none when the level has no
+  /// cluster level here, or when the chosen one is trivial (one unit per
+  /// cluster, T^out one step: the same mapping as no cluster level, so it
+  /// is emitted, and counted, once).
+  void set_cluster(Mapping& m, const std::vector<std::uint32_t>& pos, int i) const {
+    ClusterMapping& cm = m.level(i).cluster;
+    const size_t j = static_cast<size_t>(slot[static_cast<size_t>(i)]);
+    cm = ClusterMapping{};
+    if (cluster_slot[j] < 0) return;
+    const std::vector<std::int64_t> below =
+        i > 0 ? m.span(op, arch, i - 1) : std::vector<std::int64_t>(static_cast<size_t>(n), 1);
+    bool trivial = true;
+    for (DimId d = 0; d < n; ++d) {
+      const auto du = static_cast<size_t>(d);
+      cm.split.push_back(csplit(d, pos[du], j));
+      cm.tile.push_back(ctile(d, pos[du], j));
+      trivial = trivial && cm.split.back() == 1 && cm.tile.back() == below[du];
+    }
+    if (trivial) {
+      cm = ClusterMapping{};
+      return;
+    }
+    cm.order.resize(static_cast<size_t>(n));
+    for (DimId d = 0; d < n; ++d) cm.order[static_cast<size_t>(d)] = d;
   }
 
   /// Loop order of data slot k: one-trip loops first in operator order,
   /// then the free loops in the given order.
   void set_order(Mapping& m, size_t k, std::uint32_t free_mask,
                  const std::vector<DimId>& perm) const {
-    auto& order = m.level(data_levels[k]).order;
+    const int level = order_levels[k];
+    const bool cluster = k >= data_levels.size();
+    if (cluster && !m.level(level).cluster.active()) return;  // trivial: no loops
+    auto& order = cluster ? m.level(level).cluster.order : m.level(level).order;
     order.clear();
     for (DimId d = 0; d < n; ++d)
       if (!(free_mask >> d & 1u)) order.push_back(d);
@@ -931,6 +1079,54 @@ std::optional<std::string> Mapspace::empty_reason() const {
   return "the mapspace is empty after constraints";  // not reached: the last step is 0
 }
 
+std::optional<std::string> Mapspace::cluster_reject_reason(const Mapping& mapping, int i,
+                                                           const LevelRule* r,
+                                                           int max_parallel) const {
+  const Operator& op = *op_;
+  const Level& l = arch_->levels()[static_cast<size_t>(i)];
+  const ClusterMapping& c = mapping.level(i).cluster;
+  if (!c.active()) return std::nullopt;  // the trivial cluster, always in the space
+  if (!r || !r->cluster.enabled)
+    return "cluster: " + l.name + " has no cluster level in this space (a constraint turns it on)";
+  const ClusterRule& cr = r->cluster;
+  const auto below = i > 0 ? mapping.span(op, *arch_, i - 1)
+                           : std::vector<std::int64_t>(static_cast<size_t>(op.num_dims()), 1);
+  int parallel = 0;
+  std::vector<DimId> perm;
+  for (DimId d = 0; d < op.num_dims(); ++d) {
+    const auto du = static_cast<size_t>(d);
+    const std::string& name = op.dims()[du].name;
+    const std::int64_t bound = op.dims()[du].bound;
+    if (c.split[du] > 1) ++parallel;
+    if (c.split[du] > 1 && !(cr.parallel_mask >> d & 1u))
+      return "parallel_dims: the cluster of " + l.name + " may not split " + name;
+    if (!cr.fixed_split.empty() && cr.fixed_split[du] != 0 && cr.fixed_split[du] != c.split[du])
+      return "fixed: the cluster of " + l.name + " must split " + name + " by " +
+             std::to_string(cr.fixed_split[du]);
+    if (!cr.fixed_tile.empty() && cr.fixed_tile[du] != 0 && cr.fixed_tile[du] != c.tile[du])
+      return "fixed: the cluster of " + l.name + " must have tile " +
+             std::to_string(cr.fixed_tile[du]) + " along " + name;
+    const std::int64_t step = std::min(below[du] * c.split[du], bound);
+    if (options_.factors_only && (step != below[du] * c.split[du] || bound % step != 0 ||
+                                  c.tile[du] % step != 0 || bound % c.tile[du] != 0))
+      return "tiles: the cluster tile " + std::to_string(c.tile[du]) + " of " + name + " on " +
+             l.name + " does not divide evenly (factors-only space)";
+    if ((c.tile[du] + step - 1) / step > 1) perm.push_back(d);
+  }
+  if (parallel > max_parallel)
+    return "parallel_dims: the cluster of " + l.name + " splits " + std::to_string(parallel) +
+           " dimensions, at most " + std::to_string(max_parallel) + " allowed";
+  // The cluster's loops in its order.
+  std::vector<DimId> ordered;
+  for (DimId d : c.order)
+    if (std::find(perm.begin(), perm.end(), d) != perm.end()) ordered.push_back(d);
+  LevelRule orders;
+  orders.orders = cr.orders;
+  if (!order_allowed(orders, op, ordered))
+    return "order: the cluster order of " + l.name + " is not allowed";
+  return std::nullopt;
+}
+
 std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const {
   const Operator& op = *op_;
   const Architecture& arch = *arch_;
@@ -958,12 +1154,13 @@ std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const
           return "fixed: " + l.name + " must split " + op.dims()[static_cast<size_t>(d)].name +
                  " by " + std::to_string(r->fixed[static_cast<size_t>(d)]);
       }
-      used *= static_cast<double>(product);
+      used *= static_cast<double>(units_used(lm));
       const int max_parallel = options_.max_parallel_dims > 0 ? options_.max_parallel_dims
                                                               : static_cast<int>(l.shape.size());
       if (parallel > max_parallel)
         return "parallel_dims: " + l.name + " splits " + std::to_string(parallel) +
                " dimensions, at most " + std::to_string(max_parallel) + " allowed";
+      if (auto why = cluster_reject_reason(mapping, i, r, max_parallel)) return why;
       continue;
     }
     if (i + 1 < L && r && !r->fixed.empty())
@@ -1093,7 +1290,7 @@ bool Mapspace::Cursor::next(Mapping& out) {
   if (st.done) return false;
   const Impl& impl = *st.space->impl_;
   Impl::Table& t = impl.counted();
-  const size_t slots = impl.data_levels.size();
+  const size_t slots = impl.order_levels.size();
 
   // Advance the orders of the current leaf, innermost slot fastest.
   bool advanced = false;
@@ -1194,7 +1391,7 @@ std::optional<Mapping> Mapspace::sample(std::mt19937_64& rng, int max_attempts) 
     Mapping m = Mapping::trivial(impl.op, impl.arch);
     impl.set_chains(m, pos);
     impl.set_keep(m, combo);
-    for (size_t k = 0; k < impl.data_levels.size(); ++k) {
+    for (size_t k = 0; k < impl.order_levels.size(); ++k) {
       const std::uint32_t mask = impl.free_mask(pos, k);
       if (t.masked[k]) {
         const auto& list = impl.allowed_orders(t, k, mask);

@@ -18,6 +18,20 @@
 
 namespace mapex {
 
+/// A spatial level's cluster level in the mapspace (README, "Cluster
+/// levels"; FLASH §4 T^out): present turns it on (off by default, so the
+/// space is what it was without clusters); each key fixes or bounds a part.
+struct ClusterConstraintSpec {
+  SourceLocation where;
+  /// The only dimensions the cluster may split (absent: any).
+  std::optional<std::vector<std::string>> parallel;
+  /// Fixed units per cluster (dimension -> split) and fixed cluster tiles
+  /// (dimension -> T^out).
+  std::map<std::string, std::int64_t> split, tile;
+  /// Allowed cluster loop orders, outermost first (absent: any).
+  std::vector<std::vector<std::string>> orders;
+};
+
 /// Constraints on one level, by name.
 struct LevelConstraintSpec {
   std::string level;
@@ -40,6 +54,8 @@ struct LevelConstraintSpec {
   /// neither follows `ConstraintSpec::explore_bypass`.
   std::vector<std::string> keep;
   std::vector<std::string> bypass;
+  /// Spatial levels: the cluster level's rules; absent: no cluster level.
+  std::optional<ClusterConstraintSpec> cluster;
 };
 
 struct ConstraintSpec {
@@ -72,6 +88,15 @@ struct ConstraintSpec {
 /// only), dmazerunner (parallel K only, stationary orders only).
 const std::vector<std::string>& style_names();
 
+/// A spatial level's cluster level, resolved (ClusterConstraintSpec).
+struct ClusterRule {
+  bool enabled = false;
+  std::uint64_t parallel_mask = ~std::uint64_t{0};
+  /// Per dimension, 0 = free (empty: nothing fixed).
+  std::vector<std::int64_t> fixed_split, fixed_tile;
+  std::vector<std::vector<DimId>> orders;
+};
+
 /// A constraint on one level, resolved to indices.
 struct LevelRule {
   /// Spatial: bit d set when dimension d may be split.
@@ -85,6 +110,8 @@ struct LevelRule {
   /// Buffer levels, per tensor: 1 must keep, 0 must bypass, -1 not fixed;
   /// empty: nothing fixed.
   std::vector<std::int8_t> keep;
+  /// Spatial levels: the cluster level (off unless a constraint turns it on).
+  ClusterRule cluster;
   bool order_constrained() const { return !orders.empty() || !stationary.empty(); }
 };
 

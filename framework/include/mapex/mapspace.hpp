@@ -169,6 +169,9 @@ class Mapspace {
   struct Impl;
 
  private:
+  /// reject_reason's part for the cluster level of spatial level i.
+  std::optional<std::string> cluster_reject_reason(const Mapping& mapping, int i,
+                                                   const LevelRule* r, int max_parallel) const;
   const Operator* op_;
   const Architecture* arch_;
   MapspaceOptions options_;
