@@ -310,12 +310,27 @@ class Marvel final : public mapex::Searcher {
 
   /// Fixes every level below `outer` to the tiles and splits of `m`
   /// (spatial levels only when `splits_only`).
-  static void fix_below(MapspaceOptions& o, const mapex::Architecture& arch, const Mapping& m,
-                        int outer, bool splits_only) {
+  static void fix_below(MapspaceOptions& o, const mapex::Operator& op,
+                        const mapex::Architecture& arch, const Mapping& m, int outer,
+                        bool splits_only) {
     for (int i = 0; i < outer; ++i) {
       const bool spatial = arch.levels()[static_cast<std::size_t>(i)].kind == LevelKind::kSpatial;
       if (splits_only && !spatial) continue;
-      o.levels[static_cast<std::size_t>(i)].fixed = spatial ? m.level(i).split : m.level(i).tile;
+      auto& rule = o.levels[static_cast<std::size_t>(i)];
+      rule.fixed = spatial ? m.level(i).split : m.level(i).tile;
+      // A cluster level (when a constraint turned it on): its split goes
+      // with the level's split; its tile T^out, which depends on the tiles
+      // below, with the whole tiling (the trivial cluster: units 1, T^out
+      // the span below).
+      if (spatial && rule.cluster.enabled) {
+        const auto& c = m.level(i).cluster;
+        const auto n = m.level(i).split.size();
+        rule.cluster.fixed_split = c.active() ? c.split : std::vector<std::int64_t>(n, 1);
+        if (!splits_only)
+          rule.cluster.fixed_tile = c.active() ? c.tile
+                                    : i > 0    ? m.span(op, arch, i - 1)
+                                               : std::vector<std::int64_t>(n, 1);
+      }
     }
   }
 
@@ -353,7 +368,7 @@ class Marvel final : public mapex::Searcher {
       for (const auto& m : best_splits.mappings()) {
         if (ctx.exhausted()) break;
         MapspaceOptions tiles = tiling;
-        fix_below(tiles, arch, m, outer, true);
+        fix_below(tiles, op, arch, m, outer, true);
         evaluated += stream(ctx, tiles, best_tilings);
       }
     }
@@ -364,7 +379,7 @@ class Marvel final : public mapex::Searcher {
     for (const auto& t : best_tilings.mappings()) {
       if (ctx.exhausted()) break;
       MapspaceOptions orders = base;
-      fix_below(orders, arch, t, outer, false);
+      fix_below(orders, op, arch, t, outer, false);
       const mapex::Mapspace orders_space(op, arch, orders);
       ordered += ctx.evaluate_space(orders_space).evaluated;
     }
