@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <mapex/generators.hpp>
 #include <mapex/network.hpp>
@@ -17,6 +18,38 @@ namespace {
 using test::run_cli;
 const std::string kData = MAPEX_TEST_DATA_DIR;
 const std::string kWork = MAPEX_TEST_WORK_DIR;
+
+TEST(CliRun, ClusterLevelsFromTheMapspaceAreStoredAndReadBackWhole) {
+  // A mapspace constraint turns the PEs' cluster level on with 2 units per
+  // cluster along K: every mapping searched has a cluster level, and the
+  // best one must come back from the HDF5 file complete (split, T^out and
+  // cluster order), as the same YAML.
+  const std::string exp = kWork + "/cluster_run.yaml";
+  std::ofstream(exp) << "name: cluster\nseed: 3\nobjective: latency\n"
+                        "budget: {evaluations: 1500}\n"
+                        "mapspace: {levels: {PEs: {cluster: {split: {K: 2}}}}}\n"
+                        "workloads:\n  - {file: "
+                     << kData << "/tiny_net.yaml, layers: [fc]}\n"
+                     << "architectures: [" << kData << "/tiny_arch.yaml]\n"
+                     << "searchers: [random, exhaustive]\ncostmodels: [roofline]\n";
+  const std::string out = kWork + "/cluster_run.h5";
+  const auto r = run_cli({"run", exp, "-o", out, "-j", "2"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const ResultFile f = read_results(out);
+  ASSERT_EQ(f.jobs.size(), 2u);
+  const Network net = Network::load(kData + "/tiny_net.yaml");
+  const Architecture arch = Architecture::load(kData + "/tiny_arch.yaml");
+  const Operator& op = net.layers()[static_cast<size_t>(net.find_layer("fc"))].op;
+  for (const JobRow& j : f.jobs) {
+    ASSERT_EQ(j.status, "ok") << j.error;
+    const Mapping m = Mapping::parse(j.best_mapping, "stored mapping", op, arch);
+    const ClusterMapping& c = m.level(1).cluster;
+    ASSERT_TRUE(c.active()) << j.best_mapping;
+    EXPECT_EQ(c.split[static_cast<size_t>(op.find_dim("K"))], 2) << j.best_mapping;
+    EXPECT_EQ(c.order.size(), static_cast<size_t>(op.num_dims()));
+    EXPECT_EQ(m.to_yaml(op, arch), j.best_mapping);
+  }
+}
 
 TEST(CliRun, WritesResultsAndPrintsTheTable) {
   const std::string out = kWork + "/run_basic.h5";
