@@ -1013,7 +1013,15 @@ std::vector<CountStep> Mapspace::count_steps(bool with_capacity) const {
   Rules r{false, false, false, false, false};
   const std::string tiles =
       options_.factors_only ? "tiles dividing the bounds" : "tiles with edge tiles";
-  out.push_back({tiles + ", splits within fan-outs, all loop orders", impl_->make_table(r)->total});
+  // Spatial levels whose cluster level a constraint turned on: their
+  // cluster splits, tiles and orders are in every step.
+  std::string clusters;
+  for (size_t j = 0; j < impl_->spatial_levels.size(); ++j)
+    if (impl_->cluster_slot[j] >= 0)
+      clusters += (clusters.empty() ? ", cluster levels on " : ", ") +
+                  arch_->levels()[static_cast<size_t>(impl_->spatial_levels[j])].name;
+  out.push_back({tiles + ", splits within fan-outs, all loop orders" + clusters,
+                 impl_->make_table(r)->total});
   r.parallel = true;
   const bool any_parallel_rule =
       std::any_of(options_.levels.begin(), options_.levels.end(),
