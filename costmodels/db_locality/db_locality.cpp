@@ -126,7 +126,7 @@ class BoundDb final : public mapex::BoundCostModel {
     for (const auto& t : op_.tensors()) out.push_back(mapex::db::Model::row_major(t));
     return out;
   }
-  // ---- keep/bypass and partitions (issue 16, items 2 and 3) ----
+  // ---- keep/bypass and partitions ----
 
   /// The distinct-block model counts DRAM traffic per level-3 tile, so every
   /// tensor must live in the buffer below DRAM; a tensor that bypasses it

@@ -110,7 +110,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   }
 
  private:
-  // ---- keep/bypass and partitions (issue 16, items 2 and 3) ----
+  // ---- keep/bypass and partitions ----
 
   /// MAESTRO's analysis (§IV) keeps every tensor in L1 and in L2; it has
   /// no term for a tensor that skips one. Refused (mapex evaluate: bad

@@ -67,7 +67,7 @@ struct Loop {
 
 namespace {
 
-// ---- keep/bypass and partitions (issue 16, items 2 and 3) ----
+// ---- keep/bypass and partitions ----
 
 /// Words buffer level `level` holds of tensor t: its tile's footprint over
 /// the sharing factor, or nothing when the level bypasses t.
@@ -183,10 +183,9 @@ Metrics evaluate(const Operator& op, const Architecture& arch, const Mapping& ma
   };
 
   // The exchange of tensor t between data levels plan.data[k] (child) and
-  // plan.data[kp] (parent), kp > k + 1 when the levels between bypass it
-  // (issue 16: a bypassed tensor goes from the nearest keeping level above
-  // straight to the nearest one below, under the loops of every level
-  // above the child).
+  // plan.data[kp] (parent), kp > k + 1 when the levels between bypass it:
+  // a bypassed tensor goes from the nearest keeping level above straight to
+  // the nearest one below, under the loops of every level above the child.
   auto exchange = [&](size_t k, size_t kp, size_t t) {
     const int child = plan.data[k];
     const int parent = plan.data[kp];

@@ -23,7 +23,7 @@ std::optional<mapex::Unsupported> cluster_level(const mapex::Architecture& arch,
   return std::nullopt;
 }
 
-// ---- keep/bypass (issue 16, item 2) ----
+// ---- keep/bypass ----
 
 /// KAPLA's model charges one network per exchange (§III-C): a tensor whose
 /// bypass makes it cross the networks of two spatial levels at once cannot

@@ -63,7 +63,7 @@ std::optional<std::string> level_capacity_error(const Operator& op, const Archit
         << " B";
     return out.str();
   }
-  // Partitioned (issue 16, item 3): each partition holds its own tensors;
+  // Partitioned: each partition holds its own tensors;
   // one overflowing partition makes the mapping illegal even when the
   // level as a whole would have room.
   for (const auto& p : l.partitions) {

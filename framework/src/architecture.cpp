@@ -38,7 +38,7 @@ std::int64_t Level::fanout() const {
   return n;
 }
 
-// ---- Partitioned buffers (issue 16, item 3) ----
+// ---- Partitioned buffers ----
 
 const Partition* Level::partition_of(const std::string& tensor) const {
   for (const auto& p : partitions)

@@ -258,7 +258,7 @@ const std::vector<std::string>& style_names() {
   return names;
 }
 
-// ---- keep/bypass rules (issue 16, item 2) ----
+// ---- keep/bypass rules ----
 
 namespace {
 
@@ -290,7 +290,7 @@ void resolve_keep(const LevelConstraintSpec& ls, const Operator& op, const Level
   }
 }
 
-// ---- cluster levels (issue 16: cluster tiles in the mapspace) ----
+// ---- cluster levels ----
 
 /// `cluster:` of a spatial level: dimensions, fixed values in range, orders
 /// that are permutations; a fixed cluster split must fit the fan-out and

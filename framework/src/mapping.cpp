@@ -199,7 +199,7 @@ std::optional<std::string> placement_error(const Operator& op, const Level& leve
          " array (split_placement: " + to_string(level.split_placement) + ")";
 }
 
-// ---- Per-tensor keep/bypass (issue 16, item 2) ----
+// ---- Per-tensor keep/bypass ----
 
 namespace {
 

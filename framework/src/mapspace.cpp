@@ -125,7 +125,7 @@ struct Mapspace::Impl {
   /// Per level: capacity in words (halved when double-buffered); 0 for
   /// levels that are not buffers.
   std::vector<double> capacity_words;
-  /// Keep/bypass (issue 16, item 2): every combination of the choices the
+  /// Keep/bypass: every combination of the choices the
   /// options leave free, as the `keep` each level's mapping gets (empty:
   /// the default). One combination, all empty, when nothing is free or
   /// fixed away from the default: the space is what it was before.
@@ -200,7 +200,7 @@ struct Mapspace::Impl {
     build_keep_combos();
   }
 
-  // --- keep/bypass and partitions (issue 16, items 2 and 3) -----------------
+  // --- keep/bypass and partitions -----------------
 
   void build_partitions() {
     for (const auto& l : arch.levels()) {
@@ -291,7 +291,7 @@ struct Mapspace::Impl {
     return &options.levels[static_cast<size_t>(level)];
   }
 
-  // --- cluster levels (issue 16: cluster tiles in the mapspace) -----------
+  // --- cluster levels -----------
 
   bool cluster_on(int level) const {
     const LevelRule* r = rule(level);
@@ -530,8 +530,8 @@ struct Mapspace::Impl {
     return t;
   }
 
-  /// Split factors a spatial level's state must remember to test placement
-  /// (issue 16, item 4): none where only the product matters (a flat or
+  /// Split factors a spatial level's state must remember to test
+  /// placement: none where only the product matters (a flat or
   /// one-axis array), else at most one per split dimension and at most
   /// log2(fan-out) (each factor is at least 2). Whether the factors can be
   /// placed depends on them only as a multiset, so the state keeps them

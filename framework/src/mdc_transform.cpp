@@ -64,7 +64,7 @@ DimMap classify(const Operator& op) {
 namespace {
 
 // MAESTRO's directives (and its analysis) keep every tensor at every level:
-// a mapping that bypasses one has no image in them (issue 16). Refuse it
+// a mapping that bypasses one has no image in them. Refuse it
 // rather than lower it as if every tensor were kept.
 void refuse_bypass(const Operator& op, const Architecture& arch, const Mapping& mapping) {
   for (int i = 0; i < arch.num_levels(); ++i) {

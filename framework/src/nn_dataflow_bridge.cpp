@@ -128,7 +128,7 @@ std::optional<std::string> make_problem(const Operator& op, const Architecture& 
   const Level& regf = levels[static_cast<size_t>(pr.roles.regf)];
   const Level& pes = levels[static_cast<size_t>(pr.roles.pe_array)];
   const Level& gbuf = levels[static_cast<size_t>(pr.roles.gbuf)];
-  // nn_dataflow sizes one REGF per PE and one GBUF per node (issue 16).
+  // nn_dataflow sizes one REGF per PE and one GBUF per node.
   for (const Level* lv : {&regf, &gbuf})
     if (!lv->partitions.empty())
       return "level '" + lv->name +
@@ -500,7 +500,7 @@ std::optional<std::string> mapping_from_scheme(const Operator& op, const Archite
 
 BoundNnDataflowModel::~BoundNnDataflowModel() = default;
 
-// ---- keep/bypass (issue 16, item 2) ----
+// ---- keep/bypass ----
 
 namespace {
 

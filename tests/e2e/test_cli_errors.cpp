@@ -243,7 +243,7 @@ TEST_F(BadInput, MappingOutsideTheBounds) {
   EXPECT_HAS(e, "tile of K is 16");
 }
 
-// Keep/bypass and partitions (issue 16): an unknown tensor in `keep`, a
+// Keep/bypass and partitions: an unknown tensor in `keep`, a
 // partition whose sizes do not add up, and a model asked to evaluate a
 // bypass it cannot model.
 TEST_F(BadInput, KeepNamesAnUnknownTensor) {

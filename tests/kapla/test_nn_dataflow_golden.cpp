@@ -187,7 +187,7 @@ TEST(NnDataflowImport, RefusesALayerTheWorkloadLacks) {
   }
 }
 
-// The mapping's keep at the GBUF is the source of truth (issue 16): stating
+// The mapping's keep at the GBUF is the source of truth: stating
 // what nn_dataflow chose gives its result unchanged; bypassing the filters
 // there leaves the GBUF no filter access and sends them from DRAM; a REGF
 // bypass, which nn_dataflow has no image of, is refused.

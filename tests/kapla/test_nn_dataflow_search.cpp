@@ -32,7 +32,7 @@ const std::map<std::string, std::string> kExcluded{
     {"sm4_ex_pool_512_e14_r3_b4", "a pool layer"},
 };
 
-/// How far the best found may sit from nn_dataflow's best (issue 15).
+/// How far the best found may sit from nn_dataflow's best.
 constexpr double kTolerance = 0.03;
 
 std::vector<std::string> ids() {

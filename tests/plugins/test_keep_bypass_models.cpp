@@ -1,5 +1,5 @@
 // Every cost model on a mapping that bypasses a tensor at a level and on a
-// partitioned buffer that overflows for one tensor only (issue 16): the
+// partitioned buffer that overflows for one tensor only: the
 // models that can model it give the hand-counted accesses, the others
 // refuse with an InputError naming the level, the tensor and the reason.
 // And Timeloop's Eyeriss-like VGG16 conv3_1 mapping on the shipped preset.

@@ -1,7 +1,6 @@
-// Cluster levels in the mapspace (issue 16: "the mapspace enumerates,
-// samples and counts exactly the new choices (... cluster tiles), with
-// constraints to fix or forbid them"): hand-counted sizes, counts equal to
-// the streamed space, samples in it, constraints, and round trips.
+// Cluster levels in the mapspace, enumerated, sampled and counted exactly,
+// with constraints to fix or forbid them: hand-counted sizes, counts equal
+// to the streamed space, samples in it, constraints, and round trips.
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Per-tensor keep/bypass in mappings and partitioned buffers in
-// architectures (issue 16, items 2 and 3): the YAML forms and their errors,
+// architectures: the YAML forms and their errors,
 // the loop-nest analysis on mappings small enough to count by hand, the
 // capacity rule of partitions, the mapspace's keep/bypass choices, the
 // directive converters, and Timeloop's Eyeriss-like mapping of VGG16

@@ -1,4 +1,4 @@
-// Placement of spatial splits on an array's axes (issue 16, item 4): the
+// Placement of spatial splits on an array's axes: the
 // framework's one test (splits_fit_array / placement_error, through
 // structural_error), the architecture key that says how splits may lie,
 // and the mapspace's counts with it, against hand-counted numbers.
@@ -32,7 +32,7 @@ TEST(SplitsFitArray, OneAxisPerSplit) {
   EXPECT_FALSE(splits_fit_array({16}, eight));
   EXPECT_FALSE(splits_fit_array({3, 3}, array({8}, SplitPlacement::kOneAxis)));
   EXPECT_FALSE(splits_fit_array({4, 4, 8}, eight));
-  // Timeloop's Eyeriss-like 12 x 14 array (issue 16): P56 x R3 and
+  // Timeloop's Eyeriss-like 12 x 14 array: P56 x R3 and
   // K8 x C16 only fit the 168-PE fan-out; R3 x K4 share the 12-PE axis.
   const Level eyeriss = array({12, 14}, SplitPlacement::kOneAxis);
   EXPECT_FALSE(splits_fit_array({56, 3}, eyeriss));

@@ -49,7 +49,7 @@ struct Noc {
   bool forwarding = false;
 };
 
-/// One part of a partitioned buffer level (issue 16, item 3): Eyeriss's
+/// One part of a partitioned buffer level: Eyeriss's
 /// per-PE ifmap, weight and psum scratchpads are one level of three
 /// partitions. A partition holds only the tensors it names, in its own
 /// space and at its own energies; the level's tile and loop order are

@@ -27,8 +27,7 @@
 /// - `tensor{T}(D=size, ..., shr=k)`: the tile at this level along every
 ///   dimension that indexes T; `shr` is the buffer-sharing factor, which
 ///   mapex derives from the hardware (see `sharing_factor`) and checks.
-/// - `tensor{T}(..., bypass)`: the level does not hold T (issue 16,
-///   keep/bypass; KAPLA's buffers hold only the tensors they are given).
+/// - `tensor{T}(..., bypass)`: the level does not hold T.
 ///   The sizes are still written: they state the level's tile along the
 ///   dimensions that index T, which may index no kept tensor.
 /// - `stack(D+=shift, repl)`: the spatial level above this buffer splits D

@@ -74,7 +74,7 @@ std::vector<std::int64_t> spatial_span(const Operator& op, const LevelMapping& l
 std::int64_t units_used(const LevelMapping& lm);
 
 /// Whether split factors (1s are ignored) can be placed on the axes of a
-/// spatial level's shape under its `split_placement` (issue 16, item 4):
+/// spatial level's shape under its `split_placement`:
 /// each factor, or with kAcrossAxes each of its integer factors, goes on
 /// an axis, and the factors on an axis multiply to at most its size. With
 /// kFlat, or a one-axis shape, only the product against the fan-out

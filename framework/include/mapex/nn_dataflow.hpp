@@ -110,7 +110,7 @@ struct Options {
   /// clears it)?
   std::array<bool, 3> bypass{false, false, false};
   /// Per data category (filter, input, output): whether the GBUF keeps it,
-  /// fixed by the mapping's `keep` at the GBUF (issue 16). When set, it is
+  /// fixed by the mapping's `keep` at the GBUF. When set, it is
   /// the source of truth: `bypass` and nn_dataflow's keep-if-reused rule no
   /// longer decide. Unset: they do (mappings without `keep`).
   std::optional<std::array<bool, 3>> gbuf_keep;

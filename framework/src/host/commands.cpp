@@ -387,7 +387,7 @@ struct ConstraintFlags {
         "edge-tiles", po::bool_switch(&edge_tiles), "allow tiles that do not divide the bounds")(
         "no-capacity", po::bool_switch(&no_capacity), "do not reject tiles that overflow a buffer")(
         "explore-bypass", po::bool_switch(&explore_bypass),
-        "enumerate keep/bypass of every tensor at every buffer level (issue 16)");
+        "enumerate keep/bypass of every tensor at every buffer level");
   }
 
   ConstraintSpec build() const {
