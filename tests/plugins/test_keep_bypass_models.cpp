@@ -13,6 +13,7 @@
 
 #include "host/plugin_registry.hpp"
 #include "plugin_fixture.hpp"
+#include "test_chips.hpp"
 
 namespace mapex::host {
 namespace {
@@ -40,34 +41,14 @@ std::string refusal(const std::string& model, const Operator& op, const Architec
 }
 
 const TensorAccess& access(const Metrics& m, const std::string& level, const std::string& tensor) {
-  for (const auto& l : m.levels)
-    if (l.level == level)
-      for (const auto& t : l.tensors)
-        if (t.tensor == tensor) return t;
-  throw std::runtime_error("no " + level + "/" + tensor);
+  return test::access(m.levels, level, tensor);
 }
 
-// L1 per PE / PEs (2) / L2 / DRAM, 8-bit words, single-buffered.
 Architecture chip(const std::string& l1) {
-  return Architecture::parse(
-      "name: chip\nclock_mhz: 1000\nword_bits: 8\nlevels:\n" + l1 +
-          "  - {name: PEs, kind: spatial, shape: [2], noc: {bandwidth_gbps: 1}}\n"
-          "  - {name: L2, kind: buffer, size_bytes: 1024, double_buffered: false,"
-          " read_energy_pj: 10, write_energy_pj: 10}\n"
-          "  - {name: DRAM, kind: dram, bandwidth_gbps: 1, read_energy_pj: 100,"
-          " write_energy_pj: 100}\n",
-      "chip.yaml");
+  return Architecture::parse(test::keep_chip_yaml(l1), "chip.yaml");
 }
-
-const std::string kPlainL1 =
-    "  - {name: L1, kind: buffer, size_bytes: 64, double_buffered: false,"
-    " read_energy_pj: 1, write_energy_pj: 2}\n";
-const std::string kPartitionedL1 =
-    "  - name: L1\n    kind: buffer\n    double_buffered: false\n"
-    "    read_energy_pj: 1\n    write_energy_pj: 2\n    partitions:\n"
-    "      - {name: a, tensors: [A], size_bytes: 4, read_energy_pj: 3, write_energy_pj: 5}\n"
-    "      - {name: b, tensors: [B], size_bytes: 1}\n"
-    "      - {name: c, tensors: [C], size_bytes: 1}\n";
+using test::kPartitionedL1;
+using test::kPlainL1;
 
 // C[M][N] += A[M][K] * B[K][N], M 4, N 1, K 2; M over the 2 PEs, K
 // innermost at L2.

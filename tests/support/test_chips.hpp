@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <mapex/architecture.hpp>
+#include <mapex/metrics.hpp>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +49,39 @@ inline Architecture chip(std::vector<std::int64_t> shape, std::int64_t l1_bytes 
       "chip", 1000, 8, 1, 1,
       {buffer("L1", l1_bytes, 1, 2), spatial("PEs", std::move(shape), multicast),
        buffer("L2", 1 << 20, 10, 10), dram(100)});
+}
+
+/// The keep/bypass and partition tests' chip as YAML: the given L1 per PE,
+/// 2 PEs, L2, DRAM; 8-bit words, single-buffered.
+inline std::string keep_chip_yaml(const std::string& l1) {
+  return "name: chip\nclock_mhz: 1000\nword_bits: 8\nlevels:\n" + l1 +
+         "  - {name: PEs, kind: spatial, shape: [2], noc: {bandwidth_gbps: 1}}\n"
+         "  - {name: L2, kind: buffer, size_bytes: 1024, double_buffered: false,"
+         " read_energy_pj: 10, write_energy_pj: 10}\n"
+         "  - {name: DRAM, kind: dram, bandwidth_gbps: 1, read_energy_pj: 100,"
+         " write_energy_pj: 100}\n";
+}
+
+/// Its two L1s: one buffer for every tensor, and 4 B for A, 1 B each for B
+/// and C, with A's partition at its own energies.
+inline const std::string kPlainL1 =
+    "  - {name: L1, kind: buffer, size_bytes: 64, double_buffered: false,"
+    " read_energy_pj: 1, write_energy_pj: 2}\n";
+inline const std::string kPartitionedL1 =
+    "  - name: L1\n    kind: buffer\n    double_buffered: false\n"
+    "    read_energy_pj: 1\n    write_energy_pj: 2\n    partitions:\n"
+    "      - {name: a, tensors: [A], size_bytes: 4, read_energy_pj: 3, write_energy_pj: 5}\n"
+    "      - {name: b, tensors: [B], size_bytes: 1}\n"
+    "      - {name: c, tensors: [C], size_bytes: 1}\n";
+
+/// A tensor's reads and writes at a level of an evaluation's accounts.
+inline const TensorAccess& access(const std::vector<LevelMetrics>& levels, const std::string& level,
+                                  const std::string& tensor) {
+  for (const auto& l : levels)
+    if (l.level == level)
+      for (const auto& t : l.tensors)
+        if (t.tensor == tensor) return t;
+  throw std::runtime_error("no " + level + "/" + tensor);
 }
 
 }  // namespace mapex::test

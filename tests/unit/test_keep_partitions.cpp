@@ -18,6 +18,7 @@
 #include <mapex/network.hpp>
 
 #include "constraints_yaml.hpp"
+#include "test_chips.hpp"
 #include "yaml_reader.hpp"
 
 namespace mapex {
@@ -27,26 +28,10 @@ const std::string kExperiments = MAPEX_EXPERIMENTS_DIR;
 
 // L1 (one per PE, partitioned or not) / PEs (2) / L2 / DRAM; 8-bit words,
 // nothing double-buffered, so bytes are words.
-std::string chip_yaml(const std::string& l1) {
-  return "name: chip\nclock_mhz: 1000\nword_bits: 8\nlevels:\n" + l1 +
-         "  - {name: PEs, kind: spatial, shape: [2], noc: {bandwidth_gbps: 1}}\n"
-         "  - {name: L2, kind: buffer, size_bytes: 1024, double_buffered: false,"
-         " read_energy_pj: 10, write_energy_pj: 10}\n"
-         "  - {name: DRAM, kind: dram, bandwidth_gbps: 1, read_energy_pj: 100,"
-         " write_energy_pj: 100}\n";
-}
-
-const std::string kPlainL1 =
-    "  - {name: L1, kind: buffer, size_bytes: 64, double_buffered: false,"
-    " read_energy_pj: 1, write_energy_pj: 2}\n";
-
-// A 4 B partition for A, 1 B each for B and C, with their own energies.
-const std::string kPartitionedL1 =
-    "  - name: L1\n    kind: buffer\n    double_buffered: false\n"
-    "    read_energy_pj: 1\n    write_energy_pj: 2\n    partitions:\n"
-    "      - {name: a, tensors: [A], size_bytes: 4, read_energy_pj: 3, write_energy_pj: 5}\n"
-    "      - {name: b, tensors: [B], size_bytes: 1}\n"
-    "      - {name: c, tensors: [C], size_bytes: 1}\n";
+using test::access;
+using test::kPartitionedL1;
+using test::kPlainL1;
+std::string chip_yaml(const std::string& l1) { return test::keep_chip_yaml(l1); }
 
 // C[M][N] += A[M][K] * B[K][N] with M 4, N 1, K 2: 8 MACs.
 Operator gemm() { return make_gemm("g", 4, 1, 2); }
@@ -55,15 +40,6 @@ Operator gemm() { return make_gemm("g", 4, 1, 2); }
 std::string mapping_yaml(const std::string& l1_keep, const std::string& l1_tile = "{K: 1}") {
   return "L1: {tile: " + l1_tile + l1_keep + "}\nPEs: {split: {M: 2}}\n" +
          "L2: {tile: {M: 4, N: 1, K: 2}, order: [M, K]}\n";
-}
-
-const TensorAccess& access(const std::vector<LevelMetrics>& levels, const std::string& level,
-                           const std::string& tensor) {
-  for (const auto& l : levels)
-    if (l.level == level)
-      for (const auto& t : l.tensors)
-        if (t.tensor == tensor) return t;
-  throw std::runtime_error("no " + level + "/" + tensor);
 }
 
 std::string error_of(const std::function<void()>& f) {
