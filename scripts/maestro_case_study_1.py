@@ -14,7 +14,9 @@ Two runs, side by side:
 Used by scripts/maestro_dse_report, which writes
 docs/results/maestro_case_study_1.md; run alone:
 
-  scripts/maestro_case_study_1.py [--no-run] [-j 2]
+  scripts/maestro_case_study_1.py [--no-run] [--styles F] [--results-dir D] [--mapex M]
+
+prints the fixed run's gains and reuse factors.
 
 Uses Debian's python3-yaml, h5py and pandas (/usr/bin/python3)."""
 import argparse
@@ -100,13 +102,13 @@ def maestro_file(network, layers, style):
     return "\n".join(lines) + "\n"
 
 
-def evaluate(net, layers, style_name, style, hw, kinds):
+def evaluate(net, layers, style_name, style, hw, kinds, results_dir, mapex):
     """Writes the network's MAESTRO file under one style and evaluates it."""
     slug = "".join(c if c.isalnum() or c == "-" else "_" for c in style_name)
-    path = os.path.join(RESULTS_DIR, f"{net}_{slug}.m")
+    path = os.path.join(results_dir, f"{net}_{slug}.m")
     with open(path, "w") as f:
         f.write(maestro_file(net, layers, style))
-    out = subprocess.run([MAPEX, "evaluate", "--maestro", path, "--hw", hw, "--costmodel", "mdc",
+    out = subprocess.run([mapex, "evaluate", "--maestro", path, "--hw", hw, "--costmodel", "mdc",
                           "--format", "csv"], capture_output=True, text=True)
     if out.returncode != 0:
         fail(f"{path}: mapex evaluate failed: {out.stderr.strip()}")
@@ -116,30 +118,32 @@ def evaluate(net, layers, style_name, style, hw, kinds):
     return df
 
 
-def run_fixed(spec):
-    """One MAESTRO file per network and style, evaluated by mapex's mdc."""
-    os.makedirs(RESULTS_DIR, exist_ok=True)
-    hw = os.path.join(RESULTS_DIR, "hw.m")
+def run_fixed(spec, base=os.path.dirname(STYLES_FILE), results_dir=RESULTS_DIR, mapex=MAPEX):
+    """One MAESTRO file per network and style, evaluated by mapex's mdc;
+    `base` is the folder workload paths are relative to. Writes and returns
+    the per-layer table (results_dir/fixed.csv)."""
+    os.makedirs(results_dir, exist_ok=True)
+    hw = os.path.join(results_dir, "hw.m")
     with open(hw, "w") as f:
         f.write("".join(f"{k}: {v}\n" for k, v in spec["hardware"].items()))
-    base = os.path.dirname(STYLES_FILE)
     frames = []
     for network in spec["networks"]:
         net, layers = maestro_layers(network, base)
         kinds = {name: kind for name, _, _, _, kind in layers}
         for style_name, style in spec["styles"].items():
-            frames.append(evaluate(net, layers, style_name, style, hw, kinds))
+            frames.append(evaluate(net, layers, style_name, style, hw, kinds, results_dir, mapex))
         for variant_name, variant in spec.get("variants", {}).items():
             if net not in variant["networks"]:
                 continue
-            frames.append(evaluate(net, layers, variant_name, variant, hw, kinds))
+            frames.append(evaluate(net, layers, variant_name, variant, hw, kinds, results_dir,
+                                   mapex))
     df = pd.concat(frames, ignore_index=True)
-    df.to_csv(os.path.join(RESULTS_DIR, "fixed.csv"), index=False)
+    df.to_csv(os.path.join(results_dir, "fixed.csv"), index=False)
     return df
 
 
-def load_fixed():
-    path = os.path.join(RESULTS_DIR, "fixed.csv")
+def load_fixed(results_dir=RESULTS_DIR):
+    path = os.path.join(results_dir, "fixed.csv")
     if not os.path.exists(path):
         fail(f"{path} is missing: run without --no-run first")
     return pd.read_csv(path)
@@ -257,8 +261,9 @@ def energy_with(df, l1_pj, l2_pj):
     return df["num_macs"] + l1_pj * l1 + l2_pj * l2
 
 
-def page(fixed, searched, spec, timing):
-    """The markdown page and the summary rows of case study I."""
+def page(fixed, searched, spec, timing, reuse_network="vgg16"):
+    """The markdown page and the summary rows of case study I; the reuse
+    factors are those of `reuse_network` (the paper quotes VGG16's)."""
     lat, en = "runtime_cycles", "energy_total_macunits"
     f = fixed.rename(columns={"layer_name": "layer"})
     g = gains(f, lat, en)
@@ -359,10 +364,10 @@ def page(fixed, searched, spec, timing):
             "| L1 / L2 energy per access | best style per network (" + nets + ") | "
             "mean energy reduction |", "|---|---|---|"] + alt
 
-    rf = reuse_factors(f)
+    rf = reuse_factors(f, reuse_network)
     early = rf[(rf["kind"] == "early") & (rf["style"] == "YR-P")].iloc[0]
     late = rf[(rf["kind"] == "late") & (rf["style"] == "YR-P")].iloc[0]
-    vgg = f[f["network"] == "vgg16"]
+    vgg = f[f["network"] == reuse_network]
     early_layers = ", ".join(vgg[(vgg["kind"] == "early") & (vgg["style"] == "KC-P")]["layer"])
     out += ["", "## Reuse factors of YR-P and KC-P in VGG16", "",
             "The paper: \"YR-P mapping has 5.8x and 15.17x higher activation and filter reuse "
@@ -454,11 +459,16 @@ def page(fixed, searched, spec, timing):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--no-run", action="store_true")
+    ap.add_argument("--no-run", action="store_true", help="reuse results-dir/fixed.csv")
+    ap.add_argument("--styles", default=STYLES_FILE, help="the fixed-styles file")
+    ap.add_argument("--results-dir", default=RESULTS_DIR)
+    ap.add_argument("--mapex", default=os.environ.get("MAPEX", MAPEX))
     args = ap.parse_args()
-    with open(STYLES_FILE) as f:
+    with open(args.styles) as f:
         spec = yaml.safe_load(f)
-    df = load_fixed() if args.no_run else run_fixed(spec)
+    df = (load_fixed(args.results_dir) if args.no_run else
+          run_fixed(spec, os.path.dirname(os.path.abspath(args.styles)), args.results_dir,
+                    args.mapex))
     pd.set_option("display.width", 250)
     df = df.rename(columns={"layer_name": "layer"})
     print(gains(df, "runtime_cycles", "energy_total_macunits").to_string())
