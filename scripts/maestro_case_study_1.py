@@ -441,9 +441,10 @@ def page(fixed, searched, spec, timing, reuse_network="vgg16"):
             "28 nm) are not published. The table above shows the energy gain barely moves with "
             "them: under MAESTRO's model every style reads L1 three times per MAC, and KC-P "
             f"(stationary weights, inputs multicast, partial sums reduced) has the lowest "
-            f"energy on {kcp_frugal} of {len(frugal)} layers, so a per-layer choice has little "
-            "energy to win; the paper's 10% needs styles that beat KC-P's energy on some layers, "
-            "which these public dataflows do not.",
+            f"energy on {kcp_frugal} of {len(frugal)} layers and the other layers' winners save "
+            f"little ({pct(g['en_gain'].mean())} over whole networks); the paper's 10% needs "
+            "styles that beat KC-P's energy by more on some layers, which these public dataflows "
+            "do not. This gap stays open: no run here shows which assumption closes it.",
             "- Averaging: the paper does not say how its 37% is averaged; the readings above span "
             "the range from this one run.", ""]
 
