@@ -271,14 +271,14 @@ TEST(HardwareCost, BuildingBlocksScaleAsTheModelSays) {
   EXPECT_DOUBLE_EQ(small.power_mw, power);
 }
 
-TEST(MaestroCaseStudy, ExperimentExpandsIntoTheCappedDesignSpace) {
-  const Experiment e =
-      load_experiment(std::string(MAPEX_EXPERIMENTS_DIR) + "/maestro/case_study_2.yaml");
-  // 5 x 3 x 3 x 4 = 180 points; the L2 >= PEs x L1 filter keeps 132, and
+void expect_capped_case_study_2(const std::string& file) {
+  const Experiment e = load_experiment(std::string(MAPEX_EXPERIMENTS_DIR) + "/maestro/" + file);
+  // 5 x 3 x 3 x 4 = 180 points; the L2 >= PEs x L1 filter keeps 132, plus
+  // the 5 x 4 points with a 1 TB/s off-chip link (L1 1 KiB, L2 1 MiB);
   // the 16 mm^2 / 450 mW caps drop the 1024-PE points and some 512-PE ones.
-  EXPECT_EQ(e.design_points, 132u);
-  EXPECT_EQ(e.design_points_over_caps + e.architectures.size(), 132u);
-  EXPECT_GT(e.design_points_over_caps, 0u);
+  EXPECT_EQ(e.design_points, 152u) << file;
+  EXPECT_EQ(e.design_points_over_caps + e.architectures.size(), 152u) << file;
+  EXPECT_GT(e.design_points_over_caps, 0u) << file;
   for (const auto& a : e.architectures) {
     EXPECT_LE(a.cost.area_mm2, 16.0) << a.arch.name();
     EXPECT_LE(a.cost.power_mw, 450.0) << a.arch.name();
@@ -286,7 +286,22 @@ TEST(MaestroCaseStudy, ExperimentExpandsIntoTheCappedDesignSpace) {
     EXPECT_EQ(a.arch.name().rfind("maestro_dse[PE_array.shape=", 0), 0u);
   }
   // Two layers x two styles (KC-P, YR-P) per design point.
-  EXPECT_EQ(expand_jobs(e).size(), 4 * e.architectures.size());
+  EXPECT_EQ(expand_jobs(e).size(), 4 * e.architectures.size()) << file;
+}
+
+TEST(MaestroCaseStudy, ExperimentExpandsIntoTheCappedDesignSpace) {
+  expect_capped_case_study_2("case_study_2.yaml");        // tiles searched per point
+  expect_capped_case_study_2("case_study_2_fixed.yaml");  // one mapping per style
+}
+
+TEST(MaestroCaseStudy, CaseStudyOneAndFig4dExpand) {
+  const std::string dir = std::string(MAPEX_EXPERIMENTS_DIR) + "/maestro/";
+  // Case study I: the convolutions of VGG16 (13), ResNet50 (53) and
+  // MobileNetV2 (52) under five styles on one chip.
+  EXPECT_EQ(expand_jobs(load_experiment(dir + "case_study_1.yaml")).size(), 5u * (13 + 53 + 52));
+  // Fig. 4(d): 4 PE counts x multicast x reduction, and 4 NoC x 2 off-chip
+  // bandwidths, each with the fixed and the searched KC-P.
+  EXPECT_EQ(expand_jobs(load_experiment(dir + "fig4d_multicast.yaml")).size(), 2u * (16 + 8));
 }
 
 TEST(Report, GeometricMeansBaselineRatiosAndDesignPoints) {
