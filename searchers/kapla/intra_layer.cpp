@@ -263,10 +263,11 @@ class Solver {
           out.push_back(std::move(m));
           break;
         }
-        // A non-dividing size may be followed by one that divides; any
-        // other rule (capacity, fan-out, parallel dimensions, structure)
-        // only gets worse with a larger size.
-        if (reason->rfind("tiles", 0) != 0) break;
+        // A non-dividing size may be followed by one that divides, and a
+        // factor outside its bounds by one inside (a larger tile lowers the
+        // trip count above it); any other rule (capacity, fan-out, parallel
+        // dimensions, structure) only gets worse with a larger size.
+        if (reason->rfind("tiles", 0) != 0 && reason->rfind("limit", 0) != 0) break;
       }
     }
     return out;

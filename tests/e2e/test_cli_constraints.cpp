@@ -61,6 +61,20 @@ const std::vector<Contradiction> kContradictions = {
      "l2_multiple.yaml:3:", "tile 3 of 'K' on 'L2' is not a multiple of the 2 it holds", "fc"},
     {"utilization.yaml", "min_utilization: 1.5\n",
      "utilization.yaml:1:", "expected a fraction of the PEs in [0, 1]"},
+    // Factor bounds and pinned innermost loops: each entry's own line.
+    {"limit_zero.yaml", "levels:\n  L2: {max_factor: {K: 0}}\n",
+     "limit_zero.yaml:2:", "key 'max_factor': a factor bound is at least 1, got 0 for 'K'"},
+    {"limit_dim.yaml", "levels:\n  L2:\n    max_factor: {Z: 2}\n",
+     "limit_dim.yaml:3:", "key 'max_factor': operator 'conv' has no dimension 'Z'"},
+    {"limit_fixed.yaml", "levels:\n  PEs:\n    fixed: {K: 2}\n    max_factor:\n      K: 1\n",
+     "limit_fixed.yaml:5:7:",
+     "max_factor 1 of 'K' on 'PEs' contradicts its factor 2 (its fixed split)"},
+    {"limit_above.yaml", "levels:\n  L2:\n    max_factor: {K: 2}\n    min_factor: {K: 4}\n",
+     "limit_above.yaml:4:", "min_factor 4 of 'K' on 'L2' is above its max_factor 2"},
+    {"pin_twice.yaml", "levels:\n  DRAM:\n    innermost: [K, C,\n      K]\n",
+     "pin_twice.yaml:4:7:", "key 'innermost': 'K' is pinned twice on 'DRAM'"},
+    {"pin_spatial.yaml", "levels:\n  PEs: {innermost: [K]}\n",
+     "pin_spatial.yaml:2:", "level 'PEs' is spatial and has no loop order"},
 };
 
 TEST(CliConstraints, ContradictionsExitTwoWithFileKeyAndWhy) {
@@ -74,6 +88,59 @@ TEST(CliConstraints, ContradictionsExitTwoWithFileKeyAndWhy) {
       EXPECT_EQ(r.out, "") << command << " " << c.name;
     }
   }
+}
+
+/// A one-layer GEMM workload in the test work directory.
+std::string gemm_workload(const std::string& name, int m, int n, int k) {
+  return constraints_file(name, "network: " + name.substr(0, name.find('.')) +
+                                    "\nlayers:\n  - {name: g, type: gemm, M: " + std::to_string(m) +
+                                    ", N: " + std::to_string(n) + ", K: " + std::to_string(k) +
+                                    ", inputs: []}\n");
+}
+
+nlohmann::json mapspace_json(const std::string& workload, const std::string& constraints) {
+  std::vector<std::string> args{
+      "mapspace", "--workload", workload, "--arch", kData + "/tiny_arch.yaml", "--format", "json"};
+  if (!constraints.empty()) args.insert(args.end(), {"--constraints", constraints});
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+// M = 4 alone on the tiny chip (a flat array of 4, so splits 1, 2, 4):
+// (L1 tile, split, L2 tile) is one of (1,1,1) (1,1,2) (1,1,4) (1,2,2)
+// (1,2,4) (1,4,4) (2,1,2) (2,1,4) (2,2,4) (4,1,4): 10. L2 looping once and
+// DRAM at least twice leaves (1,1,1) (1,2,2) (2,1,2): 3.
+TEST(CliConstraints, FactorLimitsCountExactly) {
+  const std::string w = gemm_workload("gemm_m4.yaml", 4, 1, 1);
+  EXPECT_EQ(mapspace_json(w, "")["size"], "10");
+  const std::string c = constraints_file(
+      "limits_m4.yaml", "levels:\n  L2: {max_factor: {M: 1}}\n  DRAM: {min_factor: {M: 2}}\n");
+  const auto j = mapspace_json(w, c);
+  EXPECT_EQ(j["size"], "3");
+  EXPECT_EQ(j["valid"], "3");
+  bool step = false;
+  for (const auto& s : j["steps"])
+    step = step || (s["rule"] == "factor limits (max_factor, min_factor)" && s["mappings"] == "3");
+  EXPECT_TRUE(step) << j.dump();
+}
+
+// M = N = K = 2 with every tile and split at 1: DRAM's three loops in any
+// order (6); K pinned innermost leaves M and N free outside it (2). The
+// exhaustive searcher evaluates exactly those.
+TEST(CliConstraints, PinnedInnermostLoopsCountAndSearchExactly) {
+  const std::string w = gemm_workload("gemm_222.yaml", 2, 2, 2);
+  const std::string ones = "{fixed: {M: 1, N: 1, K: 1}}";
+  const std::string fixed =
+      "levels:\n  L1: " + ones + "\n  PEs: " + ones + "\n  L2: " + ones + "\n";
+  EXPECT_EQ(mapspace_json(w, constraints_file("ones.yaml", fixed))["size"], "6");
+  const std::string pinned = constraints_file("pin_k.yaml", fixed + "  DRAM: {innermost: [K]}\n");
+  EXPECT_EQ(mapspace_json(w, pinned)["valid"], "2");
+  const auto r = run_cli({"search", "--workload", w, "--arch", kData + "/tiny_arch.yaml",
+                          "--searcher", "exhaustive", "--constraints", pinned, "--format", "json"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluations"], 2) << r.out;
 }
 
 TEST(CliConstraints, EdgeTilesMakeANonDividingTileConsistent) {
