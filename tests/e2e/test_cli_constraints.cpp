@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -141,6 +143,39 @@ TEST(CliConstraints, PinnedInnermostLoopsCountAndSearchExactly) {
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["evaluations"], 2) << r.out;
+}
+
+// Searchers that walk the mapspace and kapla, which builds its own
+// mappings, return a best mapping within DRAM's bounds and pins: K loops
+// at least twice at DRAM (the L2 tile of K at most 4 of 8), and DRAM's
+// loops of more than one trip end with those of K, C that run there.
+TEST(CliConstraints, SearchersReturnMappingsWithinBoundsAndPins) {
+  const std::string c = constraints_file(
+      "dram_bounds.yaml", "levels:\n  DRAM: {min_factor: {K: 2}, innermost: [K, C]}\n");
+  const std::map<std::string, int> bounds{{"N", 1}, {"K", 8}, {"C", 4}, {"P", 4},
+                                          {"Q", 4}, {"R", 3}, {"S", 3}};
+  for (const std::string searcher : {"exhaustive", "random", "kapla"}) {
+    auto args = tiny("mapspace", "conv",
+                     {"--constraints", c, "--searcher", searcher, "--costmodel", "mdc",
+                      "--max-evaluations", "3000", "--format", "json"});
+    args[0] = "search";
+    const auto r = run_cli(args);
+    ASSERT_EQ(r.status, 0) << searcher << "\n" << r.out << r.err;
+    const auto m = nlohmann::json::parse(r.out)["mapping"];
+    EXPECT_LE(m["L2"]["tile"]["K"].get<int>(), 4) << searcher << " " << m.dump();
+    std::vector<std::string> loops, pinned;
+    for (const auto& d : m["DRAM"]["order"]) {
+      const std::string name = d.get<std::string>();
+      if (bounds.at(name) / m["L2"]["tile"][name].get<int>() > 1) loops.push_back(name);
+    }
+    for (const std::string name : {"K", "C"})
+      if (std::count(loops.begin(), loops.end(), name)) pinned.push_back(name);
+    ASSERT_GE(loops.size(), pinned.size());
+    EXPECT_EQ(std::vector<std::string>(loops.end() - static_cast<std::ptrdiff_t>(pinned.size()),
+                                       loops.end()),
+              pinned)
+        << searcher << " " << m.dump();
+  }
 }
 
 TEST(CliConstraints, EdgeTilesMakeANonDividingTileConsistent) {
