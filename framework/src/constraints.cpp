@@ -471,7 +471,8 @@ void check_factor_limits(const Operator& op, const Architecture& arch,
             lo_at, "min_factor",
             "min_factor " + std::to_string(lo) + on + " is above the largest " +
                 (l.kind == LevelKind::kSpatial ? "split" : "trip count") + " " +
-                std::to_string(reach) + " (bound " + std::to_string(bound) +
+                std::to_string(reach) + " (bound " + std::to_string(bound) + " in '" + op.name() +
+                "'" +
                 (l.kind == LevelKind::kSpatial ? ", fan-out " + std::to_string(l.fanout())
                                                : std::string()) +
                 ")");

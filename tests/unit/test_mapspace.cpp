@@ -1017,7 +1017,7 @@ TEST(Constraints, FactorLimitAndPinContradictionsAreInputErrors) {
                "min_factor 4 of 'M' on 'L2' is above its "
                "max_factor 2");
   expect_error(one(limit("PEs", "min", "M", 5)), op, arch, "min_factor",
-               "above the largest split 4 (bound 4, fan-out 4)");
+               "above the largest split 4 (bound 4 in 'g', fan-out 4)");
   expect_error(one(limit("DRAM", "min", "M", 5)), op, arch, "min_factor",
                "above the largest trip count 4");
   auto split = limit("PEs", "max", "M", 1);
