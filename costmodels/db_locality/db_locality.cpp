@@ -25,6 +25,8 @@ class BoundDb final : public mapex::BoundCostModel {
         model_(op, block_bytes > 0 ? block_bytes : dram_level().block_bytes, arch.word_bytes()),
         best_layouts_(best_layouts),
         check_capacity_(check_capacity) {
+    // The block counts (Marvel §5.1) are of words of one size.
+    mapex::require_uniform_word_bits(op, arch, "cost model 'db_locality'");
     if (outer_ < 0 ||
         arch.levels()[static_cast<std::size_t>(outer_)].kind != mapex::LevelKind::kBuffer)
       throw mapex::InputError("architecture '" + arch.name() +

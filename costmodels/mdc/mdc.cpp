@@ -27,6 +27,8 @@ class BoundMdc final : public mapex::BoundCostModel {
       if (kind == mapex::LevelKind::kBuffer) buffers.push_back(i);
       if (kind == mapex::LevelKind::kDram) dram_ = i;
     }
+    // MAESTRO counts every tensor in words of one size (its precision).
+    mapex::require_uniform_word_bits(op, arch, "cost model 'mdc' (MAESTRO's analysis)");
     // MAESTRO has one off-chip bandwidth and none per buffer port.
     if (const int p = arch.first_split_ports(); p >= 0)
       throw mapex::InputError(mapex::SourceLocation{}, "read_bandwidth_gbps",

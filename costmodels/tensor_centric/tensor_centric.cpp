@@ -150,6 +150,9 @@ class TensorCentric final : public mapex::CostModel {
                               "bandwidths (level '" +
                                   arch.levels()[static_cast<std::size_t>(i)].name +
                                   "' of architecture '" + arch.name() + "')");
+    // Both models count buffers and traffic in words of one size.
+    mapex::require_uniform_word_bits(op, arch,
+                                     "cost model 'tensor_centric' (model=" + model_ + ")");
     if (model_ == "kapla") return std::make_unique<BoundDirectives>(op, arch);
     mapex::ndf::Problem problem;
     if (auto err = mapex::ndf::make_problem(op, arch, bypass_, ifmap_layout_, forwarding_, problem))

@@ -30,24 +30,26 @@ double required_bytes(const Operator& op, const Architecture& arch, int level,
                       const std::vector<std::int64_t>& span) {
   const Level& l = arch.levels()[static_cast<size_t>(level)];
   const boost::container::small_vector<double, 16> extent(span.begin(), span.end());
-  double words = 0;
+  double bytes = 0;
   for (const auto& t : op.tensors())
-    words += t.footprint(std::span<const double>(extent.data(), extent.size()));
-  return words * arch.word_bytes() * (l.double_buffered ? 2.0 : 1.0);
+    bytes +=
+        t.footprint(std::span<const double>(extent.data(), extent.size())) * arch.word_bytes_of(t);
+  return bytes * (l.double_buffered ? 2.0 : 1.0);
 }
 
 double kept_bytes(const Operator& op, const Architecture& arch, const Mapping& mapping, int level,
                   const std::vector<std::int64_t>& span, const Partition* partition) {
   const Level& l = arch.levels()[static_cast<size_t>(level)];
   const boost::container::small_vector<double, 16> extent(span.begin(), span.end());
-  double words = 0;
+  double bytes = 0;
   for (size_t t = 0; t < op.tensors().size(); ++t) {
     const Tensor& tensor = op.tensors()[t];
     if (!mapping.keeps(op, arch, level, static_cast<int>(t))) continue;
     if (partition && l.partition_of(tensor.name) != partition) continue;
-    words += tensor.footprint(std::span<const double>(extent.data(), extent.size()));
+    bytes += tensor.footprint(std::span<const double>(extent.data(), extent.size())) *
+             arch.word_bytes_of(tensor);
   }
-  return words * arch.word_bytes() * (l.double_buffered ? 2.0 : 1.0);
+  return bytes * (l.double_buffered ? 2.0 : 1.0);
 }
 
 std::optional<std::string> level_capacity_error(const Operator& op, const Architecture& arch,
@@ -374,7 +376,8 @@ LevelCost account_level(const Operator& op, const Architecture& arch, const Nest
   const auto iu = static_cast<size_t>(level);
   const Level& l = arch.levels()[iu];
   LevelCost cost;
-  double words = 0, read_words = 0, write_words = 0;
+  // Bytes, not words: tensors may have their own word widths (WordWidths).
+  double bytes = 0, read_bytes = 0, write_bytes = 0;
   for (size_t t = 0; t < nt; ++t) {
     double reads = 0, writes = 0;
     if (l.kind == LevelKind::kSpatial) {
@@ -397,30 +400,28 @@ LevelCost account_level(const Operator& op, const Architecture& arch, const Nest
       const std::string& name = op.tensors()[t].name;
       cost.energy_pj += reads * l.read_energy_of(name) + writes * l.write_energy_of(name);
     }
-    words += reads + writes;
-    read_words += reads;
-    write_words += writes;
+    const double width = arch.word_bytes_of(op.tensors()[t]);
+    bytes += (reads + writes) * width;
+    read_bytes += reads * width;
+    write_bytes += writes * width;
     on_access(t, reads, writes);
   }
-  const double word = arch.word_bytes();
   const double instances = static_cast<double>(arch.instances(level));
-  // Cycles `w` words need through a port of `gbps` shared by the instances.
-  auto cycles = [&](double w, double gbps) {
-    return w * word / (arch.bytes_per_cycle(gbps) * instances);
-  };
+  // Cycles `b` bytes need through a port of `gbps` shared by the instances.
+  auto cycles = [&](double b, double gbps) { return b / (arch.bytes_per_cycle(gbps) * instances); };
   if (l.kind == LevelKind::kSpatial) {
     // A network without a bandwidth (0) never bounds the latency.
-    if (l.noc.bandwidth_gbps > 0) cost.transfer_cycles = cycles(words, l.noc.bandwidth_gbps);
+    if (l.noc.bandwidth_gbps > 0) cost.transfer_cycles = cycles(bytes, l.noc.bandwidth_gbps);
     return cost;
   }
-  if (l.bandwidth_gbps) cost.transfer_cycles = cycles(words, *l.bandwidth_gbps);
+  if (l.bandwidth_gbps) cost.transfer_cycles = cycles(bytes, *l.bandwidth_gbps);
   // Separate read and write ports (Timeloop): each limits its own traffic.
   if (l.read_bandwidth_gbps)
     cost.transfer_cycles =
-        std::max(cost.transfer_cycles, cycles(read_words, *l.read_bandwidth_gbps));
+        std::max(cost.transfer_cycles, cycles(read_bytes, *l.read_bandwidth_gbps));
   if (l.write_bandwidth_gbps)
     cost.transfer_cycles =
-        std::max(cost.transfer_cycles, cycles(write_words, *l.write_bandwidth_gbps));
+        std::max(cost.transfer_cycles, cycles(write_bytes, *l.write_bandwidth_gbps));
   return cost;
 }
 
@@ -476,28 +477,26 @@ RooflinePeak roofline_peak(const Operator& op, const Architecture& arch) {
       static_cast<double>(op.macs()) / (static_cast<double>(arch.num_pes()) * arch.macs_per_pe());
   peak.cycles = peak.compute_cycles;
   peak.bound_by = "compute";
-  double words = 0, input_words = 0;
+  double bytes = 0, input_bytes = 0;
   for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
-    words += op.tensor_size(t);
-    if (op.tensors()[static_cast<size_t>(t)].role == TensorRole::kInput)
-      input_words += op.tensor_size(t);
+    const Tensor& tensor = op.tensors()[static_cast<size_t>(t)];
+    const double size = static_cast<double>(op.tensor_size(t)) * arch.word_bytes_of(tensor);
+    bytes += size;
+    if (tensor.role == TensorRole::kInput) input_bytes += size;
   }
-  const double word = arch.word_bytes();
   for (int i = 0; i < arch.num_levels(); ++i) {
     const Level& l = arch.levels()[static_cast<size_t>(i)];
     const auto instances = static_cast<double>(arch.instances(i));
-    auto at = [&](double w, double gbps) {
-      return w * word / (arch.bytes_per_cycle(gbps) * instances);
-    };
+    auto at = [&](double b, double gbps) { return b / (arch.bytes_per_cycle(gbps) * instances); };
     double cycles = 0;
     if (l.kind == LevelKind::kSpatial) {
-      if (l.noc.bandwidth_gbps > 0) cycles = at(words, l.noc.bandwidth_gbps);
+      if (l.noc.bandwidth_gbps > 0) cycles = at(bytes, l.noc.bandwidth_gbps);
     } else {
       // Inputs cross once as reads, outputs once as writes.
-      if (l.bandwidth_gbps) cycles = at(words, *l.bandwidth_gbps);
-      if (l.read_bandwidth_gbps) cycles = std::max(cycles, at(input_words, *l.read_bandwidth_gbps));
+      if (l.bandwidth_gbps) cycles = at(bytes, *l.bandwidth_gbps);
+      if (l.read_bandwidth_gbps) cycles = std::max(cycles, at(input_bytes, *l.read_bandwidth_gbps));
       if (l.write_bandwidth_gbps)
-        cycles = std::max(cycles, at(words - input_words, *l.write_bandwidth_gbps));
+        cycles = std::max(cycles, at(bytes - input_bytes, *l.write_bandwidth_gbps));
     }
     if (cycles > peak.cycles) {
       peak.cycles = cycles;

@@ -1,6 +1,7 @@
 #include <cmath>
 #include <cstring>
 #include <mapex/architecture.hpp>
+#include <mapex/operator.hpp>
 #include <set>
 
 #include "yaml_reader.hpp"
@@ -107,6 +108,38 @@ void mix_partitions(std::uint64_t& h, const std::vector<Partition>& partitions) 
 
 }  // namespace
 
+int Architecture::word_bits_of(const Tensor& t) const {
+  if (auto it = widths_.by_tensor.find(t.name); it != widths_.by_tensor.end()) return it->second;
+  if (t.role == TensorRole::kOutput && widths_.output_bits > 0) return widths_.output_bits;
+  return word_bits_;
+}
+
+std::string Architecture::first_wide_tensor(const Operator& op) const {
+  for (const auto& t : op.tensors())
+    if (word_bits_of(t) != word_bits_) return t.name;
+  return "";
+}
+
+bool Architecture::uniform_word_bits(const Operator& op) const {
+  return first_wide_tensor(op).empty();
+}
+
+void require_uniform_word_bits(const Operator& op, const Architecture& arch,
+                               const std::string& who) {
+  const std::string tensor = arch.first_wide_tensor(op);
+  if (tensor.empty()) return;
+  const bool named = arch.word_widths().by_tensor.count(tensor) > 0;
+  int bits = arch.word_bits();
+  for (const auto& t : op.tensors())
+    if (t.name == tensor) bits = arch.word_bits_of(t);
+  throw InputError(SourceLocation{}, named ? "tensor_word_bits" : "output_word_bits",
+                   who + " has one word size for every tensor; architecture '" + arch.name() +
+                       "' gives tensor '" + tensor + "' of '" + op.name() + "' " +
+                       std::to_string(bits) + "-bit words beside " +
+                       std::to_string(arch.word_bits()) +
+                       "-bit ones (use roofline, or one word_bits)");
+}
+
 int Architecture::first_split_ports() const {
   for (int i = 0; i < num_levels(); ++i)
     if (levels_[static_cast<size_t>(i)].split_ports()) return i;
@@ -118,6 +151,15 @@ std::uint64_t Architecture::content_hash() const {
   mix(h, name_);
   mix_value(h, clock_mhz_);
   mix_value(h, word_bits_);
+  // Mixed only when set, so chips without per-tensor widths keep their ids.
+  if (!widths_.empty()) {
+    mix(h, "word_widths");
+    mix_value(h, widths_.output_bits);
+    for (const auto& [tensor, bits] : widths_.by_tensor) {
+      mix(h, tensor);
+      mix_value(h, bits);
+    }
+  }
   mix_value(h, mac_energy_pj_);
   mix_value(h, macs_per_pe_);
   for (const auto& l : levels_) {
@@ -181,11 +223,18 @@ std::optional<std::string> partitions_error(const Level& l) {
 }  // namespace
 
 Architecture Architecture::make(std::string name, double clock_mhz, int word_bits,
-                                double mac_energy_pj, int macs_per_pe, std::vector<Level> levels) {
+                                double mac_energy_pj, int macs_per_pe, std::vector<Level> levels,
+                                WordWidths widths) {
   const std::string where = "architecture '" + name + "'";
   if (!(clock_mhz > 0)) throw InputError(where + ": clock_mhz must be positive");
   if (word_bits <= 0 || word_bits % 8 != 0)
     throw InputError(where + ": word_bits must be a positive multiple of 8");
+  if (widths.output_bits < 0 || widths.output_bits % 8 != 0)
+    throw InputError(where + ": output_word_bits must be a positive multiple of 8");
+  for (const auto& [tensor, bits] : widths.by_tensor)
+    if (bits <= 0 || bits % 8 != 0)
+      throw InputError(where + ": tensor_word_bits of '" + tensor +
+                       "' must be a positive multiple of 8");
   if (macs_per_pe <= 0) throw InputError(where + ": mac.per_pe must be positive");
   if (levels.empty()) throw InputError(where + ": needs levels");
   std::set<std::string> names;
@@ -223,6 +272,7 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
   a.name_ = std::move(name);
   a.clock_mhz_ = clock_mhz;
   a.word_bits_ = word_bits;
+  a.widths_ = std::move(widths);
   a.mac_energy_pj_ = mac_energy_pj;
   a.macs_per_pe_ = macs_per_pe;
   a.levels_ = std::move(levels);
@@ -326,6 +376,32 @@ void parse_buffer_size(const std::string& origin, yaml::Map& m, Level& l) {
   l.size_bytes = total;
 }
 
+/// One width in bits: a positive multiple of 8 (a word is a whole number of
+/// bytes everywhere sizes and bandwidths are counted).
+int word_width(const std::string& origin, const YAML::Node& node, const std::string& key) {
+  const std::int64_t bits = yaml::as_positive_int(origin, node, key);
+  if (bits % 8 != 0 || bits > 1024)
+    yaml::fail(origin, node, key, "expected a multiple of 8 (8, 16, 32, ...)");
+  return static_cast<int>(bits);
+}
+
+/// `output_word_bits` and `tensor_word_bits: {Name: bits}` (WordWidths).
+WordWidths parse_word_widths(const std::string& origin, yaml::Map& top) {
+  WordWidths widths;
+  if (auto node = top.optional("output_word_bits"))
+    widths.output_bits = word_width(origin, *node, "output_word_bits");
+  if (auto node = top.optional("tensor_word_bits")) {
+    if (!node->IsMap())
+      yaml::fail(origin, *node, "tensor_word_bits",
+                 "expected a map from tensor name to bits, e.g. {Output: 32}");
+    for (const auto& entry : *node) {
+      const std::string tensor = yaml::as_string(origin, entry.first, "tensor_word_bits");
+      widths.by_tensor[tensor] = word_width(origin, entry.second, "tensor_word_bits");
+    }
+  }
+  return widths;
+}
+
 }  // namespace
 
 Architecture Architecture::load(const std::string& path) {
@@ -341,6 +417,7 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
   const std::int64_t bits = yaml::as_positive_int(origin, bits_node, "word_bits");
   if (bits % 8 != 0 || bits > 1024)
     yaml::fail(origin, bits_node, "word_bits", "expected a multiple of 8 (8, 16, 32, ...)");
+  const WordWidths widths = parse_word_widths(origin, top);
   double mac_energy = 1;
   std::int64_t per_pe = 1;
   if (auto mac = top.optional("mac")) {
@@ -430,7 +507,7 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
   }
   try {
     return make(name, clock, static_cast<int>(bits), mac_energy, static_cast<int>(per_pe),
-                std::move(levels));
+                std::move(levels), widths);
   } catch (const InputError& e) {
     yaml::fail(origin, levels_node, "levels", e.what());
   }

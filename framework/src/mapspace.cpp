@@ -154,6 +154,9 @@ struct Mapspace::Impl {
   /// per partition: capacity in words (halved when double-buffered).
   std::vector<std::vector<int>> partition_index;
   std::vector<std::vector<double>> partition_words;
+  /// Per tensor: its word size in default words (1 unless the architecture
+  /// gives it its own width), so footprints add up in capacity words.
+  std::vector<double> tensor_width;
   /// The main table's total times the keep combinations: size().
   mutable BigInt total_all = 0;
 
@@ -203,6 +206,7 @@ struct Mapspace::Impl {
     build_order_slots();
     for (DimId d = 0; d < n; ++d) chains.push_back(build_chains(d));
     for (const auto& t : op.tensors()) {
+      tensor_width.push_back(arch.word_bytes_of(t) / arch.word_bytes());
       auto& subs = subscripts.emplace_back();
       for (const auto& e : t.subscripts) {
         auto& terms = subs.emplace_back();
@@ -832,6 +836,7 @@ struct Mapspace::Impl {
           for (const auto& [d, coeff] : terms) extent += coeff * (span[static_cast<size_t>(d)] - 1);
           size *= static_cast<double>(extent);
         }
+        size *= tensor_width[t];
         words += size;
         if (index[t] >= 0) part[static_cast<size_t>(index[t])] += size;
       }

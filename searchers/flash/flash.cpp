@@ -54,6 +54,8 @@ class FlashSearch final : public mapex::Searcher {
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
     const fl::Problem problem = fl::problem_from(ctx.op());  // non-GEMM: InputError
     const fl::Chip chip = fl::chip_from(ctx.arch());
+    // Eq. 3-4's capacity bounds count every matrix in words of one size.
+    mapex::require_uniform_word_bits(ctx.op(), ctx.arch(), "searcher 'flash' (FLASH §4.2)");
     std::vector<fl::Style> styles;
     if (style_ == "all")
       styles.assign(fl::kAllStyles.begin(), fl::kAllStyles.end());

@@ -264,7 +264,7 @@ mapex::Architecture region_architecture(const mapex::Architecture& arch, const C
   return mapex::Architecture::make(
       arch.name() + "[" + std::to_string(region.rows) + "x" + std::to_string(region.cols) + "]",
       arch.clock_mhz(), arch.word_bits(), arch.mac_energy_pj(), arch.macs_per_pe(),
-      std::move(levels));
+      std::move(levels), arch.word_widths());
 }
 
 std::vector<LayerFacts> layer_facts(const mapex::Network& net) {
@@ -845,6 +845,9 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
     throw mapex::InputError("the allocation probability must be in (0, 1]");
   if (net.layers().empty()) throw mapex::InputError("network '" + net.name() + "' has no layers");
 
+  // The segment estimates (§V) count buffers and DRAM traffic in words of one size.
+  for (const auto& layer : net.layers())
+    mapex::require_uniform_word_bits(layer.op, arch, "the inter-layer scheduler (KAPLA §V)");
   const Chip chip = describe_chip(arch);
   std::vector<LayerFacts> facts = layer_facts(net);
   const int num_layers = static_cast<int>(facts.size());

@@ -143,6 +143,8 @@ class Marvel final : public mapex::Searcher {
     const auto& op = ctx.op();
     const auto& arch = ctx.arch();
     require_conformable(op);
+    // The DB model (§5.1) counts blocks of words of one size.
+    mapex::require_uniform_word_bits(op, arch, "searcher 'marvel' (Marvel §5.1)");
     const int dram = arch.num_levels() - 1;
     const int outer = ctx.mapspace().outer_buffer();
     if (outer < 0)

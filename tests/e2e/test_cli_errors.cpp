@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -436,6 +437,45 @@ TEST_F(BadInput, ReadWritePortsRefusedByModelsWithOneBandwidth) {
   EXPECT_NE(err.find("separate read and write bandwidths (level 'DRAM'"), std::string::npos) << err;
   args.back() = "roofline";
   EXPECT_EQ(run_cli(args).status, 0);
+}
+
+// Per-tensor word widths: roofline counts them; mdc refuses the chip at
+// the width key's place in the architecture file, and FLASH's searcher,
+// whose capacity bounds count words of one size, refuses the job.
+TEST_F(BadInput, WordWidthsRefusedAtTheKeyByModelsWithOneWordSize) {
+  const std::string exp = MAPEX_EXPERIMENTS_DIR;
+  std::ifstream in(exp + "/architectures/flash_edge.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string arch = text.str();
+  const auto at = arch.find("word_bits:");
+  ASSERT_NE(at, std::string::npos);
+  arch.insert(arch.find('\n', at) + 1, "output_word_bits: 16\n");
+  const int line =
+      static_cast<int>(std::count(arch.begin(), arch.begin() + static_cast<long>(at), '\n')) + 2;
+  const std::string path = write("wide.yaml", arch);
+  std::vector<std::string> args{"evaluate",   "--workload", exp + "/workloads/flash_table3.yaml",
+                                "--layer",    "VI",         "--arch",
+                                path,         "--mapping",  exp + "/flash/table5_vi_maeri_mnk.yaml",
+                                "--costmodel"};
+  args.push_back("mdc");
+  const std::string err = expect_bad(args);
+  EXPECT_NE(err.find(path + ":" + std::to_string(line) + ":1"), std::string::npos) << err;
+  EXPECT_NE(err.find("output_word_bits"), std::string::npos) << err;
+  EXPECT_NE(err.find("tensor 'C' of 'VI' 16-bit words"), std::string::npos) << err;
+  // Roofline counts the widths: S2's tiles (A 64 x 64, B 64 x 256 at 1 B,
+  // C 64 x 256 at 2 B, double-buffered) need 2 x 53,248 B of its 102,400 B
+  // (2 x 36,864 B at 8 bits, which fit).
+  args.back() = "roofline";
+  const auto roofline = run_cli(args);
+  EXPECT_EQ(roofline.status, 1);
+  EXPECT_NE(roofline.out.find("S2: tiles need 106496 B (double-buffered), capacity 102400 B"),
+            std::string::npos)
+      << roofline.out;
+  const std::string searched =
+      expect_bad({"search", "--workload", exp + "/workloads/flash_table3.yaml", "--layer", "VI",
+                  "--arch", path, "--searcher", "flash"});
+  EXPECT_NE(searched.find("searcher 'flash'"), std::string::npos) << searched;
 }
 
 }  // namespace

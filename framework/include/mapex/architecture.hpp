@@ -7,6 +7,7 @@
 /// node array / DRAM is KAPLA's multi-node chip.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -107,12 +108,38 @@ struct Level {
   bool holds_data() const { return kind != LevelKind::kSpatial; }
 };
 
+struct Tensor;
+class Operator;
+
+/// Word widths that differ per tensor (Timeloop users' 16- or 32-bit
+/// partial sums beside 8-bit operands; NVDLA's and the TPU's wide
+/// accumulators). A tensor is stored and moved in words of
+/// `by_tensor[name]` bits when named there, else of `output_bits` when it is
+/// the output and that is set, else of the architecture's `word_bits`.
+/// Energies stay per word access of the tensor: give a wider tensor its own
+/// partition (or level) for its own per-word energy. Empty: one width for
+/// every tensor (the meaning before per-tensor widths).
+struct WordWidths {
+  int output_bits = 0;  ///< 0: the output uses word_bits too
+  std::map<std::string, int> by_tensor;
+  bool empty() const { return output_bits == 0 && by_tensor.empty(); }
+};
+
 class Architecture {
  public:
   const std::string& name() const { return name_; }
   double clock_mhz() const { return clock_mhz_; }
   int word_bits() const { return word_bits_; }
   double word_bytes() const { return word_bits_ / 8.0; }
+  const WordWidths& word_widths() const { return widths_; }
+  /// Bits of one word of tensor `t` (WordWidths).
+  int word_bits_of(const Tensor& t) const;
+  double word_bytes_of(const Tensor& t) const { return word_bits_of(t) / 8.0; }
+  /// True when every tensor of `op` has `word_bits()`: what models with one
+  /// word size (MAESTRO's, nn_dataflow's) need to refuse the rest.
+  bool uniform_word_bits(const Operator& op) const;
+  /// The first tensor of `op` whose width differs from word_bits, or "".
+  std::string first_wide_tensor(const Operator& op) const;
   double mac_energy_pj() const { return mac_energy_pj_; }
   int macs_per_pe() const { return macs_per_pe_; }
   const std::vector<Level>& levels() const { return levels_; }
@@ -133,9 +160,10 @@ class Architecture {
   /// Builds and validates: exactly one DRAM level and it is last; at least
   /// one buffer; unique names; positive sizes, shapes and bandwidths;
   /// partitions only on buffers, with unique names, positive sizes adding
-  /// up to the level's size and no tensor in two partitions.
+  /// up to the level's size and no tensor in two partitions; widths that
+  /// are positive multiples of 8.
   static Architecture make(std::string name, double clock_mhz, int word_bits, double mac_energy_pj,
-                           int macs_per_pe, std::vector<Level> levels);
+                           int macs_per_pe, std::vector<Level> levels, WordWidths widths = {});
   /// Loads an architecture file (README, "Architecture files").
   static Architecture load(const std::string& path);
   static Architecture parse(const std::string& yaml_text, const std::string& origin);
@@ -144,9 +172,18 @@ class Architecture {
   std::string name_;
   double clock_mhz_ = 1000;
   int word_bits_ = 8;
+  WordWidths widths_;
   double mac_energy_pj_ = 1;
   int macs_per_pe_ = 1;
   std::vector<Level> levels_;
 };
+
+/// For models and searchers with one word size for every tensor (MAESTRO's
+/// analysis, nn_dataflow's and KAPLA's models, FLASH's and Marvel's
+/// algebra): throws InputError at the width key when a tensor of `op` has
+/// its own width, naming `who` and the tensor, so the width is refused, not
+/// ignored.
+void require_uniform_word_bits(const Operator& op, const Architecture& arch,
+                               const std::string& who);
 
 }  // namespace mapex

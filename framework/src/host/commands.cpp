@@ -7,6 +7,7 @@
 #include <boost/program_options.hpp>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <mapex/analysis.hpp>
@@ -143,6 +144,47 @@ SourceLocation key_location(const std::string& path, const std::string& level,
     // Not YAML (directives): the file alone.
   }
   return at;
+}
+
+/// Where `key` first appears in the YAML file at `path`, at any depth (the
+/// architecture key a model refuses at bind time); the file alone when it
+/// does not.
+SourceLocation first_key_location(const std::string& path, const std::string& key) {
+  SourceLocation at{path, 0, 0};
+  std::function<bool(const YAML::Node&)> find = [&](const YAML::Node& node) {
+    if (node.IsMap()) {
+      for (const auto& item : node) {
+        if (item.first.IsScalar() && item.first.Scalar() == key) {
+          at = SourceLocation{path, item.first.Mark().line + 1, item.first.Mark().column + 1};
+          return true;
+        }
+        if (find(item.second)) return true;
+      }
+    } else if (node.IsSequence()) {
+      for (const auto& item : node)
+        if (find(item)) return true;
+    }
+    return false;
+  };
+  try {
+    find(YAML::LoadFile(path));
+  } catch (const YAML::Exception&) {
+    // Unreadable here: the file alone.
+  }
+  return at;
+}
+
+/// Binds a model to the layer and chip; a refusal of an architecture key
+/// (which a model reports without a place) is located in `arch_path`.
+std::unique_ptr<BoundCostModel> bind_located(const CostModel& model, const Operator& op,
+                                             const Architecture& arch,
+                                             const std::string& arch_path) {
+  try {
+    return model.bind(op, arch);
+  } catch (const InputError& e) {
+    if (!e.where().file.empty() || e.key().empty()) throw;
+    throw InputError(first_key_location(arch_path, e.key()), e.key(), e.problem());
+  }
 }
 
 void require_file(const std::string& path, const char* what) {
@@ -330,7 +372,7 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
                                                   : load_directives(directives_path, net, op, arch);
   const PluginRegistry registry = load_plugins();
   const auto model = registry.make_costmodel(costmodel, parse_params(params));
-  const auto bound = model->bind(op, arch);
+  const auto bound = bind_located(*model, op, arch, arch_path);
   if (auto refused = bound->unsupported(mapping))
     throw InputError(key_location(mapping_path.empty() ? directives_path : mapping_path,
                                   refused->level, refused->key),

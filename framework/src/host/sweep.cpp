@@ -395,7 +395,8 @@ bool needs(LevelKind kind, const std::string& field) {
 std::string architecture_keys_help(const Architecture& arch) {
   std::string levels;
   for (const auto& l : arch.levels()) levels += (levels.empty() ? "" : ", ") + l.name;
-  return "clock_mhz, word_bits, mac.energy_pj, mac.per_pe, or <level>.<field> with a level of " +
+  return "clock_mhz, word_bits, output_word_bits, mac.energy_pj, mac.per_pe, or <level>.<field> "
+         "with a level of " +
          levels + " and a field of " + kLevelKeys;
 }
 
@@ -403,6 +404,7 @@ Architecture apply_architecture(const Architecture& base, const std::vector<Assi
                                 const std::string& name) {
   double clock = base.clock_mhz();
   std::int64_t word_bits = base.word_bits();
+  WordWidths widths = base.word_widths();
   double mac_energy = base.mac_energy_pj();
   std::int64_t per_pe = base.macs_per_pe();
   std::vector<Level> levels = base.levels();
@@ -421,6 +423,11 @@ Architecture apply_architecture(const Architecture& base, const std::vector<Assi
       clock = positive();
     } else if (a.key == "word_bits") {
       word_bits = positive_int();
+    } else if (a.key == "output_word_bits") {
+      const std::int64_t bits = positive_int();
+      if (bits % 8 != 0 || bits > 1024)
+        throw InputError(a.where, a.key, "expected a multiple of 8 (8, 16, 32, ...)");
+      widths.output_bits = static_cast<int>(bits);
     } else if (a.key == "mac.energy_pj") {
       mac_energy = non_negative();
     } else if (a.key == "mac.per_pe") {
@@ -482,7 +489,7 @@ Architecture apply_architecture(const Architecture& base, const std::vector<Assi
     throw InputError(points.front().where, "word_bits", "expected a multiple of 8");
   try {
     return Architecture::make(name, clock, static_cast<int>(word_bits), mac_energy,
-                              static_cast<int>(per_pe), std::move(levels));
+                              static_cast<int>(per_pe), std::move(levels), std::move(widths));
   } catch (const InputError& e) {
     throw InputError(points.empty() ? SourceLocation{} : points.front().where, "sweep",
                      "design point '" + name + "' is not a valid architecture: " + e.what());
@@ -493,6 +500,8 @@ std::optional<double> architecture_value(const Architecture& arch, const std::st
   if (key == "num_pes") return static_cast<double>(arch.num_pes());
   if (key == "clock_mhz") return arch.clock_mhz();
   if (key == "word_bits") return arch.word_bits();
+  if (key == "output_word_bits")
+    return arch.word_widths().output_bits > 0 ? arch.word_widths().output_bits : arch.word_bits();
   if (key == "mac.energy_pj") return arch.mac_energy_pj();
   if (key == "mac.per_pe") return arch.macs_per_pe();
   std::string field;

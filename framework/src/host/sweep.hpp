@@ -72,7 +72,7 @@ Sweep read_sweep(const std::string& file, const YAML::Node& node);
 /// "base[k1=v1,k2=v2]" (just "base" without assignments).
 std::string variant_name(const std::string& base, const std::vector<Assignment>& assignments);
 
-/// Applies assignments to an architecture. Keys: clock_mhz, word_bits,
+/// Applies assignments to an architecture. Keys: clock_mhz, word_bits, output_word_bits,
 /// mac.energy_pj, mac.per_pe, and per level `<level>.size_bytes`,
 /// `.double_buffered`, `.read_energy_pj`, `.write_energy_pj`,
 /// `.bandwidth_gbps`, `.block_bytes`, `.shape` (16, [16, 16] or "16x16"),
