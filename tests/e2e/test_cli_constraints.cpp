@@ -178,6 +178,39 @@ TEST(CliConstraints, SearchersReturnMappingsWithinBoundsAndPins) {
   }
 }
 
+// flash builds FLASH's candidates itself, outside the mapspace: the
+// framework's check of every evaluation keeps its result within the
+// bounds. On layer VI (M = 512) its best MAERI mapping holds M = 128 in S2
+// (4 trips at DRAM); with DRAM looping over M at most twice it holds 256.
+TEST(CliConstraints, FlashCandidatesOutsideTheBoundsAreNotReturned) {
+  const std::string exp = MAPEX_EXPERIMENTS_DIR;
+  auto s2_m_tile = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"search",
+                                  "--workload",
+                                  exp + "/workloads/flash_table3.yaml",
+                                  "--layer",
+                                  "VI",
+                                  "--arch",
+                                  exp + "/architectures/flash_edge.yaml",
+                                  "--searcher",
+                                  "flash",
+                                  "--param",
+                                  "style=maeri",
+                                  "--costmodel",
+                                  "mdc",
+                                  "--format",
+                                  "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    return nlohmann::json::parse(r.out)["mapping"]["S2"]["tile"]["M"].get<int>();
+  };
+  EXPECT_EQ(s2_m_tile({}), 128);
+  const std::string c =
+      constraints_file("flash_dram_m.yaml", "levels:\n  DRAM: {max_factor: {M: 2}}\n");
+  EXPECT_GE(s2_m_tile({"--constraints", c}), 256);
+}
+
 TEST(CliConstraints, EdgeTilesMakeANonDividingTileConsistent) {
   // The same fixed tile is fine once edge tiles are allowed.
   const std::string path = constraints_file("tile_divides_edge.yaml", kContradictions[3].yaml);
