@@ -60,6 +60,7 @@ class BoundMdc final : public mapex::BoundCostModel {
     // Spatial levels that disagree on multicast or reduction cannot be one
     // MAESTRO network: refuse the chip now rather than every mapping later.
     (void)mapex::mdc::hardware_from(arch);
+    refuse_hop_energy(arch);
   }
 
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
@@ -112,6 +113,22 @@ class BoundMdc final : public mapex::BoundCostModel {
   }
 
  private:
+  /// MAESTRO's NoC (§IV-B) is a pipe of some bandwidth and latency: it
+  /// prices delay, not energy, and has no topology to count hops in; its
+  /// energy is MAC, L1 and L2 accesses only. A chip that prices NoC hops
+  /// is refused when the model is bound, never evaluated with that energy
+  /// silently left out (roofline and tensor_centric charge it).
+  static void refuse_hop_energy(const mapex::Architecture& arch) {
+    for (const auto& l : arch.levels())
+      if (l.kind == mapex::LevelKind::kSpatial && l.noc.hop_energy_pj != 0)
+        throw mapex::InputError(
+            mapex::SourceLocation{}, "noc.hop_energy_pj",
+            "mdc cannot model NoC hop energy (level '" + l.name + "' of architecture '" +
+                arch.name() +
+                "' sets it): MAESTRO's NoC has a bandwidth and a latency but no hops and no "
+                "energy (use roofline or tensor_centric, or set it to 0)");
+  }
+
   // ---- keep/bypass and partitions ----
 
   /// MAESTRO's analysis (§IV) keeps every tensor in L1 and in L2; it has

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <mapex/constraints.hpp>
 #include <mapex/mapping.hpp>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -348,6 +349,147 @@ void resolve_cluster(const ClusterConstraintSpec& cs, const Operator& op, const 
   }
 }
 
+// ---- factor limits and pinned innermost loops ----
+
+/// Where each level's factor limits were written: [level][dimension].
+using LimitWhere = std::vector<std::vector<SourceLocation>>;
+
+/// `max_factor: {K: 4}` / `min_factor: {C: 2}` of one level, by dimension.
+void resolve_limits(const LevelConstraintSpec& ls, const Operator& op, const Level& l, LevelRule& r,
+                    std::vector<SourceLocation>& max_where,
+                    std::vector<SourceLocation>& min_where) {
+  auto read = [&](const std::map<std::string, FactorLimitSpec>& in, const char* key,
+                  std::vector<std::int64_t>& out, std::vector<SourceLocation>& where) {
+    for (const auto& [name, limit] : in) {
+      const DimId d = find_dim(op, name, limit.where, key);
+      if (limit.value < 1)
+        throw InputError(limit.where, key,
+                         "a factor bound is at least 1, got " + std::to_string(limit.value) +
+                             " for '" + name + "' on '" + l.name + "'");
+      if (out.empty()) out.assign(static_cast<size_t>(op.num_dims()), 0);
+      out[static_cast<size_t>(d)] = limit.value;
+      where[static_cast<size_t>(d)] = limit.where;
+    }
+  };
+  read(ls.max_factor, "max_factor", r.max_factor, max_where);
+  read(ls.min_factor, "min_factor", r.min_factor, min_where);
+}
+
+/// `innermost: [K, C]` of one level: a data level, known dimensions, each
+/// named once.
+void resolve_innermost(const LevelConstraintSpec& ls, const Operator& op, const Level& l,
+                       LevelRule& r) {
+  if (ls.innermost.empty()) return;
+  auto where = [&](size_t k) {
+    return k < ls.innermost_where.size() ? ls.innermost_where[k] : ls.where;
+  };
+  if (l.kind == LevelKind::kSpatial)
+    throw InputError(where(0), "innermost",
+                     "level '" + l.name + "' is spatial and has no loop order");
+  r.innermost.clear();
+  for (size_t k = 0; k < ls.innermost.size(); ++k) {
+    const DimId d = find_dim(op, ls.innermost[k], where(k), "innermost");
+    if (std::find(r.innermost.begin(), r.innermost.end(), d) != r.innermost.end())
+      throw InputError(where(k), "innermost",
+                       "'" + ls.innermost[k] + "' is pinned twice on '" + l.name +
+                           "' (each loop may be named once)");
+    r.innermost.push_back(d);
+  }
+}
+
+/// The span of dimension d at level i when fixed values (and levels that
+/// may not split d) determine it, else nothing. Level -1 is the MAC (1).
+std::optional<std::int64_t> fixed_span(const Operator& op, const Architecture& arch,
+                                       const std::vector<LevelRule>& rules, int i, DimId d) {
+  const std::int64_t bound = op.dims()[static_cast<size_t>(d)].bound;
+  if (i < 0) return 1;
+  const Level& l = arch.levels()[static_cast<size_t>(i)];
+  const LevelRule& r = rules[static_cast<size_t>(i)];
+  const std::int64_t v = r.fixed.empty() ? 0 : r.fixed[static_cast<size_t>(d)];
+  if (l.kind == LevelKind::kDram) return bound;
+  if (l.kind == LevelKind::kBuffer) return v > 0 ? std::optional<std::int64_t>(v) : std::nullopt;
+  if (r.cluster.enabled) return std::nullopt;  // the cluster tile sits between
+  const std::int64_t split = v > 0 ? v : (r.parallel_mask >> d & 1u) ? 0 : 1;
+  const auto below = fixed_span(op, arch, rules, i - 1, d);
+  if (split == 0 || !below) return std::nullopt;
+  return std::min(*below * split, bound);
+}
+
+/// The factor of dimension d at level i when fixed values determine it
+/// (with where it comes from, for messages), else nothing.
+std::optional<std::pair<std::int64_t, std::string>> fixed_factor(
+    const Operator& op, const Architecture& arch, const std::vector<LevelRule>& rules, int i,
+    DimId d) {
+  const Level& l = arch.levels()[static_cast<size_t>(i)];
+  const LevelRule& r = rules[static_cast<size_t>(i)];
+  const std::int64_t v = r.fixed.empty() ? 0 : r.fixed[static_cast<size_t>(d)];
+  if (l.kind == LevelKind::kSpatial) {
+    if (v > 0) return std::make_pair(v, std::string("its fixed split"));
+    if (!(r.parallel_mask >> d & 1u))
+      return std::make_pair(std::int64_t{1}, std::string("the level may not split it: parallel"));
+    return std::nullopt;
+  }
+  const auto tile = fixed_span(op, arch, rules, i, d);
+  const auto below = fixed_span(op, arch, rules, i - 1, d);
+  if (!tile || !below) return std::nullopt;
+  const std::int64_t trips = (*tile + *below - 1) / *below;
+  return std::make_pair(
+      trips, std::string(l.kind == LevelKind::kDram ? "the bound " : "a fixed tile of ") +
+                 std::to_string(*tile) + " over a span of " + std::to_string(*below) +
+                 " fixed below");
+}
+
+/// Factor bounds no mapping can meet are bad input, like contradicting
+/// fixed values: a minimum above the maximum, above what the level can
+/// reach (its fan-out, the bound, no split where it may not split), or a
+/// bound that the fixed tiles and splits already break.
+void check_factor_limits(const Operator& op, const Architecture& arch,
+                         const std::vector<LevelRule>& rules, const LimitWhere& max_where,
+                         const LimitWhere& min_where) {
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const Level& l = arch.levels()[static_cast<size_t>(i)];
+    const LevelRule& r = rules[static_cast<size_t>(i)];
+    if (!r.has_factor_limits()) continue;
+    for (DimId d = 0; d < op.num_dims(); ++d) {
+      const auto du = static_cast<size_t>(d);
+      const std::int64_t hi = r.max_factor.empty() ? 0 : r.max_factor[du];
+      const std::int64_t lo = r.min_factor.empty() ? 0 : r.min_factor[du];
+      if (hi == 0 && lo == 0) continue;
+      const std::string& name = op.dims()[du].name;
+      const std::string on = " of '" + name + "' on '" + l.name + "'";
+      const SourceLocation& hi_at = max_where[static_cast<size_t>(i)][du];
+      const SourceLocation& lo_at = min_where[static_cast<size_t>(i)][du];
+      if (hi && lo > hi)
+        throw InputError(lo_at, "min_factor",
+                         "min_factor " + std::to_string(lo) + on + " is above its max_factor " +
+                             std::to_string(hi));
+      const std::int64_t bound = op.dims()[du].bound;
+      const std::int64_t reach =
+          l.kind == LevelKind::kSpatial ? std::min(bound, l.fanout()) : bound;
+      if (lo > reach)
+        throw InputError(
+            lo_at, "min_factor",
+            "min_factor " + std::to_string(lo) + on + " is above the largest " +
+                (l.kind == LevelKind::kSpatial ? "split" : "trip count") + " " +
+                std::to_string(reach) + " (bound " + std::to_string(bound) + " in '" + op.name() +
+                "'" +
+                (l.kind == LevelKind::kSpatial ? ", fan-out " + std::to_string(l.fanout())
+                                               : std::string()) +
+                ")");
+      const auto exact = fixed_factor(op, arch, rules, i, d);
+      if (!exact) continue;
+      if (hi && exact->first > hi)
+        throw InputError(hi_at, "max_factor",
+                         "max_factor " + std::to_string(hi) + on + " contradicts its factor " +
+                             std::to_string(exact->first) + " (" + exact->second + ")");
+      if (lo && exact->first < lo)
+        throw InputError(lo_at, "min_factor",
+                         "min_factor " + std::to_string(lo) + on + " contradicts its factor " +
+                             std::to_string(exact->first) + " (" + exact->second + ")");
+    }
+  }
+}
+
 }  // namespace
 
 // ---- end of keep/bypass and cluster rules ----
@@ -376,6 +518,9 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
   // Where each level's rules were written, for messages: the level's entry
   // in the spec, else the style that set them.
   std::vector<SourceLocation> where(static_cast<size_t>(arch.num_levels()), spec.style_where);
+  LimitWhere max_where(static_cast<size_t>(arch.num_levels()),
+                       std::vector<SourceLocation>(static_cast<size_t>(n)));
+  LimitWhere min_where = max_where;
 
   for (const auto& ls : spec.levels) {
     const int index = arch.find_level(ls.level);
@@ -432,6 +577,9 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
         r.stationary.push_back(find_tensor(op, name, ls.where));
     }
     resolve_keep(ls, op, l, r);
+    resolve_limits(ls, op, l, r, max_where[static_cast<size_t>(index)],
+                   min_where[static_cast<size_t>(index)]);
+    resolve_innermost(ls, op, l, r);
     if (ls.cluster) resolve_cluster(*ls.cluster, op, l, r.cluster);
   }
   // A fixed split on a dimension the level may not split contradicts.
@@ -448,9 +596,10 @@ MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Ar
                              "' but may not split it (parallel dimensions)");
   }
   check_fixed_values(spec, op, arch, rules, where);
+  check_factor_limits(op, arch, rules, max_where, min_where);
   const bool any = std::any_of(rules.begin(), rules.end(), [](const LevelRule& r) {
     return r.parallel_mask != ~std::uint64_t{0} || !r.fixed.empty() || r.order_constrained() ||
-           !r.keep.empty() || r.cluster.enabled;
+           !r.keep.empty() || r.cluster.enabled || r.has_factor_limits();
   });
   if (any) out.levels = std::move(rules);
   return out;
@@ -482,6 +631,37 @@ ClusterConstraintSpec parse_cluster_spec(const std::string& file, const YAML::No
   if (auto o = m.optional("order")) cs.orders.push_back(yaml::as_string_list(file, *o, "order"));
   m.finish();
   return cs;
+}
+
+/// `max_factor: {K: 4}` (or `min_factor`): dimension -> bound of at least 1,
+/// each dimension once, with the location of each entry.
+void parse_factor_limits(const std::string& file, yaml::Map& m, const char* key,
+                         std::map<std::string, FactorLimitSpec>& out) {
+  const auto node = m.optional(key);
+  if (!node) return;
+  if (!node->IsMap())
+    yaml::fail(file, *node, key, "expected a map of dimension to a factor bound, e.g. {K: 4}");
+  for (const auto& kv : *node) {
+    const std::string name = yaml::as_string(file, kv.first, key);
+    const std::int64_t v = yaml::as_int(file, kv.second, key);
+    if (v < 1)
+      yaml::fail(file, kv.second, key,
+                 "a factor bound is at least 1, got " + std::to_string(v) + " for '" + name + "'");
+    if (out.count(name)) yaml::fail(file, kv.first, key, "'" + name + "' is bounded twice");
+    out[name] = FactorLimitSpec{v, yaml::location(file, kv.first)};
+  }
+}
+
+/// `innermost: [K, C]`: a non-empty list of dimension names, outermost
+/// first, each with its location.
+void parse_innermost(const std::string& file, const YAML::Node& node, LevelConstraintSpec& ls) {
+  if (!node.IsSequence() || node.size() == 0)
+    yaml::fail(file, node, "innermost",
+               "expected a list of dimensions, the last one innermost, e.g. [K, C]");
+  for (const auto& item : node) {
+    ls.innermost.push_back(yaml::as_string(file, item, "innermost"));
+    ls.innermost_where.push_back(yaml::location(file, item));
+  }
 }
 
 }  // namespace
@@ -529,6 +709,9 @@ ConstraintSpec parse_constraint_spec(const std::string& file, const YAML::Node& 
           ls.fixed[yaml::as_string(file, kv.first, "fixed")] =
               yaml::as_positive_int(file, kv.second, "fixed");
       }
+      parse_factor_limits(file, lm, "max_factor", ls.max_factor);
+      parse_factor_limits(file, lm, "min_factor", ls.min_factor);
+      if (auto p = lm.optional("innermost")) parse_innermost(file, *p, ls);
       if (auto o = lm.optional("orders")) {
         if (!o->IsSequence() || o->size() == 0)
           yaml::fail(file, *o, "orders", "expected a list of loop orders (lists of dimensions)");

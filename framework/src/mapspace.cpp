@@ -22,6 +22,7 @@ struct Rules {
   bool orders = true;       ///< loop-order rules
   bool utilization = true;  ///< Marvel's PE-utilisation bound
   bool placement = true;    ///< splits placed on the array's axes
+  bool limits = true;       ///< bounds on the factors (max_factor, min_factor)
 };
 
 BigInt factorial(int k) {
@@ -57,6 +58,15 @@ bool order_allowed(const LevelRule& rule, const Operator& op, const std::vector<
     }
     if (!any) return false;
   }
+  if (!rule.innermost.empty()) {
+    // Pinned innermost loops (Timeloop's partial permutation): those with
+    // more than one trip close the order, in the pinned order; one-trip
+    // loops have no position, so pinning them says nothing.
+    std::vector<DimId> tail;
+    for (DimId d : rule.innermost)
+      if (std::find(perm.begin(), perm.end(), d) != perm.end()) tail.push_back(d);
+    if (!std::equal(tail.rbegin(), tail.rend(), perm.rbegin())) return false;
+  }
   if (!rule.stationary.empty()) {
     bool any = false;
     for (int t : rule.stationary) {
@@ -80,6 +90,13 @@ bool order_allowed(const LevelRule& rule, const Operator& op, const std::vector<
     if (!any) return false;
   }
   return true;
+}
+
+/// DRAM's span: the whole problem.
+std::vector<std::int64_t> dram_span(const Operator& op) {
+  std::vector<std::int64_t> out;
+  for (const auto& d : op.dims()) out.push_back(d.bound);
+  return out;
 }
 
 std::vector<DimId> dims_of(std::uint32_t mask) {
@@ -117,6 +134,9 @@ struct Mapspace::Impl {
     /// step's span where the level has no cluster level.
     std::vector<std::int64_t> csplits, ctiles;  // count x spatial slots
     std::vector<char> fixed_ok, parallel_ok;
+    /// The chain's factors (splits and trip counts) are within the
+    /// levels' max_factor / min_factor.
+    std::vector<char> limit_ok;
   };
   std::vector<Chains> chains;
   /// Per tensor, per subscript: (dimension, |coefficient|) terms, for fast
@@ -392,7 +412,7 @@ struct Mapspace::Impl {
   void record(DimId d, std::int64_t bound, const std::vector<std::int64_t>& values,
               const std::vector<std::int64_t>& cluster, Chains& out) const {
     std::uint32_t free = 0;
-    bool fixed_ok = true, parallel_ok = true;
+    bool fixed_ok = true, parallel_ok = true, limit_ok = true;
     std::int64_t child = 1;
     out.values.insert(out.values.end(), values.begin(), values.end());
     for (int i = 0; i < L; ++i) {
@@ -405,6 +425,7 @@ struct Mapspace::Impl {
         fixed_ok = false;
       if (l.kind == LevelKind::kSpatial) {
         if (r && v > 1 && !(r->parallel_mask >> d & 1u)) parallel_ok = false;
+        limit_ok = limit_ok && within_limits(r, d, v);
         const size_t j = static_cast<size_t>(slot[static_cast<size_t>(i)]);
         const std::int64_t cs = cluster[2 * j], ct = cluster[2 * j + 1];
         if (cluster_slot[j] >= 0) {
@@ -429,14 +450,29 @@ struct Mapspace::Impl {
         out.spans.push_back(child);
         continue;
       }
-      if ((v + child - 1) / child > 1) free |= 1u << slot[static_cast<size_t>(i)];
+      const std::int64_t trips = (v + child - 1) / child;
+      limit_ok = limit_ok && within_limits(r, d, trips);
+      if (trips > 1) free |= 1u << slot[static_cast<size_t>(i)];
       child = v;
       out.spans.push_back(v);
     }
     out.free.push_back(free);
     out.fixed_ok.push_back(fixed_ok);
     out.parallel_ok.push_back(parallel_ok);
+    out.limit_ok.push_back(limit_ok);
     ++out.count;
+  }
+
+  /// Whether a level's factor of dimension d (its split, or its loop's
+  /// trip count) is within the level's max_factor / min_factor.
+  static bool within_limits(const LevelRule* r, DimId d, std::int64_t factor) {
+    if (!r) return true;
+    const auto du = static_cast<size_t>(d);
+    if (!r->max_factor.empty() && r->max_factor[du] != 0 && factor > r->max_factor[du])
+      return false;
+    if (!r->min_factor.empty() && r->min_factor[du] != 0 && factor < r->min_factor[du])
+      return false;
+    return true;
   }
 
   std::int64_t value(DimId d, std::size_t c, int level) const {
@@ -461,6 +497,7 @@ struct Mapspace::Impl {
     const Chains& ch = chains[static_cast<size_t>(d)];
     if (t.rules.fixed && !ch.fixed_ok[c]) return false;
     if (t.rules.parallel && !ch.parallel_ok[c]) return false;
+    if (t.rules.limits && !ch.limit_ok[c]) return false;
     return true;
   }
 
@@ -1015,7 +1052,7 @@ BigInt Mapspace::count_valid() const {
 
 std::vector<CountStep> Mapspace::count_steps(bool with_capacity) const {
   std::vector<CountStep> out;
-  Rules r{false, false, false, false, false};
+  Rules r{false, false, false, false, false, false};
   const std::string tiles =
       options_.factors_only ? "tiles dividing the bounds" : "tiles with edge tiles";
   // Spatial levels whose cluster level a constraint turned on: their
@@ -1053,6 +1090,13 @@ std::vector<CountStep> Mapspace::count_steps(bool with_capacity) const {
     out.push_back({"fixed tiles and splits", impl_->make_table(r)->total});
   }
   r.fixed = true;
+  const bool any_limit = std::any_of(options_.levels.begin(), options_.levels.end(),
+                                     [](const LevelRule& l) { return l.has_factor_limits(); });
+  if (any_limit) {
+    r.limits = true;
+    out.push_back({"factor limits (max_factor, min_factor)", impl_->make_table(r)->total});
+  }
+  r.limits = true;
   const bool any_order = std::any_of(options_.levels.begin(), options_.levels.end(),
                                      [](const LevelRule& l) { return l.order_constrained(); });
   if (any_order) {
@@ -1140,10 +1184,56 @@ std::optional<std::string> Mapspace::cluster_reject_reason(const Mapping& mappin
   return std::nullopt;
 }
 
+bool Mapspace::has_limits_or_pins() const {
+  return std::any_of(options_.levels.begin(), options_.levels.end(), [](const LevelRule& r) {
+    return r.has_factor_limits() || !r.innermost.empty();
+  });
+}
+
+std::optional<std::string> Mapspace::limit_reject_reason(const Mapping& mapping) const {
+  if (!has_limits_or_pins()) return std::nullopt;
+  const Operator& op = *op_;
+  const Architecture& arch = *arch_;
+  const int n = op.num_dims();
+  std::vector<std::int64_t> below(static_cast<size_t>(n), 1);
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const Level& l = arch.levels()[static_cast<size_t>(i)];
+    const LevelRule& r = options_.levels[static_cast<size_t>(i)];
+    const LevelMapping& lm = mapping.level(i);
+    const bool dram = l.kind == LevelKind::kDram;
+    std::vector<std::int64_t> span = l.kind == LevelKind::kSpatial ? spatial_span(op, lm, below)
+                                     : dram                        ? dram_span(op)
+                                                                   : lm.tile;
+    std::vector<DimId> loops;  // this level's loops of more than one trip, in its order
+    for (DimId d = 0; d < n; ++d) {
+      const auto du = static_cast<size_t>(d);
+      const std::int64_t factor =
+          l.kind == LevelKind::kSpatial ? lm.split[du] : (span[du] + below[du] - 1) / below[du];
+      if (!Impl::within_limits(&r, d, factor))
+        return "limit: " + l.name + " " +
+               (l.kind == LevelKind::kSpatial ? "splits " : "loops over ") + op.dims()[du].name +
+               " " + std::to_string(factor) + " times, outside its factor bounds";
+    }
+    if (!r.innermost.empty()) {
+      for (DimId d : lm.order) {
+        const auto du = static_cast<size_t>(d);
+        if ((span[du] + below[du] - 1) / below[du] > 1) loops.push_back(d);
+      }
+      LevelRule pins;
+      pins.innermost = r.innermost;
+      if (!order_allowed(pins, op, loops))
+        return "order: " + l.name + " loop order does not end with its pinned innermost loops";
+    }
+    below = std::move(span);
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const {
   const Operator& op = *op_;
   const Architecture& arch = *arch_;
   if (auto error = mapping.structural_error(op, arch)) return "structure: " + *error;
+  if (auto why = limit_reject_reason(mapping)) return why;
   const int n = op.num_dims();
   const int L = arch.num_levels();
   double used = 1;

@@ -88,6 +88,10 @@ std::vector<Metrics> SearchContext::evaluate(std::span<const Mapping> batch) {
   if (budget_.max_evaluations)
     allowed = std::min<std::size_t>(allowed, budget_.max_evaluations - evaluations_);
   std::vector<Metrics> out(allowed);
+  // Factor bounds and pinned loops hold for every mapping a searcher
+  // evaluates, also those it built outside the mapspace (README, "Mapspace
+  // constraints"): the mapping is invalid with the rule it breaks.
+  const bool gate = space_->has_limits_or_pins();
   // Each element is written by exactly one task, so the order of results
   // (and everything derived from it below) does not depend on scheduling.
   int spawn_edge = 0, join_edge = 0;
@@ -99,6 +103,8 @@ std::vector<Metrics> SearchContext::evaluate(std::span<const Mapping> batch) {
                         const Mapping& m = batch[i];
                         if (auto error = m.structural_error(*op_, *arch_))
                           out[i] = Metrics::invalid(*error);
+                        else if (auto why = gate ? space_->limit_reject_reason(m) : std::nullopt)
+                          out[i] = Metrics::invalid("outside the constraints: " + *why);
                         else if (auto reason = model_->precheck(m))
                           out[i] = Metrics::invalid(*reason);
                         else
@@ -171,6 +177,9 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
         std::max(min_chunks, std::min<BigInt>(wanted, BigInt{1} << 12).convert_to<std::size_t>());
   }
   const auto chunks = space.chunks(min_chunks);
+  // A space other than the job's (a searcher's sub-space) may not hold the
+  // job's factor bounds and pinned loops: its mappings are checked.
+  const bool gate = &space != space_ && space_->has_limits_or_pins();
   constexpr auto kNoLimit = std::numeric_limits<std::uint64_t>::max();
 
   // A chunk being streamed: its cursor and what it found so far.
@@ -200,7 +209,8 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
       // The lean score ranks; full metrics only for a new best (a handful
       // per chunk), so the accounts are not assembled for every mapping.
       Score score;
-      if (!model_->precheck(m)) score = model_->score(m);
+      if (!model_->precheck(m) && !(gate && space_->limit_reject_reason(m)))
+        score = model_->score(m);
       const double value = objective_value(score, objective_);
       if (value < run.best) {
         run.best = value;

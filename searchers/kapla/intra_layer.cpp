@@ -161,7 +161,7 @@ class Solver {
           for (int variant = 0; variant < variants; ++variant) {
             Mapping m = cur;
             for (size_t j = k; j < plan_.buffers.size(); ++j)
-              m.level(plan_.parent[j]).order = order;
+              m.level(plan_.parent[j]).order = pinned(order, plan_.parent[j]);
             propagate(m, k);
             if (stack && variant == 0) m = descend(m, k, /*stacking=*/true);
             m = descend(m, k, /*stacking=*/false);
@@ -191,6 +191,19 @@ class Solver {
   const mapex::Architecture& arch_;
   Plan plan_;
   bool factors_only_;
+
+  /// One of KAPLA's loop orders with the level's pinned innermost loops
+  /// (a constraint, README "Mapspace constraints") moved innermost, in
+  /// their order: the candidate orders stay KAPLA's where the pins allow.
+  std::vector<DimId> pinned(std::vector<DimId> order, int level) const {
+    const auto& rules = ctx_.mapspace().options().levels;
+    if (rules.empty()) return order;
+    const auto& pins = rules[static_cast<size_t>(level)].innermost;
+    std::erase_if(order,
+                  [&](DimId d) { return std::find(pins.begin(), pins.end(), d) != pins.end(); });
+    order.insert(order.end(), pins.begin(), pins.end());
+    return order;
+  }
 
   const std::string& level_name(size_t k) const {
     return arch_.levels()[static_cast<size_t>(plan_.buffers[k])].name;
@@ -263,10 +276,11 @@ class Solver {
           out.push_back(std::move(m));
           break;
         }
-        // A non-dividing size may be followed by one that divides; any
-        // other rule (capacity, fan-out, parallel dimensions, structure)
-        // only gets worse with a larger size.
-        if (reason->rfind("tiles", 0) != 0) break;
+        // A non-dividing size may be followed by one that divides, and a
+        // factor outside its bounds by one inside (a larger tile lowers the
+        // trip count above it); any other rule (capacity, fan-out, parallel
+        // dimensions, structure) only gets worse with a larger size.
+        if (reason->rfind("tiles", 0) != 0 && reason->rfind("limit", 0) != 0) break;
       }
     }
     return out;
@@ -450,9 +464,9 @@ class Solver {
       }
       if (kind != LevelKind::kSpatial && !cur.level(i).order.empty())
         for (const auto& order : orders) {
-          if (order == cur.level(i).order) continue;
+          if (pinned(order, i) == cur.level(i).order) continue;
           Mapping m = cur;
-          m.level(i).order = order;
+          m.level(i).order = pinned(order, i);
           add(std::move(m));
         }
     }

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.hpp"
@@ -61,6 +63,20 @@ const std::vector<Contradiction> kContradictions = {
      "l2_multiple.yaml:3:", "tile 3 of 'K' on 'L2' is not a multiple of the 2 it holds", "fc"},
     {"utilization.yaml", "min_utilization: 1.5\n",
      "utilization.yaml:1:", "expected a fraction of the PEs in [0, 1]"},
+    // Factor bounds and pinned innermost loops: each entry's own line.
+    {"limit_zero.yaml", "levels:\n  L2: {max_factor: {K: 0}}\n",
+     "limit_zero.yaml:2:", "key 'max_factor': a factor bound is at least 1, got 0 for 'K'"},
+    {"limit_dim.yaml", "levels:\n  L2:\n    max_factor: {Z: 2}\n",
+     "limit_dim.yaml:3:", "key 'max_factor': operator 'conv' has no dimension 'Z'"},
+    {"limit_fixed.yaml", "levels:\n  PEs:\n    fixed: {K: 2}\n    max_factor:\n      K: 1\n",
+     "limit_fixed.yaml:5:7:",
+     "max_factor 1 of 'K' on 'PEs' contradicts its factor 2 (its fixed split)"},
+    {"limit_above.yaml", "levels:\n  L2:\n    max_factor: {K: 2}\n    min_factor: {K: 4}\n",
+     "limit_above.yaml:4:", "min_factor 4 of 'K' on 'L2' is above its max_factor 2"},
+    {"pin_twice.yaml", "levels:\n  DRAM:\n    innermost: [K, C,\n      K]\n",
+     "pin_twice.yaml:4:7:", "key 'innermost': 'K' is pinned twice on 'DRAM'"},
+    {"pin_spatial.yaml", "levels:\n  PEs: {innermost: [K]}\n",
+     "pin_spatial.yaml:2:", "level 'PEs' is spatial and has no loop order"},
 };
 
 TEST(CliConstraints, ContradictionsExitTwoWithFileKeyAndWhy) {
@@ -74,6 +90,125 @@ TEST(CliConstraints, ContradictionsExitTwoWithFileKeyAndWhy) {
       EXPECT_EQ(r.out, "") << command << " " << c.name;
     }
   }
+}
+
+/// A one-layer GEMM workload in the test work directory.
+std::string gemm_workload(const std::string& name, int m, int n, int k) {
+  return constraints_file(name, "network: " + name.substr(0, name.find('.')) +
+                                    "\nlayers:\n  - {name: g, type: gemm, M: " + std::to_string(m) +
+                                    ", N: " + std::to_string(n) + ", K: " + std::to_string(k) +
+                                    ", inputs: []}\n");
+}
+
+nlohmann::json mapspace_json(const std::string& workload, const std::string& constraints) {
+  std::vector<std::string> args{
+      "mapspace", "--workload", workload, "--arch", kData + "/tiny_arch.yaml", "--format", "json"};
+  if (!constraints.empty()) args.insert(args.end(), {"--constraints", constraints});
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+// M = 4 alone on the tiny chip (a flat array of 4, so splits 1, 2, 4):
+// (L1 tile, split, L2 tile) is one of (1,1,1) (1,1,2) (1,1,4) (1,2,2)
+// (1,2,4) (1,4,4) (2,1,2) (2,1,4) (2,2,4) (4,1,4): 10. L2 looping once and
+// DRAM at least twice leaves (1,1,1) (1,2,2) (2,1,2): 3.
+TEST(CliConstraints, FactorLimitsCountExactly) {
+  const std::string w = gemm_workload("gemm_m4.yaml", 4, 1, 1);
+  EXPECT_EQ(mapspace_json(w, "")["size"], "10");
+  const std::string c = constraints_file(
+      "limits_m4.yaml", "levels:\n  L2: {max_factor: {M: 1}}\n  DRAM: {min_factor: {M: 2}}\n");
+  const auto j = mapspace_json(w, c);
+  EXPECT_EQ(j["size"], "3");
+  EXPECT_EQ(j["valid"], "3");
+  bool step = false;
+  for (const auto& s : j["steps"])
+    step = step || (s["rule"] == "factor limits (max_factor, min_factor)" && s["mappings"] == "3");
+  EXPECT_TRUE(step) << j.dump();
+}
+
+// M = N = K = 2 with every tile and split at 1: DRAM's three loops in any
+// order (6); K pinned innermost leaves M and N free outside it (2). The
+// exhaustive searcher evaluates exactly those.
+TEST(CliConstraints, PinnedInnermostLoopsCountAndSearchExactly) {
+  const std::string w = gemm_workload("gemm_222.yaml", 2, 2, 2);
+  const std::string ones = "{fixed: {M: 1, N: 1, K: 1}}";
+  const std::string fixed =
+      "levels:\n  L1: " + ones + "\n  PEs: " + ones + "\n  L2: " + ones + "\n";
+  EXPECT_EQ(mapspace_json(w, constraints_file("ones.yaml", fixed))["size"], "6");
+  const std::string pinned = constraints_file("pin_k.yaml", fixed + "  DRAM: {innermost: [K]}\n");
+  EXPECT_EQ(mapspace_json(w, pinned)["valid"], "2");
+  const auto r = run_cli({"search", "--workload", w, "--arch", kData + "/tiny_arch.yaml",
+                          "--searcher", "exhaustive", "--constraints", pinned, "--format", "json"});
+  EXPECT_EQ(r.status, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["evaluations"], 2) << r.out;
+}
+
+// Searchers that walk the mapspace and kapla, which builds its own
+// mappings, return a best mapping within DRAM's bounds and pins: K loops
+// at least twice at DRAM (the L2 tile of K at most 4 of 8), and DRAM's
+// loops of more than one trip end with those of K, C that run there.
+TEST(CliConstraints, SearchersReturnMappingsWithinBoundsAndPins) {
+  const std::string c = constraints_file(
+      "dram_bounds.yaml", "levels:\n  DRAM: {min_factor: {K: 2}, innermost: [K, C]}\n");
+  const std::map<std::string, int> bounds{{"N", 1}, {"K", 8}, {"C", 4}, {"P", 4},
+                                          {"Q", 4}, {"R", 3}, {"S", 3}};
+  for (const std::string searcher : {"exhaustive", "random", "kapla"}) {
+    auto args = tiny("mapspace", "conv",
+                     {"--constraints", c, "--searcher", searcher, "--costmodel", "mdc",
+                      "--max-evaluations", "3000", "--format", "json"});
+    args[0] = "search";
+    const auto r = run_cli(args);
+    ASSERT_EQ(r.status, 0) << searcher << "\n" << r.out << r.err;
+    const auto m = nlohmann::json::parse(r.out)["mapping"];
+    EXPECT_LE(m["L2"]["tile"]["K"].get<int>(), 4) << searcher << " " << m.dump();
+    std::vector<std::string> loops, pinned;
+    for (const auto& d : m["DRAM"]["order"]) {
+      const std::string name = d.get<std::string>();
+      if (bounds.at(name) / m["L2"]["tile"][name].get<int>() > 1) loops.push_back(name);
+    }
+    for (const std::string name : {"K", "C"})
+      if (std::count(loops.begin(), loops.end(), name)) pinned.push_back(name);
+    ASSERT_GE(loops.size(), pinned.size());
+    EXPECT_EQ(std::vector<std::string>(loops.end() - static_cast<std::ptrdiff_t>(pinned.size()),
+                                       loops.end()),
+              pinned)
+        << searcher << " " << m.dump();
+  }
+}
+
+// flash builds FLASH's candidates itself, outside the mapspace: the
+// framework's check of every evaluation keeps its result within the
+// bounds. On layer VI (M = 512) its best MAERI mapping holds M = 128 in S2
+// (4 trips at DRAM); with DRAM looping over M at most twice it holds 256.
+TEST(CliConstraints, FlashCandidatesOutsideTheBoundsAreNotReturned) {
+  const std::string exp = MAPEX_EXPERIMENTS_DIR;
+  auto s2_m_tile = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args{"search",
+                                  "--workload",
+                                  exp + "/workloads/flash_table3.yaml",
+                                  "--layer",
+                                  "VI",
+                                  "--arch",
+                                  exp + "/architectures/flash_edge.yaml",
+                                  "--searcher",
+                                  "flash",
+                                  "--param",
+                                  "style=maeri",
+                                  "--costmodel",
+                                  "mdc",
+                                  "--format",
+                                  "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 0) << r.out << r.err;
+    return nlohmann::json::parse(r.out)["mapping"]["S2"]["tile"]["M"].get<int>();
+  };
+  EXPECT_EQ(s2_m_tile({}), 128);
+  const std::string c =
+      constraints_file("flash_dram_m.yaml", "levels:\n  DRAM: {max_factor: {M: 2}}\n");
+  EXPECT_GE(s2_m_tile({"--constraints", c}), 256);
 }
 
 TEST(CliConstraints, EdgeTilesMakeANonDividingTileConsistent) {

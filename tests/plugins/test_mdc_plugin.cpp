@@ -136,5 +136,37 @@ TEST(MdcPlugin, ChipWithAMiddleBufferIsRefusedNamingIt) {
   }
 }
 
+// MAESTRO's NoC has no hops and no energy: a chip that prices NoC hops is
+// refused at bind, naming the level and key; roofline charges the same
+// field (energy grows with it).
+TEST(MdcPlugin, NocHopEnergyIsRefusedNotIgnored) {
+  const Operator op = make_gemm("g", 8, 8, 8);
+  auto with_hops = [](double pj) {
+    Level pes = test::spatial("PEs", {4});
+    pes.noc.hop_energy_pj = pj;
+    return Architecture::make(
+        "hops", 1000, 8, 1, 1,
+        {test::buffer("L1", 1 << 10), pes, test::buffer("L2", 1 << 16), test::dram()});
+  };
+  const Architecture priced = with_hops(0.5);
+  try {
+    (void)registry().make_costmodel("mdc", {})->bind(op, priced);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.key(), "noc.hop_energy_pj");
+    EXPECT_NE(std::string(e.what()).find("mdc cannot model NoC hop energy (level 'PEs'"),
+              std::string::npos)
+        << e.what();
+  }
+  const Architecture free_hops = with_hops(0);
+  EXPECT_NO_THROW((void)registry().make_costmodel("mdc", {})->bind(op, free_hops));
+  Mapping m = Mapping::trivial(op, priced);
+  m.level(0).tile = {2, 8, 8};
+  m.level(1).split = {4, 1, 1};
+  m.level(2).tile = {8, 8, 8};
+  EXPECT_GT(evaluate("roofline", op, priced, m).energy_pj,
+            evaluate("roofline", op, free_hops, m).energy_pj);
+}
+
 }  // namespace
 }  // namespace mapex::host

@@ -92,6 +92,15 @@ bool order_allowed(const Operator& op, const LevelRule& r, const std::vector<Dim
       if (std::count(perm.begin(), perm.end(), e)) restricted.push_back(e);
     listed = listed || restricted == perm;
   }
+  // Pinned innermost loops: the pinned loops present in `perm` are its
+  // last entries, in the pinned order.
+  std::vector<DimId> pinned;
+  for (DimId e : r.innermost)
+    if (std::count(perm.begin(), perm.end(), e)) pinned.push_back(e);
+  const bool pins_hold = perm.size() >= pinned.size() &&
+                         std::vector<DimId>(perm.end() - static_cast<std::ptrdiff_t>(pinned.size()),
+                                            perm.end()) == pinned;
+  if (!pins_hold) return false;
   bool stationary = r.stationary.empty();
   for (int t : r.stationary) {
     bool seen_irrelevant = false, good = true;
@@ -103,6 +112,29 @@ bool order_allowed(const Operator& op, const LevelRule& r, const std::vector<Dim
     stationary = stationary || good;
   }
   return listed && stationary;
+}
+
+/// Whether every level's factor of every dimension is within its bounds:
+/// a spatial level's split, a data level's trip count ceil(span / span
+/// below), DRAM's span being the bound.
+bool factors_within_limits(const Operator& op, const Architecture& arch, const MapspaceOptions& o,
+                           const Mapping& m) {
+  if (o.levels.empty()) return true;
+  const int n = op.num_dims();
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const LevelRule& r = o.levels[static_cast<size_t>(i)];
+    const bool spatial = arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial;
+    const bool dram = i + 1 == arch.num_levels();
+    for (DimId e = 0; e < n; ++e) {
+      const auto eu = static_cast<size_t>(e);
+      const std::int64_t span = dram ? op.dims()[eu].bound : m.span(op, arch, i)[eu];
+      const std::int64_t below = i == 0 ? 1 : m.span(op, arch, i - 1)[eu];
+      const std::int64_t factor = spatial ? m.level(i).split[eu] : (span + below - 1) / below;
+      if (!r.max_factor.empty() && r.max_factor[eu] && factor > r.max_factor[eu]) return false;
+      if (!r.min_factor.empty() && r.min_factor[eu] && factor < r.min_factor[eu]) return false;
+    }
+  }
+  return true;
 }
 
 /// Every mapping of `op` on a chip L1 / PEs / L2 / DRAM, by brute force.
@@ -160,6 +192,7 @@ std::set<std::string> brute_force(const Operator& op, const Architecture& arch,
       }
     }
     if (used > fanout || parallel > max_par) return;
+    if (!factors_within_limits(op, arch, o, m)) return;
     if (!placeable_reference(m.level(1).split, arch.levels()[1])) return;
     if (used < o.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9) return;
     if (o.check_capacity && capacity_error(op, arch, m)) return;
@@ -315,6 +348,25 @@ INSTANTIATE_TEST_SUITE_P(
                                 pes.level = "PEs";
                                 pes.parallel = std::vector<std::string>{"M", "K"};
                                 s.levels = {l2, pes};
+                              }),
+                              op, a);
+             }},
+        Case{"factor_limits_and_innermost",
+             [](const Operator& op, const Architecture& a) {
+               return resolve(spec_with([](ConstraintSpec& s) {
+                                s.factors_only = false;
+                                LevelConstraintSpec l1, pes, l2, dram;
+                                l1.level = "L1";
+                                l1.max_factor = {{"K", {2, {}}}};
+                                pes.level = "PEs";
+                                pes.min_factor = {{"N", {2, {}}}};
+                                l2.level = "L2";
+                                l2.max_factor = {{"M", {2, {}}}};
+                                l2.innermost = {"N", "K"};
+                                dram.level = "DRAM";
+                                dram.min_factor = {{"K", {2, {}}}};
+                                dram.innermost = {"M"};
+                                s.levels = {l1, pes, l2, dram};
                               }),
                               op, a);
              }}),
@@ -527,7 +579,7 @@ TEST(Constraints, StylesSplitTheirDimensionsOnly) {
 /// Which rules the general reference applies (the steps of count_steps).
 struct RefRules {
   bool parallel = true, fixed = true, orders = true, utilization = true, capacity = true;
-  bool placement = true;
+  bool placement = true, limits = true;
 };
 
 /// Every mapping of `op` on any chain of buffer and spatial levels ending in
@@ -617,6 +669,7 @@ std::uint64_t brute_force_chain(const Operator& op, const Architecture& arch,
       if (rules.placement && !placeable_reference(m.level(i).split, level(i))) return;
       used *= static_cast<double>(product);
     }
+    if (rules.limits && !factors_within_limits(op, arch, o, m)) return;
     if (rules.utilization && used < o.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9)
       return;
     if (rules.capacity && o.check_capacity && capacity_error(op, arch, m)) return;
@@ -655,12 +708,13 @@ std::uint64_t brute_force_chain(const Operator& op, const Architecture& arch,
 
 /// The rules in force after each step of count_steps, by its rule text.
 RefRules rules_after(const std::string& rule, RefRules r) {
-  if (rule.rfind("tiles ", 0) == 0) return {false, false, false, false, false, false};
+  if (rule.rfind("tiles ", 0) == 0) return {false, false, false, false, false, false, false};
   if (rule.rfind("parallel dimensions", 0) == 0) r.parallel = true;
   if (rule == "splits placed on the array's axes") r.placement = true;
   if (rule == "fixed tiles and splits") r.fixed = true;
-  if (rule == "loop-order rules") r.fixed = r.orders = true;
-  if (rule.rfind("PE utilisation", 0) == 0) r.fixed = r.orders = r.utilization = true;
+  if (rule == "factor limits (max_factor, min_factor)") r.fixed = r.limits = true;
+  if (rule == "loop-order rules") r.fixed = r.limits = r.orders = true;
+  if (rule.rfind("PE utilisation", 0) == 0) r.fixed = r.limits = r.orders = r.utilization = true;
   if (rule.rfind("buffer capacity", 0) == 0) r = RefRules{};
   return r;
 }
@@ -671,7 +725,7 @@ std::size_t expect_steps_match(const Operator& op, const Architecture& arch,
                                const MapspaceOptions& o) {
   const Mapspace space(op, arch, o);
   const auto steps = space.count_steps();
-  RefRules r{false, false, false, false, false, false};
+  RefRules r{false, false, false, false, false, false, false};
   for (const auto& step : steps) {
     r = rules_after(step.rule, r);
     // Before capacity the fixed rule is switched on with the orders, as
@@ -808,6 +862,198 @@ TEST(MapspaceSubspaces, OffChipAndOnChipCountsMatchEnumeration) {
   EXPECT_EQ(sub.onchip * dram_orders, BigInt(onchip));
   EXPECT_EQ(sub.onchip_valid * dram_orders, BigInt(onchip_valid));
   EXPECT_GT(sub.onchip_valid, 0);
+}
+
+// --- factor limits and pinned innermost loops ------------------------------------
+
+LevelConstraintSpec limit(const std::string& level, const char* key, const std::string& dim,
+                          std::int64_t value) {
+  LevelConstraintSpec l;
+  l.level = level;
+  (std::string(key) == "max" ? l.max_factor : l.min_factor)[dim] = FactorLimitSpec{value, {}};
+  return l;
+}
+
+BigInt size_with(const Operator& op, const Architecture& arch,
+                 std::vector<LevelConstraintSpec> levels) {
+  ConstraintSpec spec;
+  spec.check_capacity = false;
+  spec.levels = std::move(levels);
+  return Mapspace(op, arch, resolve(spec, op, arch)).size();
+}
+
+// M = 4 alone on L1 / 2 x 2 PEs (one axis per split) / L2 / DRAM, factors
+// only: (L1 tile, split, L2 tile) is one of (1,1,1) (1,1,2) (1,1,4) (1,2,2)
+// (1,2,4) (2,1,2) (2,1,4) (2,2,4) (4,1,4), one loop order each: 9.
+TEST(MapspaceFactorLimits, HandCountedOnOneDimension) {
+  const Operator op = make_gemm("g", 4, 1, 1);
+  const Architecture arch = chip({2, 2});
+  EXPECT_EQ(size_with(op, arch, {}), 9);
+  // L2's trip count (L2 tile / span below) at most 1: the L2 tile is the
+  // span, once per (L1 tile, split): 5.
+  EXPECT_EQ(size_with(op, arch, {limit("L2", "max", "M", 1)}), 5);
+  // DRAM's trip count (4 / L2 tile) at least 2: L2 tiles 1 and 2: 4.
+  EXPECT_EQ(size_with(op, arch, {limit("DRAM", "min", "M", 2)}), 4);
+  // Splits at most 1: 6; at least 2: 3.
+  EXPECT_EQ(size_with(op, arch, {limit("PEs", "max", "M", 1)}), 6);
+  EXPECT_EQ(size_with(op, arch, {limit("PEs", "min", "M", 2)}), 3);
+  // L1 loops at least twice and DRAM at most once: (2,1,4) (2,2,4) (4,1,4).
+  EXPECT_EQ(size_with(op, arch, {limit("L1", "min", "M", 2), limit("DRAM", "max", "M", 1)}), 3);
+  // Both bounds on one level: L1 exactly 2 (the L1 tile 2): 3.
+  auto l1 = limit("L1", "min", "M", 2);
+  l1.max_factor["M"] = FactorLimitSpec{2, {}};
+  EXPECT_EQ(size_with(op, arch, {l1}), 3);
+}
+
+TEST(MapspaceFactorLimits, CountStepNamesTheRuleAndSamplesHonourIt) {
+  const Operator op = make_gemm("g", 4, 2, 3);
+  const Architecture arch = chip({2, 2});
+  ConstraintSpec spec;
+  spec.factors_only = false;
+  spec.levels = {limit("L2", "max", "K", 1), limit("PEs", "min", "M", 2)};
+  const Mapspace space(op, arch, resolve(spec, op, arch));
+  const auto steps = space.count_steps();
+  const auto it = std::find_if(steps.begin(), steps.end(), [](const CountStep& c) {
+    return c.rule == "factor limits (max_factor, min_factor)";
+  });
+  ASSERT_NE(it, steps.end());
+  EXPECT_LT(it->size, (it - 1)->size);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    const auto m = space.sample(rng);
+    ASSERT_TRUE(m);
+    EXPECT_FALSE(space.reject_reason(*m)) << *space.reject_reason(*m);
+    EXPECT_GE(m->level(1).split[0], 2);
+  }
+  // A mapping outside: the trivial one splits nothing.
+  const auto why = space.reject_reason(Mapping::trivial(op, arch));
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->rfind("limit: PEs splits M 1 times", 0), 0u) << *why;
+}
+
+// M = N = K = 2 with every tile and split fixed at 1: only DRAM's order is
+// free, 3! = 6 of them; pinning the innermost loops leaves the others free.
+TEST(MapspaceInnermost, HandCountedOrders) {
+  const Operator op = make_gemm("g", 2, 2, 2);
+  const Architecture arch = chip({2, 2});
+  auto ones = [](const std::string& level, std::int64_t k_tile) {
+    LevelConstraintSpec l;
+    l.level = level;
+    l.fixed = {{"M", 1}, {"N", 1}, {"K", k_tile}};
+    return l;
+  };
+  auto pinned = [](std::vector<std::string> dims) {
+    LevelConstraintSpec l;
+    l.level = "DRAM";
+    l.innermost = std::move(dims);
+    return l;
+  };
+  const std::vector<LevelConstraintSpec> fixed{ones("L1", 1), ones("PEs", 1), ones("L2", 1)};
+  auto with = [&](std::vector<LevelConstraintSpec> extra) {
+    auto levels = fixed;
+    levels.insert(levels.end(), extra.begin(), extra.end());
+    return size_with(op, arch, levels);
+  };
+  EXPECT_EQ(with({}), 6);
+  EXPECT_EQ(with({pinned({"K"})}), 2);  // M, N in either order, then K
+  EXPECT_EQ(with({pinned({"N", "K"})}), 1);
+  EXPECT_EQ(with({pinned({"M", "N", "K"})}), 1);
+  // L2 holding K = 2: K runs once at DRAM, so pinning it says nothing
+  // there (a one-trip loop has no place); N alone is then innermost.
+  const std::vector<LevelConstraintSpec> k_in_l2{ones("L1", 1), ones("PEs", 1), ones("L2", 2)};
+  auto with_k = [&](LevelConstraintSpec extra) {
+    auto levels = k_in_l2;
+    levels.push_back(std::move(extra));
+    return size_with(op, arch, levels);
+  };
+  EXPECT_EQ(with_k(pinned({"K"})), 2);
+  EXPECT_EQ(with_k(pinned({"N", "K"})), 1);
+  // The streamed mappings end with the pinned loops.
+  ConstraintSpec spec;
+  spec.levels = fixed;
+  spec.levels.push_back(pinned({"N", "K"}));
+  const Mapspace space(op, arch, resolve(spec, op, arch));
+  Mapspace::Cursor cursor(space);
+  Mapping m;
+  int seen = 0;
+  while (cursor.next(m)) {
+    ++seen;
+    EXPECT_EQ(m.level(3).order, (std::vector<DimId>{0, 1, 2}));
+  }
+  EXPECT_EQ(seen, 1);
+  Mapping wrong = m;
+  wrong.level(3).order = {1, 0, 2};
+  const auto why = space.reject_reason(wrong);
+  ASSERT_TRUE(why);
+  EXPECT_EQ(why->rfind("order: DRAM", 0), 0u) << *why;
+}
+
+TEST(MapspaceFactorLimits, TwoSpatialLevelsMatchEnumerationStepByStep) {
+  const Operator op = make_gemm("g", 4, 3, 2);
+  const Architecture arch = multinode(8, 48);
+  ConstraintSpec spec;
+  auto nodes = limit("nodes", "max", "M", 2);
+  auto gbuf = limit("GBUF", "min", "N", 2);
+  gbuf.innermost = {"K", "M"};
+  auto dram = limit("DRAM", "max", "N", 1);
+  spec.levels = {nodes, gbuf, dram};
+  // tiles, parallel, placement, limits, orders, capacity.
+  EXPECT_EQ(expect_steps_match(op, arch, resolve(spec, op, arch)), 6u);
+}
+
+TEST(Constraints, FactorLimitAndPinContradictionsAreInputErrors) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const Architecture arch = chip({2, 2});
+  auto one = [](LevelConstraintSpec l) {
+    ConstraintSpec s;
+    s.levels.push_back(std::move(l));
+    return s;
+  };
+  expect_error(one(limit("L2", "max", "Z", 2)), op, arch, "max_factor", "no dimension 'Z'");
+  expect_error(one(limit("L2", "min", "M", 0)), op, arch, "min_factor", "at least 1, got 0");
+  auto both = limit("L2", "min", "M", 4);
+  both.max_factor["M"] = FactorLimitSpec{2, {}};
+  expect_error(one(both), op, arch, "min_factor",
+               "min_factor 4 of 'M' on 'L2' is above its "
+               "max_factor 2");
+  expect_error(one(limit("PEs", "min", "M", 5)), op, arch, "min_factor",
+               "above the largest split 4 (bound 4 in 'g', fan-out 4)");
+  expect_error(one(limit("DRAM", "min", "M", 5)), op, arch, "min_factor",
+               "above the largest trip count 4");
+  auto split = limit("PEs", "max", "M", 1);
+  split.fixed = {{"M", 2}};
+  expect_error(one(split), op, arch, "max_factor",
+               "max_factor 1 of 'M' on 'PEs' contradicts its factor 2 (its fixed split)");
+  auto tile = limit("L1", "max", "M", 2);
+  tile.fixed = {{"M", 4}};
+  expect_error(one(tile), op, arch, "max_factor",
+               "contradicts its factor 4 (a fixed tile of 4 over a span of 1 fixed below)");
+  auto unsplit = limit("PEs", "min", "M", 2);
+  unsplit.parallel = std::vector<std::string>{"N"};
+  expect_error(one(unsplit), op, arch, "min_factor",
+               "contradicts its factor 1 (the level may not split it: parallel)");
+  // DRAM's trips follow from the fixed L2 tile: the bound 4 over 2.
+  ConstraintSpec chain;
+  LevelConstraintSpec l2;
+  l2.level = "L2";
+  l2.fixed = {{"M", 2}};
+  chain.levels = {l2, limit("DRAM", "max", "M", 1)};
+  expect_error(chain, op, arch, "max_factor",
+               "contradicts its factor 2 (the bound 4 over a span of 2 fixed below)");
+  LevelConstraintSpec pins;
+  pins.level = "L2";
+  pins.innermost = {"M", "K", "M"};
+  expect_error(one(pins), op, arch, "innermost", "'M' is pinned twice on 'L2'");
+  pins.innermost = {"Q"};
+  expect_error(one(pins), op, arch, "innermost", "no dimension 'Q'");
+  pins.level = "PEs";
+  pins.innermost = {"M"};
+  expect_error(one(pins), op, arch, "innermost", "spatial and has no loop order");
+  // Consistent bounds pass: the fixed split 2 within [2, 4].
+  auto fine = limit("PEs", "max", "M", 4);
+  fine.min_factor["M"] = FactorLimitSpec{2, {}};
+  fine.fixed = {{"M", 2}};
+  EXPECT_NO_THROW(resolve(one(fine), op, arch));
 }
 
 }  // namespace

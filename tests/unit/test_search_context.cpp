@@ -62,6 +62,40 @@ TEST(SearchContext, ResultsInOrderBestIsEarliestOfEquals) {
   EXPECT_EQ(ctx.evaluations(), 4u);
 }
 
+// Factor bounds hold for every evaluated mapping, also those a searcher
+// builds outside the mapspace or streams from a space of its own: at most
+// (or at least) M's L1 trip count, here the L1 tile of M.
+TEST(SearchContext, MappingsOutsideFactorLimitsAreInvalid) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const Architecture arch = chip({4});
+  auto bounded = [&](bool at_most, std::int64_t v) {
+    ConstraintSpec spec;
+    LevelConstraintSpec l1;
+    l1.level = "L1";
+    (at_most ? l1.max_factor : l1.min_factor)["M"] = FactorLimitSpec{v, {}};
+    spec.levels.push_back(l1);
+    return resolve(spec, op, arch);
+  };
+  const Mapspace space(op, arch, bounded(true, 2));
+  FakeModel model;
+  SearchContext ctx(op, arch, space, model, Objective::kLatency, 1, Budget{});
+  const std::vector<Mapping> batch{with_l1(op, arch, 4, 1), with_l1(op, arch, 2, 1)};
+  const auto results = ctx.evaluate(batch);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_FALSE(results[0].valid);
+  EXPECT_EQ(results[0].invalid_reason,
+            "outside the constraints: limit: L1 loops over M 4 times, outside its factor bounds");
+  EXPECT_TRUE(results[1].valid);
+  // A sweep of an unconstrained space under a job that wants M's L1 tile
+  // at least 4: the best (smallest tile) is 4, not 1.
+  const Mapspace at_least(op, arch, bounded(false, 4));
+  const Mapspace free_space(op, arch);
+  SearchContext sweep(op, arch, at_least, model, Objective::kLatency, 1, Budget{});
+  sweep.evaluate_space(free_space);
+  ASSERT_TRUE(sweep.best_mapping());
+  EXPECT_EQ(sweep.best_metrics().latency_cycles, 4);
+}
+
 TEST(SearchContext, BudgetTruncatesTheBatch) {
   const Operator op = make_gemm("g", 4, 4, 4);
   const Architecture arch = chip({4});

@@ -32,6 +32,12 @@ struct ClusterConstraintSpec {
   std::vector<std::vector<std::string>> orders;
 };
 
+/// A bound on one factor, with where it was written (for messages).
+struct FactorLimitSpec {
+  std::int64_t value = 0;
+  SourceLocation where;
+};
+
 /// Constraints on one level, by name.
 struct LevelConstraintSpec {
   std::string level;
@@ -41,6 +47,17 @@ struct LevelConstraintSpec {
   /// Spatial levels: fixed splits (dimension -> children). Buffer levels:
   /// fixed tile sizes (dimension -> tile).
   std::map<std::string, std::int64_t> fixed;
+  /// Bounds on the level's factor of a dimension (dimension -> bound):
+  /// at a spatial level its split, at a buffer or DRAM the trip count of
+  /// its own loop over the tiles below (Timeloop's per-level `factors`,
+  /// with `<=` and `>=` instead of `=`). Checked against `fixed`.
+  std::map<std::string, FactorLimitSpec> max_factor, min_factor;
+  /// Data levels: the innermost loops of the order, outermost first (the
+  /// last one innermost); the other loops are free outside them
+  /// (Timeloop's partial `permutation`, which it writes innermost first).
+  /// One location per name.
+  std::vector<std::string> innermost;
+  std::vector<SourceLocation> innermost_where;
   /// Data levels: allowed loop orders, outermost first (absent: any). A
   /// mapping's order is allowed when its loops with more than one trip
   /// follow one of these orders.
@@ -103,8 +120,14 @@ struct LevelRule {
   std::uint64_t parallel_mask = ~std::uint64_t{0};
   /// Per dimension: fixed tile (buffer) or split (spatial); 0 = free.
   std::vector<std::int64_t> fixed;
+  /// Per dimension, bounds on the level's factor (its split, or the trip
+  /// count of its loop: ceil(span / span below)); 0 = none; empty: none.
+  std::vector<std::int64_t> max_factor, min_factor;
   /// Allowed loop orders (outermost first, permutations of all dimensions).
   std::vector<std::vector<DimId>> orders;
+  /// Pinned innermost loops, outermost first: the loops of more than one
+  /// trip among them must close the order, in this order.
+  std::vector<DimId> innermost;
   /// Tensor indices of which one must stay stationary.
   std::vector<int> stationary;
   /// Buffer levels, per tensor: 1 must keep, 0 must bypass, -1 not fixed;
@@ -112,7 +135,10 @@ struct LevelRule {
   std::vector<std::int8_t> keep;
   /// Spatial levels: the cluster level (off unless a constraint turns it on).
   ClusterRule cluster;
-  bool order_constrained() const { return !orders.empty() || !stationary.empty(); }
+  bool order_constrained() const {
+    return !orders.empty() || !stationary.empty() || !innermost.empty();
+  }
+  bool has_factor_limits() const { return !max_factor.empty() || !min_factor.empty(); }
 };
 
 /// Resolved constraints of one mapspace.
@@ -138,7 +164,10 @@ struct MapspaceOptions {
 /// whose product exceeds its fan-out or that split more dimensions than
 /// `max_parallel_dims` allows, a fixed tile or split that does not divide
 /// the bound (factors-only), and a fixed tile smaller than what it must
-/// hold (a fixed tile below times the fixed splits between).
+/// hold (a fixed tile below times the fixed splits between). Factor bounds
+/// and pins (each error at the entry's location): a bound below 1, a
+/// minimum above the maximum or above what the level can reach, a bound the
+/// fixed values already break, a loop pinned twice or on a spatial level.
 MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Architecture& arch);
 
 /// Loads a constraints file (the keys of an experiment's `mapspace:` block;

@@ -112,6 +112,14 @@ class Mapspace {
   /// "parallel_dims", "fanout", "order", "utilization", "capacity" (with
   /// detail after a colon).
   std::optional<std::string> reject_reason(const Mapping& mapping) const;
+  /// The part of reject_reason for factor bounds and pinned innermost
+  /// loops ("limit: ..." or "order: ..."), or nothing. SearchContext applies
+  /// it to every mapping a searcher evaluates, so searchers that build
+  /// mappings outside the mapspace honour these rules too. Expects a
+  /// structurally sound mapping.
+  std::optional<std::string> limit_reject_reason(const Mapping& mapping) const;
+  /// Whether any level has factor bounds or pinned innermost loops.
+  bool has_limits_or_pins() const;
 
   /// A disjoint part of the space: fixed chain choices for the first
   /// dimensions. Chunks come in enumeration order and cover the space.
