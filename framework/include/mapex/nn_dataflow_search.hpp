@@ -31,6 +31,22 @@ namespace mapex::ndf {
 /// What the search ranks by (nn_dataflow's `--goal`).
 enum class Goal { kEnergy, kDelay, kEnergyDelay };
 
+/// How the loop blocking of each processing pass is chosen.
+enum class BlockingSolver {
+  /// nn_dataflow's: every exact factorisation and every order pair that
+  /// skip_conv keeps (KAPLA §V's baseline B).
+  kExhaustive,
+  /// KAPLA's intra-layer solver (§IV-C, Algorithm 1) over the same
+  /// factors and orders: bottom-up, REGF then GBUF, per candidate loop
+  /// order a greedy caching pass that enlarges one loop at a time to its
+  /// next blocked size, choosing the loop that most reduces the traffic of
+  /// the most accessed data category above the level (ties to the second,
+  /// then the third), while it fits; the best order per level by the
+  /// pass's rank key. Every blocking it scores is one the exhaustive
+  /// solver also scores, so per pass it is never better than kExhaustive.
+  kCostDescending,
+};
+
 /// nn_dataflow's partitioning options and ranking.
 struct SearchOptions {
   bool hybrid = false;    ///< --hybrid-partition (else naive: OFMP for conv, OUTP for FC)
@@ -38,6 +54,7 @@ struct SearchOptions {
   bool ifmaps = false;    ///< --ifmaps-partition (needs hybrid)
   std::size_t ntops = 1;  ///< --top: schemes kept per pass and per layer (at least 1)
   Goal goal = Goal::kEnergy;
+  BlockingSolver blocking = BlockingSolver::kExhaustive;
   /// Stop after scoring this many loop blockings (0: no limit); the
   /// result then holds the best of those scored.
   std::uint64_t max_blockings = 0;

@@ -1,0 +1,275 @@
+// KAPLA's K against nn_dataflow's exhaustive B (KAPLA §V-VI), both in
+// nn_dataflow's per-layer space and scored by its model (mapex::ndf, the
+// model tensor_centric's model=nn_dataflow computes): B chooses each
+// processing pass's loop blocking exhaustively, K with KAPLA's bottom-up
+// greedy cost descending (§IV-C); partitions and PE mapping are the same
+// enumeration for both. Per layer of every network of experiments/kapla
+// and per scenario (Fig. 7 training and Fig. 9 inference on the multi-node
+// chip at batch 64, Fig. 10 inference on the edge chip at batch 1), the
+// energy-goal (and, for training, delay-goal: Fig. 8) results of both, and
+// the in-process thread CPU time of each search, the median of --runs
+// repetitions. Also every single-layer nn_dataflow reference run
+// (refdata/nn_dataflow/layers.csv) with the tool's own best beside B.
+// Writes one CSV row per (scenario, network, layer, goal). An experiment
+// driver, not a test: scripts/kapla_fair runs it.
+//
+// usage: mapex_kapla_vs_nndf [--runs N] [--networks a,b] [--scenarios s,t]
+//                            [--max-seconds S] -o OUT.csv
+
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mapex/architecture.hpp>
+#include <mapex/error.hpp>
+#include <mapex/network.hpp>
+#include <mapex/nn_dataflow_bridge.hpp>
+#include <mapex/nn_dataflow_search.hpp>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nndf_reference.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace ndf = mapex::ndf;
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string w; std::getline(in, w, sep);)
+    if (!w.empty()) out.push_back(w);
+  return out;
+}
+
+/// One search problem: a layer under one scenario and goal.
+struct Job {
+  std::string scenario, network, layer, goal;
+  ndf::Problem problem;
+  ndf::SearchOptions options;
+  std::vector<ndf::Layout> layouts;
+  double ref_cost = 0;  ///< nn_dataflow's own best (reference runs only), in mapex units
+  std::string skipped;  ///< why the layer is outside the model (then nothing is searched)
+};
+
+/// What one solver found and how long it took.
+struct Outcome {
+  double cost = 0, time = 0, cpu_s = 0;
+  std::uint64_t blockings = 0;
+  bool complete = false, found = false;
+};
+
+Outcome run_solver(const Job& job, ndf::BlockingSolver solver, int runs) {
+  ndf::SearchOptions so = job.options;
+  so.blocking = solver;
+  std::vector<double> times;
+  ndf::SearchOutput out;
+  for (int r = 0; r < runs; ++r) {
+    const double t0 = thread_cpu_seconds();
+    out = ndf::search(job.problem.layer, job.problem.hw, job.problem.options, job.layouts, so);
+    times.push_back(thread_cpu_seconds() - t0);
+    if (!out.complete) break;  // a search cut short is not timed again
+  }
+  std::sort(times.begin(), times.end());
+  Outcome o;
+  o.cpu_s = times[times.size() / 2];
+  o.blockings = out.stats.blockings;
+  o.complete = out.complete;
+  if (!out.tops.empty()) {
+    o.found = true;
+    o.cost = out.tops.front().cost;
+    o.time = out.tops.front().time;
+  }
+  return o;
+}
+
+/// The network file with its batch set (and nothing else changed), as
+/// experiments/kapla/networks.sh writes it.
+mapex::Network load_with_batch(const fs::path& file, int batch) {
+  std::ifstream in(file);
+  std::string text, line;
+  while (std::getline(in, line)) {
+    if (line.rfind("batch:", 0) == 0 || line.rfind("training:", 0) == 0) continue;
+    text += line + "\n";
+    if (line.rfind("network:", 0) == 0) text += "batch: " + std::to_string(batch) + "\n";
+  }
+  return mapex::Network::parse(text, file.string());
+}
+
+/// KAPLA's intra-layer options (kapla's option_training.json without
+/// back-propagation flags): hybrid, batch and input-channel partitioning,
+/// GBUF sharing, no GBUF bypass.
+ndf::SearchOptions kapla_options(ndf::Goal goal) {
+  ndf::SearchOptions so;
+  so.hybrid = so.batch = so.ifmaps = true;
+  so.goal = goal;
+  return so;
+}
+
+void add_network_jobs(const std::string& scenario, const std::string& net_name,
+                      std::vector<Job>& jobs) {
+  const fs::path exp = MAPEX_EXPERIMENTS_DIR;
+  const bool edge = scenario == "edge";
+  const auto arch = mapex::Architecture::load(
+      (exp / "architectures" / (edge ? "kapla_edge.yaml" : "kapla_multinode.yaml")).string());
+  mapex::Network net = load_with_batch(exp / "workloads" / (net_name + ".yaml"), edge ? 1 : 64);
+  if (scenario == "training") net = net.training();
+  std::vector<std::string> goals{"energy"};
+  if (scenario == "training") goals.push_back("delay");  // Fig. 8
+  for (const auto& goal : goals) {
+    // Layers of one shape are searched once per network (both solvers
+    // alike; nn_dataflow and KAPLA cache per-layer searches the same way).
+    std::map<std::string, bool> seen;
+    for (const auto& l : net.layers()) {
+      Job j;
+      j.scenario = scenario;
+      j.network = net_name;
+      j.layer = l.op.name();
+      j.goal = goal;
+      j.options = kapla_options(goal == "delay" ? ndf::Goal::kDelay : ndf::Goal::kEnergy);
+      if (auto err = ndf::make_problem(l.op, arch, "", "", "on", j.problem)) {
+        j.skipped = *err;
+        jobs.push_back(std::move(j));
+        continue;
+      }
+      const auto& y = j.problem.layer;
+      std::ostringstream key;
+      key << y.batch << ' ' << y.nifm << ' ' << y.nofm << ' ' << y.hofm << ' ' << y.wofm << ' '
+          << y.hfil << ' ' << y.wfil << ' ' << y.htrd << ' ' << y.wtrd;
+      if (seen[key.str()]) continue;
+      seen[key.str()] = true;
+      j.layouts = {j.problem.ifmaps};
+      jobs.push_back(std::move(j));
+    }
+  }
+}
+
+void add_reference_jobs(std::vector<Job>& jobs) {
+  namespace ref = ndf::reference;
+  const fs::path refdata = MAPEX_NNDF_REFDATA;
+  for (const auto& row : ref::read_layers(refdata)) {
+    ref::Setup s;
+    Job j;
+    j.scenario = "nn_dataflow_ref";
+    j.network = row.at("hw") + "_" + row.at("optset");
+    j.layer = row.at("id");
+    j.goal = "energy";
+    if (auto why = ref::load(refdata, MAPEX_TEST_DATA_DIR,
+                             fs::path(MAPEX_EXPERIMENTS_DIR) / "architectures", row, s)) {
+      j.skipped = *why;
+    } else {
+      j.problem = s.problem;
+      j.options = s.options;
+      j.layouts = s.layouts;
+      j.ref_cost = s.ref_cost * s.scale;
+    }
+    jobs.push_back(std::move(j));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int runs = 3;
+  double max_seconds = 120;
+  std::string out_path;
+  std::vector<std::string> networks = {"alexnet",  "mobilenetv2", "vgg16",     "googlenet",
+                                       "resnet50", "kapla_mlp",   "kapla_lstm"};
+  std::vector<std::string> scenarios = {"training", "inference", "edge", "reference"};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--runs")
+      runs = std::max(1, std::atoi(v.c_str()));
+    else if (a == "--networks")
+      networks = split(v, ',');
+    else if (a == "--scenarios")
+      scenarios = split(v, ',');
+    else if (a == "--max-seconds")
+      max_seconds = std::atof(v.c_str());
+    else if (a == "-o")
+      out_path = v;
+    else {
+      std::cerr << "kapla_vs_nndf: unknown option " << a << "\n";
+      return 2;
+    }
+  }
+  if (out_path.empty()) {
+    std::cerr << "kapla_vs_nndf: -o OUT.csv is required\n";
+    return 2;
+  }
+  std::vector<Job> jobs;
+  try {
+    for (const auto& sc : scenarios) {
+      if (sc == "reference") {
+        add_reference_jobs(jobs);
+        continue;
+      }
+      if (sc != "training" && sc != "inference" && sc != "edge") {
+        std::cerr << "kapla_vs_nndf: unknown scenario " << sc << "\n";
+        return 2;
+      }
+      for (const auto& n : networks) add_network_jobs(sc, n, jobs);
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "kapla_vs_nndf: " << e.what() << "\n";
+    return 2;
+  }
+  for (auto& j : jobs) j.options.max_seconds = max_seconds;
+
+  // Two workers (the machine's cores); each search is timed on its own
+  // thread's CPU clock, so the workers do not disturb each other's figures.
+  std::vector<std::pair<Outcome, Outcome>> results(jobs.size());
+  std::atomic<size_t> next{0};
+  std::mutex log;
+  auto worker = [&] {
+    for (size_t i; (i = next++) < jobs.size();) {
+      if (!jobs[i].skipped.empty()) continue;
+      results[i].first = run_solver(jobs[i], ndf::BlockingSolver::kExhaustive, runs);
+      results[i].second = run_solver(jobs[i], ndf::BlockingSolver::kCostDescending, runs);
+      std::lock_guard<std::mutex> g(log);
+      std::cerr << jobs[i].scenario << ' ' << jobs[i].network << ' ' << jobs[i].layer << ' '
+                << jobs[i].goal << ": B " << results[i].first.cpu_s << " s, K "
+                << results[i].second.cpu_s << " s\n";
+    }
+  };
+  std::thread t1(worker), t2(worker);
+  t1.join();
+  t2.join();
+
+  std::ofstream out(out_path);
+  out << "scenario,network,layer,goal,status,reason,ref_cost,b_cost,b_time,b_cpu_s,b_blockings,"
+         "b_complete,k_cost,k_time,k_cpu_s,k_blockings\n";
+  out.precision(10);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const Job& j = jobs[i];
+    const auto& [b, k] = results[i];
+    std::string reason = j.skipped;
+    std::replace(reason.begin(), reason.end(), ',', ';');
+    std::replace(reason.begin(), reason.end(), '\n', ' ');
+    const std::string status = !j.skipped.empty() ? "outside_model"
+                               : !b.found         ? "no_scheme"
+                               : !k.found         ? "k_no_scheme"
+                                                  : "ok";
+    out << j.scenario << ',' << j.network << ',' << j.layer << ',' << j.goal << ',' << status << ','
+        << reason << ',' << j.ref_cost << ',' << b.cost << ',' << b.time << ',' << b.cpu_s << ','
+        << b.blockings << ',' << (b.complete ? 1 : 0) << ',' << k.cost << ',' << k.time << ','
+        << k.cpu_s << ',' << k.blockings << '\n';
+  }
+  return 0;
+}
