@@ -28,10 +28,12 @@
 #include <map>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
+#include <mapex/generators.hpp>
 #include <mapex/network.hpp>
 #include <mapex/nn_dataflow_bridge.hpp>
 #include <mapex/nn_dataflow_search.hpp>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -65,6 +67,8 @@ struct Job {
   ndf::SearchOptions options;
   std::vector<ndf::Layout> layouts;
   double ref_cost = 0;  ///< nn_dataflow's own best (reference runs only), in mapex units
+  int copies = 1;       ///< identical layers it stands for (the groups of a grouped convolution)
+  std::string as;       ///< what the layer was searched as, when rewritten
   std::string skipped;  ///< why the layer is outside the model (then nothing is searched)
 };
 
@@ -112,6 +116,91 @@ mapex::Network load_with_batch(const fs::path& file, int batch) {
   return mapex::Network::parse(text, file.string());
 }
 
+/// The conv or FC layer nn_dataflow would schedule in place of `op`, and
+/// how many of it (nn_dataflow's model takes ungrouped forward conv and FC
+/// layers only; KAPLA's fork adds backward layer types that have no
+/// counterpart in it). Exact rewrites only, each the same loop nest with
+/// the roles of its loops renamed:
+/// - a grouped convolution (not depthwise): `groups` convolutions of C/G
+///   to K/G channels (nn_dataflow's alex_net lists the halves as layers);
+/// - FC error propagation dX[n][c] = sum_k dY[n][k] W[k][c]: an FC layer
+///   of K inputs and C outputs;
+/// - FC weight gradient dW[k][c] = sum_n dY[n][k] X[n][c]: an FC layer of
+///   N inputs and K outputs over a "batch" of C;
+/// - stride-1 convolution error propagation: a convolution of K to C
+///   channels over the output-gradient map padded by R-1-pad, giving the
+///   input-sized map;
+/// - stride-1 convolution weight gradient dW[k][c][r][s] = sum_{n,p,q}
+///   dY[n][k][p][q] X[n][c][r+p][s+q]: a convolution with batch C, N
+///   input channels, K outputs, the padded input as the map and P x Q as
+///   the filter, giving R x S.
+/// Anything else (depthwise, strided backward layers) stays as it is, and
+/// make_problem says why it is outside the model.
+std::optional<std::pair<mapex::Operator, int>> nndf_layer(const mapex::Operator& op) {
+  auto dim = [&](const char* d) -> std::int64_t {
+    const auto id = op.find_dim(d);
+    return id < 0 ? 0 : op.dims()[static_cast<size_t>(id)].bound;
+  };
+  auto attr = [&](const char* a, std::int64_t dflt) {
+    const auto it = op.attributes().find(a);
+    return it == op.attributes().end() ? dflt : it->second;
+  };
+  const std::string& kind = op.kind();
+  const std::int64_t groups = attr("groups", 1);
+  if (kind == "fc_bwd_data")
+    return std::make_pair(mapex::make_fc(op.name(), dim("N"), dim("K"), dim("C")), 1);
+  if (kind == "fc_bwd_weight")
+    return std::make_pair(mapex::make_fc(op.name(), dim("C"), dim("N"), dim("K")), 1);
+  if (kind == "conv2d") {
+    // A regular convolution is taken as it is; a depthwise one (no G
+    // dimension) stays outside.
+    if (groups == 1 || !dim("G")) return std::nullopt;
+    mapex::Conv2dShape sh;
+    sh.N = dim("N");
+    sh.C = dim("C");  // per group: the G dimension holds the groups
+    sh.K = dim("K");
+    sh.R = dim("R");
+    sh.S = dim("S");
+    sh.stride_h = attr("stride_h", 1);
+    sh.stride_w = attr("stride_w", 1);
+    sh.padding_h = attr("padding_h", 0);
+    sh.padding_w = attr("padding_w", 0);
+    sh.H = (dim("P") - 1) * sh.stride_h + sh.R - 2 * sh.padding_h;
+    sh.W = (dim("Q") - 1) * sh.stride_w + sh.S - 2 * sh.padding_w;
+    return std::make_pair(mapex::make_conv2d(op.name(), sh), static_cast<int>(groups));
+  }
+  if (kind != "conv2d_bwd_data" && kind != "conv2d_bwd_weight") return std::nullopt;
+  if (groups != 1 || attr("stride_h", 1) != 1 || attr("stride_w", 1) != 1 ||
+      attr("dilation_h", 1) != 1 || attr("dilation_w", 1) != 1)
+    return std::nullopt;
+  const std::int64_t ph = attr("padding_h", 0), pw = attr("padding_w", 0);
+  mapex::Conv2dShape sh;
+  if (kind == "conv2d_bwd_data") {
+    sh.N = dim("N");
+    sh.C = dim("K");
+    sh.K = dim("C");
+    sh.H = dim("P");
+    sh.W = dim("Q");
+    sh.R = dim("R");
+    sh.S = dim("S");
+    sh.padding_h = sh.R - 1 - ph;
+    sh.padding_w = sh.S - 1 - pw;
+    if (sh.padding_h < 0 || sh.padding_w < 0) return std::nullopt;
+    return std::make_pair(mapex::make_conv2d(op.name(), sh), 1);
+  }
+  if (kind == "conv2d_bwd_weight") {
+    sh.N = dim("C");
+    sh.C = dim("N");
+    sh.K = dim("K");
+    sh.H = dim("P") + dim("R") - 1;  // the padded input rows the forward read
+    sh.W = dim("Q") + dim("S") - 1;
+    sh.R = dim("P");
+    sh.S = dim("Q");
+    return std::make_pair(mapex::make_conv2d(op.name(), sh), 1);
+  }
+  return std::nullopt;
+}
+
 /// KAPLA's intra-layer options (kapla's option_training.json without
 /// back-propagation flags): hybrid, batch and input-channel partitioning,
 /// GBUF sharing, no GBUF bypass.
@@ -143,15 +232,22 @@ void add_network_jobs(const std::string& scenario, const std::string& net_name,
       j.layer = l.op.name();
       j.goal = goal;
       j.options = kapla_options(goal == "delay" ? ndf::Goal::kDelay : ndf::Goal::kEnergy);
-      if (auto err = ndf::make_problem(l.op, arch, "", "", "on", j.problem)) {
+      const auto rewritten = nndf_layer(l.op);
+      const mapex::Operator& op = rewritten ? rewritten->first : l.op;
+      if (rewritten) {
+        j.copies = rewritten->second;
+        j.as = rewritten->second > 1 ? std::to_string(rewritten->second) + " groups"
+                                     : "rewritten " + l.op.kind();
+      }
+      if (auto err = ndf::make_problem(op, arch, "", "", "on", j.problem)) {
         j.skipped = *err;
         jobs.push_back(std::move(j));
         continue;
       }
       const auto& y = j.problem.layer;
       std::ostringstream key;
-      key << y.batch << ' ' << y.nifm << ' ' << y.nofm << ' ' << y.hofm << ' ' << y.wofm << ' '
-          << y.hfil << ' ' << y.wfil << ' ' << y.htrd << ' ' << y.wtrd;
+      key << j.copies << ' ' << y.batch << ' ' << y.nifm << ' ' << y.nofm << ' ' << y.hofm << ' '
+          << y.wofm << ' ' << y.hfil << ' ' << y.wfil << ' ' << y.htrd << ' ' << y.wtrd;
       if (seen[key.str()]) continue;
       seen[key.str()] = true;
       j.layouts = {j.problem.ifmaps};
@@ -253,7 +349,8 @@ int main(int argc, char** argv) {
   t2.join();
 
   std::ofstream out(out_path);
-  out << "scenario,network,layer,goal,status,reason,ref_cost,b_cost,b_time,b_cpu_s,b_blockings,"
+  out << "scenario,network,layer,goal,copies,as,status,reason,ref_cost,b_cost,b_time,b_cpu_s,b_"
+         "blockings,"
          "b_complete,k_cost,k_time,k_cpu_s,k_blockings\n";
   out.precision(10);
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -266,10 +363,10 @@ int main(int argc, char** argv) {
                                : !b.found         ? "no_scheme"
                                : !k.found         ? "k_no_scheme"
                                                   : "ok";
-    out << j.scenario << ',' << j.network << ',' << j.layer << ',' << j.goal << ',' << status << ','
-        << reason << ',' << j.ref_cost << ',' << b.cost << ',' << b.time << ',' << b.cpu_s << ','
-        << b.blockings << ',' << (b.complete ? 1 : 0) << ',' << k.cost << ',' << k.time << ','
-        << k.cpu_s << ',' << k.blockings << '\n';
+    out << j.scenario << ',' << j.network << ',' << j.layer << ',' << j.goal << ',' << j.copies
+        << ',' << j.as << ',' << status << ',' << reason << ',' << j.ref_cost << ',' << b.cost
+        << ',' << b.time << ',' << b.cpu_s << ',' << b.blockings << ',' << (b.complete ? 1 : 0)
+        << ',' << k.cost << ',' << k.time << ',' << k.cpu_s << ',' << k.blockings << '\n';
   }
   return 0;
 }
