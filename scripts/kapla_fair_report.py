@@ -56,6 +56,63 @@ def why_outside(r):
     return reason[:80]
 
 
+def md_table(path, heading):
+    """The body rows (lists of cells) of the first table under `heading`."""
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        return []
+    rows, inside = [], False
+    for line in lines:
+        if line.startswith("## "):
+            if inside and rows:
+                break
+            inside = line.startswith(heading)
+            continue
+        if inside and line.startswith("|") and not line.startswith("|--") \
+                and not line.startswith("| ---"):
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows[1:]  # without the header
+
+
+def other_pages(docs):
+    """Summary rows of the figures the other KAPLA pages cover (Table V on
+    kapla_networks.md, Fig. 11 and Table VI on kapla_schedule.md), read
+    from those generated pages."""
+    out = []
+    t5 = md_table(f"{docs}/kapla_networks.md", "## Table V")
+    over = [float(r[7].rstrip("%")) for r in t5 if len(r) == 9 and r[7].endswith("%")]
+    paper = [float(r[8].rstrip("%")) for r in t5 if len(r) == 9]
+    if over:
+        out.append(["Table V", "mean energy overhead of K, GoogLeNet on five chips",
+                    f"{statistics.mean(paper):.1f}% (vs B)", f"{statistics.mean(over):+.2f}% (vs X)",
+                    "partly", "assumption",
+                    "kapla_networks.md: against X (exhaustive inter-layer search sharing K's "
+                    "intra-layer solver), mapex's mapspace and tensor_centric model"])
+    f11 = md_table(f"{docs}/kapla_schedule.md", "## Fig. 11")
+    e1 = [float(r[2]) for r in f11 if len(r) >= 10]
+    t1 = [float(r[3]) for r in f11 if len(r) >= 10]
+    t8 = [float(r[9]) for r in f11 if len(r) >= 10]
+    if e1:
+        out.append(["Fig. 11", "energy at k_S = 1 relative to k_S = 8",
+                    "small increase, much faster (no number given)",
+                    f"+{100 * (max(e1) - 1):.2f}% worst; k_S=8 takes "
+                    f"{sum(t8) / max(sum(t1), 1e-9):.1f}x the time of k_S=1 (summed)",
+                    "partly", "assumption",
+                    "kapla_schedule.md: mapex's inter-layer solver on its mapspace and "
+                    "tensor_centric model; wall times of single runs"])
+    t6 = md_table(f"{docs}/kapla_schedule.md", "## Table VI")
+    pruned = [(r[0], r[9]) for r in t6 if len(r) >= 10]
+    if pruned:
+        vals = [float(p.rstrip("%")) for _, p in pruned]
+        out.append(["Table VI", "inter-layer schemes pruned, one segment per network",
+                    "85.7-99.8%", f"{min(vals):.1f}-{max(vals):.1f}%", "partly", "assumption",
+                    "kapla_schedule.md: mapex's inter-layer space (segments of up to 4 layers, "
+                    "bands of node rows) differs from KAPLA's; the lowest is a one-scheme "
+                    "segment"])
+    return out
+
+
 def read(path):
     with open(path) as f:
         return list(csv.DictReader(f))
@@ -106,6 +163,8 @@ def main():
     ap.add_argument("--wall", type=float, default=0)
     ap.add_argument("-o", "--output", required=True)
     ap.add_argument("--summary", required=True)
+    ap.add_argument("--docs", default="docs/results",
+                    help="folder of the other KAPLA pages (rows for Table V, VI, Fig. 11)")
     args = ap.parse_args()
     rows = read(args.results)
 
@@ -133,7 +192,14 @@ def main():
            "sympy ~1.4, see refdata/nn_dataflow/README.md; mapex's inter-layer solver "
            "works on its own mapspace, [kapla_networks.md](kapla_networks.md)); each layer "
            "is scheduled alone from and to DRAM, its input laid out as its own partition. "
-           "Layers of one shape are searched once per network. The edge chip is modelled "
+           "Layers of one shape are searched once per network. nn_dataflow's model takes "
+           "ungrouped forward conv and FC layers; layers it cannot take as they are are "
+           "rewritten where the rewrite is the same loop nest with its loops renamed "
+           "(`nndf_layer` in `tests/bench/kapla_vs_nndf.cpp`): a grouped convolution as its "
+           "groups (energy and time counted per group), FC gradients and 1x1 weight "
+           "gradients as FC layers, stride-1 convolution gradients as convolutions; the "
+           "rest (depthwise convolutions, strided gradients, the LSTM's element-wise gates) "
+           "is counted under \"layers not compared\". The edge chip is modelled "
            "with nn_dataflow's row-stationary PE array (the model has no systolic "
            "mapping; the paper's edge chip is TPU-like).\n",
            f"Times are the CPU time of each search on its thread, in process (no start-up, "
@@ -260,7 +326,7 @@ def main():
         w = csv.writer(f)
         w.writerow(["figure", "quantity", "paper", "mapex", "reproduced", "reason_class",
                     "note"])
-        w.writerows(summary)
+        w.writerows(summary + other_pages(args.docs))
     print(f"wrote {args.output} and {args.summary}")
     return 0
 
