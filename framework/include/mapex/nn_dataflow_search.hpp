@@ -11,7 +11,9 @@
 //   replication choices (MapStrategyEyeriss.gen_nested_loop_desc);
 // - per processing pass, every exact 3-level factorisation of the ifmap,
 //   ofmap and batch loops and every pair of loop orders that
-//   `loop_blocking.skip_conv` keeps (exhaustive loop blocking);
+//   `loop_blocking.skip_conv` keeps (exhaustive loop blocking), or, with
+//   BlockingSolver::kCostDescending, the ones KAPLA's greedy intra-layer
+//   solver visits in that same set (KAPLA §IV-C);
 // - per pass, the top `ntops` blockings by access cost (then time), and
 //   over the layer the top `ntops` schemes by total cost (then time), the
 //   earlier one winning ties, as nn_dataflow's stable sorts do.
