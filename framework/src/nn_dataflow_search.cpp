@@ -80,6 +80,43 @@ LevelOrder level_order(int nt_mask, const std::array<int, 3>& ord) {
   return lo;
 }
 
+/// loop_blocking.skip_conv as a table: its per-level verdicts depend only
+/// on which loops are non-trivial (a mask per level) and on the orders.
+class SkipConv {
+ public:
+  SkipConv() {
+    for (int m = 0; m < 8; ++m)
+      for (size_t o = 0; o < 6; ++o) lo_[static_cast<size_t>(m)][o] = level_order(m, kOrders[o]);
+  }
+  /// Whether skip_conv keeps the blocking whose non-trivial masks are `nt`
+  /// with orders `o0`, `o1` (indices into kOrders).
+  bool keeps(const std::array<int, 3>& nt, size_t o0, size_t o1) const {
+    const LevelOrder& l0 = lo_[static_cast<size_t>(nt[0])][o0];
+    const LevelOrder& l1 = lo_[static_cast<size_t>(nt[1])][o1];
+    if (!l0.regular || !l1.regular) return false;
+    // Suboptimal: an outer level's innermost non-trivial loop is a
+    // non-innermost non-trivial loop here (the last level has no innermost
+    // loop).
+    if (l0.inner >= 0 && l0.inner != l1.inner && (nt[1] >> l0.inner & 1)) return false;
+    const int outer = l1.inner >= 0 ? l1.inner : l0.inner;
+    return !(outer >= 0 && (nt[2] >> outer & 1));
+  }
+  /// The regular order (index) that stands for `o` at a level whose
+  /// non-trivial loops are `mask`: the one with the same innermost
+  /// non-trivial loop.
+  size_t regular(int mask, size_t o) const {
+    const int inner = lo_[static_cast<size_t>(mask)][o].inner;
+    for (size_t r = 0; r < 6; ++r)
+      if (lo_[static_cast<size_t>(mask)][r].regular &&
+          lo_[static_cast<size_t>(mask)][r].inner == inner)
+        return r;
+    return o;  // unreachable: every mask has a regular order per innermost loop
+  }
+
+ private:
+  std::array<std::array<LevelOrder, 6>, 8> lo_{};
+};
+
 /// A blocking kept for a pass, with what its total cost needs besides the
 /// partition's NoC hops.
 struct Candidate {
@@ -131,9 +168,6 @@ struct NodeResult {
   std::vector<Pass> passes;
 };
 
-/// Exhaustive loop blocking of one pass (gen_loopblocking without the
-/// solver): factorisations and orders in nn_dataflow's order, skip_conv's
-/// pruning, the top `ntops` by access cost then time.
 /// The search's limits (SearchOptions::max_blockings, max_seconds).
 class Limits {
  public:
@@ -160,16 +194,16 @@ class Limits {
   bool stopped_ = false;
 };
 
-void search_pass(const Hardware& hw, const Options& options, const std::array<double, 3>& share,
-                 const SearchOptions& so, Pass& pass, SearchStats& stats, Limits& limits) {
+/// Exhaustive loop blocking of one pass (gen_loopblocking without the
+/// solver): factorisations and orders in nn_dataflow's order, skip_conv's
+/// pruning, the top `ntops` by access cost then time.
+void search_pass_exhaustive(const Hardware& hw, const Options& options,
+                            const std::array<double, 3>& share, const SearchOptions& so, Pass& pass,
+                            SearchStats& stats, Limits& limits) {
   const LoopDesc& nld = pass.nld;
   std::array<std::vector<std::array<std::int64_t, 4>>, 3> fac;
   for (size_t l = 0; l < 3; ++l) fac[l] = factorize(nld.loopcnt[l], 3);
-  // skip_conv's per-level verdicts depend only on which loops are
-  // non-trivial and on the order: tabulate them.
-  std::array<std::array<LevelOrder, 6>, 8> lo{};
-  for (int m = 0; m < 8; ++m)
-    for (size_t o = 0; o < 6; ++o) lo[static_cast<size_t>(m)][o] = level_order(m, kOrders[o]);
+  const SkipConv table;
   TopN<Candidate> top(so.ntops);
   Blocking b;
   BlockingStats s;
@@ -184,17 +218,8 @@ void search_pass(const Hardware& hw, const Options& options, const std::array<do
             nt[bl] = (fi[bl] > 1 ? 1 : 0) | (fo[bl] > 1 ? 2 : 0) | (fb[bl] > 1 ? 4 : 0);
           }
           for (size_t o0 = 0; o0 < 6; ++o0) {
-            const LevelOrder& l0 = lo[static_cast<size_t>(nt[0])][o0];
-            if (!l0.regular) continue;
             for (size_t o1 = 0; o1 < 6; ++o1) {
-              const LevelOrder& l1 = lo[static_cast<size_t>(nt[1])][o1];
-              if (!l1.regular) continue;
-              // Suboptimal: an outer level's innermost non-trivial loop is a
-              // non-innermost non-trivial loop here (the last level has no
-              // innermost loop).
-              if (l0.inner >= 0 && l0.inner != l1.inner && (nt[1] >> l0.inner & 1)) continue;
-              const int outer = l1.inner >= 0 ? l1.inner : l0.inner;
-              if (outer >= 0 && (nt[2] >> outer & 1)) continue;
+              if (!table.keeps(nt, o0, o1)) continue;
               b.ord[0] = kOrders[o0];
               b.ord[1] = kOrders[o1];
               if (limits.reached(stats.blockings)) return;
@@ -216,6 +241,189 @@ void search_pass(const Hardware& hw, const Options& options, const std::array<do
   }();
   pass.tops.clear();
   for (const auto& [key, c] : top.items()) pass.tops.push_back(c);
+}
+
+/// KAPLA's intra-layer solver (§IV-C, Algorithm 1) on one processing pass,
+/// in nn_dataflow's blocking space: the unit tensor is the pass (the
+/// row-stationary mapping fixed by the PE array, Algorithm 1 line 4), and
+/// the memory levels are solved bottom-up, REGF (blocking level 2) then
+/// GBUF (level 1); what is left runs at DRAM (level 0). Within a level, for
+/// each loop order (genLoopOrder: the six orders of the loops above it), a
+/// caching pass enlarges one loop at a time to its next blocked size (the
+/// next divisor of what is left of it), taking the factor from the loops
+/// still at DRAM. Each step picks the loop that most reduces the traffic of
+/// the data category with the most traffic above the level, ties broken by
+/// the second and then the third; it stops when no step fits or none
+/// lowers that ranking (the cost descends at every step). There is no
+/// stacking pass: in nn_dataflow's space the spatial split inside a node
+/// is the pass's replication and across nodes the partition, both
+/// enumerated outside this solver.
+///
+/// The traffic of a category is its accesses above the level weighted by
+/// each level's unit energy (REGF: DRAM, GBUF and array-interconnect
+/// accesses; GBUF: DRAM accesses), so that counts at levels of different
+/// cost rank in one unit; §IV-C speaks of access counts at the next level.
+///
+/// While the REGF is solved the GBUF holds unit tensors, so the loops above
+/// the REGF all run at DRAM in the order being tried (both orders set to
+/// it). The GBUF level keeps the REGF's best and tries each order of the
+/// DRAM loops. Orders are taken through skip_conv's regular representative
+/// (same innermost non-trivial loop) and a step that skip_conv drops is not
+/// taken, so every blocking scored is one the exhaustive solver scores.
+/// The end state of every (level, order) is a candidate (Algorithm 1 lines
+/// 9-12); the pass keeps the top `ntops` of them by the pass rank key.
+class CostDescent {
+ public:
+  CostDescent(const Hardware& hw, const Options& options, const std::array<double, 3>& share,
+              const SearchOptions& so, const LoopDesc& nld, SearchStats& stats, Limits& limits)
+      : hw_(hw),
+        options_(options),
+        share_(share),
+        so_(so),
+        nld_(nld),
+        stats_(stats),
+        limits_(limits),
+        top_(so.ntops) {}
+
+  std::vector<Candidate> run() {
+    std::optional<State> regf_best;
+    std::pair<double, double> regf_key{};
+    for (size_t o = 0; o < 6 && !stopped_; ++o) {
+      State st;
+      for (size_t l = 0; l < 3; ++l) st.t[0][l] = nld_.loopcnt[l];
+      st.o0 = st.o1 = o;
+      auto end = descend(st, 2);
+      if (!end) continue;
+      const auto key = pass_key(so_.goal, end->stats.access_cost(), end->stats.time);
+      if (!regf_best || key < regf_key) {
+        regf_best = end->state;
+        regf_key = key;
+      }
+    }
+    for (size_t o = 0; o < 6 && regf_best && !stopped_; ++o) {
+      State st = *regf_best;
+      st.o0 = o;
+      descend(st, 1);
+    }
+    std::vector<Candidate> out;
+    for (const auto& [key, c] : top_.items()) out.push_back(c);
+    return out;
+  }
+
+ private:
+  struct State {
+    std::array<std::array<std::int64_t, 3>, 3> t{{{1, 1, 1}, {1, 1, 1}, {1, 1, 1}}};
+    size_t o0 = 0, o1 = 0;  ///< the orders asked for (indices into kOrders)
+  };
+  /// A state with the blocking it stands for and its score.
+  struct Scored {
+    State state;
+    Blocking blocking;
+    BlockingStats stats;
+  };
+
+  /// Scores a state as the blocking skip_conv would list it; nothing when
+  /// it does not fit, skip_conv drops it, or a limit is reached.
+  std::optional<Scored> score(const State& st) {
+    Scored out{st, {}, {}};
+    Blocking& b = out.blocking;
+    std::array<int, 3> nt{};
+    for (size_t bl = 0; bl < 3; ++bl) {
+      b.t[bl] = st.t[bl];
+      nt[bl] = (st.t[bl][0] > 1 ? 1 : 0) | (st.t[bl][1] > 1 ? 2 : 0) | (st.t[bl][2] > 1 ? 4 : 0);
+    }
+    const size_t o0 = table_.regular(nt[0], st.o0), o1 = table_.regular(nt[1], st.o1);
+    if (!table_.keeps(nt, o0, o1)) return std::nullopt;
+    b.ord[0] = kOrders[o0];
+    b.ord[1] = kOrders[o1];
+    if (limits_.reached(stats_.blockings)) {
+      stopped_ = true;
+      return std::nullopt;
+    }
+    ++stats_.blockings;
+    const Misfit m = score_blocking(hw_, options_, share_, nld_, b, out.stats);
+    if (m == Misfit::kRotation) ++stats_.rotation_refused;
+    if (m != Misfit::kNone) return std::nullopt;
+    ++stats_.fitting;
+    return out;
+  }
+
+  /// Per data category, its traffic above blocking level `level`.
+  std::array<double, 3> traffic(const BlockingStats& s, size_t level) const {
+    std::array<double, 3> out{};
+    const size_t top_mem = level == 2 ? kItcn : kDram;
+    for (size_t c = 0; c < 3; ++c)
+      for (size_t m = kDram; m <= top_mem; ++m) out[c] += hw_.mem_cost[m] * s.access[m][c];
+    return out;
+  }
+
+  /// The greedy caching pass at `level`; the end state is a candidate.
+  std::optional<Scored> descend(const State& start, size_t level) {
+    auto cur = score(start);
+    if (!cur) return std::nullopt;
+    for (;;) {
+      // Rank the categories by their traffic now, most first.
+      const auto now = traffic(cur->stats, level);
+      std::array<size_t, 3> rank{0, 1, 2};
+      std::stable_sort(rank.begin(), rank.end(),
+                       [&](size_t x, size_t y) { return now[x] > now[y]; });
+      auto key_of = [&](const BlockingStats& s) {
+        const auto v = traffic(s, level);
+        return std::array<double, 4>{v[rank[0]], v[rank[1]], v[rank[2]], s.access_cost()};
+      };
+      const auto cur_key = key_of(cur->stats);
+      const State& st = cur->state;
+      std::optional<Scored> best;
+      std::array<double, 4> best_key{};
+      for (size_t l = 0; l < 3; ++l) {
+        const std::int64_t have = st.t[level][l], left = st.t[0][l];
+        if (left == 1) continue;
+        // The next blocked size: the next divisor of what the two hold.
+        const std::int64_t whole = have * left;
+        std::int64_t next = have + 1;
+        while (whole % next) ++next;
+        State cand = st;
+        cand.t[level][l] = next;
+        cand.t[0][l] = whole / next;
+        auto s = score(cand);
+        if (!s) continue;
+        const auto k = key_of(s->stats);
+        if (!best || k < best_key) {
+          best = std::move(s);
+          best_key = k;
+        }
+      }
+      if (!best || !(best_key < cur_key)) break;
+      cur = std::move(best);
+    }
+    const BlockingStats& s = cur->stats;
+    top_.add(pass_key(so_.goal, s.access_cost(), s.time),
+             Candidate{cur->blocking,
+                       s.access_cost(),
+                       s.time,
+                       s.ops,
+                       {s.fetch[0][0], s.fetch[0][1], s.fetch[0][2]}});
+    return cur;
+  }
+
+  const Hardware& hw_;
+  const Options& options_;
+  const std::array<double, 3>& share_;
+  const SearchOptions& so_;
+  const LoopDesc& nld_;
+  SearchStats& stats_;
+  Limits& limits_;
+  const SkipConv table_;
+  TopN<Candidate> top_;
+  bool stopped_ = false;
+};
+
+void search_pass(const Hardware& hw, const Options& options, const std::array<double, 3>& share,
+                 const SearchOptions& so, Pass& pass, SearchStats& stats, Limits& limits) {
+  if (so.blocking == BlockingSolver::kCostDescending)
+    pass.tops = CostDescent(hw, options, share, so, pass.nld, stats, limits).run();
+  else
+    search_pass_exhaustive(hw, options, share, so, pass, stats, limits);
 }
 
 }  // namespace

@@ -66,7 +66,8 @@ class NnDataflow final : public mapex::Searcher {
         ifmaps_(params.get_bool("ifmaps_partition")),
         ntops_(params.get_int("ntops")),
         bypass_(params.get_string("gbuf_bypass")),
-        sharing_(params.get_string("gbuf_sharing")) {
+        sharing_(params.get_string("gbuf_sharing")),
+        blocking_(params.get_string("loop_blocking")) {
     // nn_dataflow asserts the same: input-channel partitioning is a hybrid
     // partitioning option.
     if (ifmaps_ && !hybrid_)
@@ -76,6 +77,10 @@ class NnDataflow final : public mapex::Searcher {
       throw mapex::InputError(std::string(kName) + ": ntops: expected at least 1, got " +
                               std::to_string(ntops_));
     if (bypass_ != "model") parse_bypass(bypass_);
+    if (blocking_ != "exhaustive" && blocking_ != "kapla")
+      throw mapex::InputError(std::string(kName) +
+                              ": loop_blocking: expected exhaustive or kapla, got '" + blocking_ +
+                              "'");
     if (sharing_ != "model" && sharing_ != "on" && sharing_ != "off")
       throw mapex::InputError(std::string(kName) +
                               ": gbuf_sharing: expected model, on or off, got '" + sharing_ + "'");
@@ -89,6 +94,8 @@ class NnDataflow final : public mapex::Searcher {
     so.ifmaps = ifmaps_;
     so.ntops = static_cast<std::size_t>(ntops_);
     so.goal = goal_of(ctx.objective());
+    so.blocking = blocking_ == "kapla" ? ndf::BlockingSolver::kCostDescending
+                                       : ndf::BlockingSolver::kExhaustive;
     // The budget's evaluations bound the loop blockings scored; the
     // framework counts only the mappings handed to it at the end.
     const auto& budget = ctx.budget();
@@ -128,11 +135,11 @@ class NnDataflow final : public mapex::Searcher {
         << "; nn_dataflow space: hybrid_partition=" << hybrid_ << " batch_partition=" << batch_
         << " ifmaps_partition=" << ifmaps_ << " ntops=" << ntops_
         << " gbuf_bypass=" << bypass_letters(pr.options.bypass)
-        << " gbuf_sharing=" << (pr.options.forwarding ? "on" : "off") << "; "
-        << out.stats.partitions << " partitions (" << out.stats.pe_refused
-        << " with a PE mapping under half the array), " << out.stats.node_layers
-        << " per-node layers, " << out.stats.blockings << " loop blockings scored, "
-        << out.stats.fitting << " fit";
+        << " gbuf_sharing=" << (pr.options.forwarding ? "on" : "off")
+        << " loop_blocking=" << blocking_ << "; " << out.stats.partitions << " partitions ("
+        << out.stats.pe_refused << " with a PE mapping under half the array), "
+        << out.stats.node_layers << " per-node layers, " << out.stats.blockings
+        << " loop blockings scored, " << out.stats.fitting << " fit";
     if (out.stats.rotation_refused)
       why << ", " << out.stats.rotation_refused
           << " fit only with GBUF rotation, which the model does not compute (left out)";
@@ -173,7 +180,7 @@ class NnDataflow final : public mapex::Searcher {
 
   bool hybrid_, batch_, ifmaps_;
   std::int64_t ntops_;
-  std::string bypass_, sharing_;
+  std::string bypass_, sharing_, blocking_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -195,6 +202,10 @@ const mapex::ParamSpec kParams[] = {
      "nn_dataflow's --enable-gbuf-sharing: model, on or off; must equal the cost model's "
      "forwarding. Schemes that fit only with GBUF rotation are left out (the model refuses "
      "them)."},
+    {"loop_blocking", mapex::ParamType::kString, "exhaustive",
+     "How each processing pass's loop blocking is chosen: exhaustive (nn_dataflow's, KAPLA's "
+     "baseline B) or kapla (KAPLA's bottom-up greedy cost descending, §IV-C, over the same "
+     "factors and orders: KAPLA's K in nn_dataflow's space)."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new NnDataflow(params); }

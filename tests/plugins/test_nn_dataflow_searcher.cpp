@@ -85,7 +85,8 @@ TEST(NnDataflowSearcher, RefusesBypassOrSharingOtherThanTheModels) {
 
 TEST(NnDataflowSearcher, RefusesParametersNnDataflowRefuses) {
   for (const Params& bad : {Params{{"ifmaps_partition", "true"}}, Params{{"ntops", "0"}},
-                            Params{{"gbuf_sharing", "maybe"}}, Params{{"gbuf_bypass", "x"}}}) {
+                            Params{{"gbuf_sharing", "maybe"}}, Params{{"gbuf_bypass", "x"}},
+                            Params{{"loop_blocking", "greedy"}}}) {
     EXPECT_THROW(registry().make_searcher("nn_dataflow", bad), InputError) << bad.begin()->first;
   }
 }
@@ -109,6 +110,30 @@ TEST(NnDataflowSearcher, ReturnsTheSearchsBestScheme) {
   ASSERT_FALSE(out.tops.empty());
   EXPECT_DOUBLE_EQ(r.best.energy_pj, out.tops.front().cost);
   EXPECT_DOUBLE_EQ(r.best.latency_cycles, out.tops.front().time);
+}
+
+TEST(NnDataflowSearcher, KaplaLoopBlockingReturnsTheCostDescendingSearchsBest) {
+  // loop_blocking=kapla: KAPLA's blocking solver in the same space; the
+  // plugin returns what the framework's search with it finds, never below
+  // the exhaustive blocking's best on this layer.
+  const Job j = job("sm4_ex_conv_64_64_e56_r3_b1");
+  Params kapla = kHybrid;
+  kapla["loop_blocking"] = "kapla";
+  const JobResult r = run(j, kapla, "tensor_centric", kNnDataflowShared);
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  EXPECT_NE(r.stop_reason.find("gbuf_sharing=on loop_blocking=kapla;"), std::string::npos)
+      << r.stop_reason;
+  ndf::Problem pr;
+  ASSERT_FALSE(ndf::make_problem(j.op(), j.arch, "", "", "on", pr));
+  ndf::SearchOptions so;
+  so.hybrid = so.batch = so.ifmaps = true;
+  so.blocking = ndf::BlockingSolver::kCostDescending;
+  const auto k = ndf::search(pr.layer, pr.hw, pr.options, {pr.ifmaps}, so);
+  ASSERT_FALSE(k.tops.empty());
+  EXPECT_DOUBLE_EQ(r.best.energy_pj, k.tops.front().cost);
+  const JobResult b = run(j, kHybrid, "tensor_centric", kNnDataflowShared);
+  ASSERT_EQ(b.status, JobStatus::kOk) << b.error;
+  EXPECT_GE(r.best.energy_pj, b.best.energy_pj);
 }
 
 TEST(NnDataflowSearcher, SaysWhenNoSchemeHasACanonicalMapping) {

@@ -11,7 +11,9 @@
 //   replication choices (MapStrategyEyeriss.gen_nested_loop_desc);
 // - per processing pass, every exact 3-level factorisation of the ifmap,
 //   ofmap and batch loops and every pair of loop orders that
-//   `loop_blocking.skip_conv` keeps (exhaustive loop blocking);
+//   `loop_blocking.skip_conv` keeps (exhaustive loop blocking), or, with
+//   BlockingSolver::kCostDescending, the ones KAPLA's greedy intra-layer
+//   solver visits in that same set (KAPLA §IV-C);
 // - per pass, the top `ntops` blockings by access cost (then time), and
 //   over the layer the top `ntops` schemes by total cost (then time), the
 //   earlier one winning ties, as nn_dataflow's stable sorts do.
@@ -31,6 +33,22 @@ namespace mapex::ndf {
 /// What the search ranks by (nn_dataflow's `--goal`).
 enum class Goal { kEnergy, kDelay, kEnergyDelay };
 
+/// How the loop blocking of each processing pass is chosen.
+enum class BlockingSolver {
+  /// nn_dataflow's: every exact factorisation and every order pair that
+  /// skip_conv keeps (KAPLA §V's baseline B).
+  kExhaustive,
+  /// KAPLA's intra-layer solver (§IV-C, Algorithm 1) over the same
+  /// factors and orders: bottom-up, REGF then GBUF, per candidate loop
+  /// order a greedy caching pass that enlarges one loop at a time to its
+  /// next blocked size, choosing the loop that most reduces the traffic of
+  /// the most accessed data category above the level (ties to the second,
+  /// then the third), while it fits; the best order per level by the
+  /// pass's rank key. Every blocking it scores is one the exhaustive
+  /// solver also scores, so per pass it is never better than kExhaustive.
+  kCostDescending,
+};
+
 /// nn_dataflow's partitioning options and ranking.
 struct SearchOptions {
   bool hybrid = false;    ///< --hybrid-partition (else naive: OFMP for conv, OUTP for FC)
@@ -38,6 +56,7 @@ struct SearchOptions {
   bool ifmaps = false;    ///< --ifmaps-partition (needs hybrid)
   std::size_t ntops = 1;  ///< --top: schemes kept per pass and per layer (at least 1)
   Goal goal = Goal::kEnergy;
+  BlockingSolver blocking = BlockingSolver::kExhaustive;
   /// Stop after scoring this many loop blockings (0: no limit); the
   /// result then holds the best of those scored.
   std::uint64_t max_blockings = 0;
