@@ -64,7 +64,7 @@ struct Settings {
   double min_utilization = 0.1;
   bool factors_only = true;
   bool drop_unmet_utilization = true;
-  std::size_t offchip_candidates = 4;
+  std::size_t offchip_candidates = 8;
   std::int64_t block_bytes = 0;
   int max_parallel_dims = 0;
   std::size_t order_candidates = 32;
@@ -187,8 +187,14 @@ class Marvel final : public mapex::Searcher {
                                   "or fix some level-3 tile sizes");
     double considered = 0;
     std::uint64_t rejected = 0;
+    std::vector<std::vector<std::int64_t>> divisors;
+    for (const auto& dim : op.dims()) {
+      auto& v = divisors.emplace_back();
+      for (std::int64_t x = 1; x <= dim.bound; ++x)
+        if (dim.bound % x == 0) v.push_back(x);
+    }
     const mapex::db::TileFilter reaches_p = [&](const std::vector<std::int64_t>& tile) {
-      return p <= 0 || utilization_bound(arch, job, outer, tile) >= p - 1e-9;
+      return p <= 0 || utilization_bound(op, arch, job, outer, divisors, tile) >= p - 1e-9;
     };
     auto offchip =
         mapex::db::search_offchip(model, values, mapex::db::usable_bytes(l2), s_.offchip_candidates,
@@ -290,34 +296,63 @@ class Marvel final : public mapex::Searcher {
   /// An upper bound on the fraction of the PEs that the spatial levels
   /// below `outer` can engage when the level-3 tile is `tile`, under the
   /// job's split rules: each level splits at most its allowed number of
-  /// its allowed dimensions (fixed splits count as they are), no split
-  /// exceeds the tile's extent, and no level more than its fan-out.
-  static double utilization_bound(const mapex::Architecture& arch, const MapspaceOptions& o,
-                                  int outer, const std::vector<std::int64_t>& tile) {
+  /// its allowed dimensions (fixed splits count as they are), a split of a
+  /// dimension is at most its tile extent and, with factors-only tiles, a
+  /// divisor of it (`divisors`: those of each bound, a superset), and no
+  /// level uses more than its fan-out.
+  static double utilization_bound(const mapex::Operator& op, const mapex::Architecture& arch,
+                                  const MapspaceOptions& o, int outer,
+                                  const std::vector<std::vector<std::int64_t>>& divisors,
+                                  const std::vector<std::int64_t>& tile) {
     double used = 1;
     for (int i = 0; i < outer; ++i) {
       const auto& level = arch.levels()[static_cast<std::size_t>(i)];
       if (level.kind != LevelKind::kSpatial) continue;
       const auto& rule = o.levels[static_cast<std::size_t>(i)];
+      const std::int64_t fanout = level.fanout();
       int slots =
           o.max_parallel_dims > 0 ? o.max_parallel_dims : static_cast<int>(level.shape.size());
       if (rule.cluster.enabled) slots *= 2;  // the cluster level splits as many again
-      double product = 1;
-      std::vector<double> free;
-      for (std::size_t d = 0; d < tile.size(); ++d) {
-        if (!(rule.parallel_mask >> d & 1u)) continue;
-        const std::int64_t fixed = rule.fixed.empty() ? 0 : rule.fixed[d];
+      std::int64_t fixed_product = 1;
+      // reach[k]: the split products (<= fan-out) of k free split dimensions.
+      std::vector<std::vector<std::int64_t>> reach(1, {1});
+      for (DimId d = 0; d < op.num_dims(); ++d) {
+        const auto du = static_cast<std::size_t>(d);
+        if (!(rule.parallel_mask >> du & 1u)) continue;
+        const std::int64_t fixed = rule.fixed.empty() ? 0 : rule.fixed[du];
         if (fixed > 0) {
-          product *= static_cast<double>(fixed);
+          fixed_product *= fixed;
           --slots;
-        } else {
-          free.push_back(static_cast<double>(std::min<std::int64_t>(tile[d], level.fanout())));
+          continue;
+        }
+        const std::int64_t most = std::min(tile[du], fanout);
+        std::vector<std::int64_t> values;
+        if (o.factors_only) {
+          // Factors-only tiles nest: a split (times the level-1 tile)
+          // divides the level-3 tile, which divides the bound.
+          for (std::int64_t v : divisors[du])
+            if (v > 1 && v <= most && tile[du] % v == 0) values.push_back(v);
+        } else if (most > 1) {
+          values.push_back(most);  // any size: the largest is the bound
+        }
+        if (values.empty()) continue;
+        for (std::size_t k = reach.size(); k-- > 0;) {
+          std::vector<std::int64_t> grown;
+          for (std::int64_t x : reach[k])
+            for (std::int64_t v : values)
+              if (x * v <= fanout) grown.push_back(x * v);
+          if (grown.empty()) continue;
+          if (reach.size() == k + 1) reach.emplace_back();
+          auto& next = reach[k + 1];
+          next.insert(next.end(), grown.begin(), grown.end());
+          std::sort(next.begin(), next.end());
+          next.erase(std::unique(next.begin(), next.end()), next.end());
         }
       }
-      std::sort(free.rbegin(), free.rend());
-      for (std::size_t k = 0; k < free.size() && static_cast<int>(k) < slots; ++k)
-        product *= free[k];
-      used *= std::min(product, static_cast<double>(level.fanout()));
+      std::int64_t best = 1;
+      for (std::size_t k = 0; k < reach.size() && static_cast<int>(k) <= std::max(slots, 0); ++k)
+        best = std::max(best, reach[k].back());
+      used *= static_cast<double>(std::min(best * fixed_product, fanout));
     }
     return used / static_cast<double>(arch.num_pes());
   }
@@ -530,7 +565,7 @@ const mapex::ParamSpec kParams[] = {
     {"factors_only", mapex::ParamType::kBool, "true",
      "Tile sizes divide the loop bounds: no prologues or epilogues (§6's pruning option). Added "
      "to the job's factors_only, never removing it."},
-    {"offchip_candidates", mapex::ParamType::kInt, "4",
+    {"offchip_candidates", mapex::ParamType::kInt, "8",
      "Off-chip mappings (lowest DMC first among the level-3 tiles that can reach p under the "
      "job's constraints) whose on-chip sub-spaces are searched together."},
     {"order_candidates", mapex::ParamType::kInt, "32",
