@@ -45,6 +45,26 @@ nlohmann::json json_of(const test::CliResult& r) {
   return nlohmann::json::parse(r.out);
 }
 
+/// The dimensions split across the PEs in a mapping's YAML, with their
+/// factors, e.g. "K: 4, C: 2, Q: 2".
+std::vector<std::string> split_dims(const std::string& yaml) {
+  const auto open = yaml.find("split: {");
+  if (open == std::string::npos) return {};
+  const auto body = yaml.substr(open + 8, yaml.find('}', open) - open - 8);
+  std::vector<std::string> dims;
+  std::size_t at = 0;
+  while (at < body.size()) {
+    const auto comma = body.find(',', at);
+    auto item = body.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    item.erase(0, item.find_first_not_of(' '));
+    const auto value = std::stoll(item.substr(item.find(':') + 1));
+    if (value > 1) dims.push_back(item);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return dims;
+}
+
 std::string expect_bad(const std::vector<std::string>& args) {
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 2) << r.out << r.err;
@@ -81,9 +101,9 @@ TEST(CliMarvel, SameResultAtAnyThreadCount) {
 // evaluations than the exhaustive search; these spaces are small (they must
 // be enumerated in seconds), so the ratio Marvel reaches on them is far
 // below 1,000x. Both searches are deterministic: the bounds below are the
-// ratios these cases reach (conv 69,197 / 2,378 = 29.1x; gemm 15,822 / 357
-// = 44.3x, both at a gap of 0%) with about 15% margin, so a searcher that
-// evaluates notably more fails here.
+// ratios these cases reach (conv 69,197 / 3,491 = 19.8x; gemm 15,822 /
+// 1,372 = 11.5x, with the on-chip spaces of 8 level-3 tiles searched) with
+// about 15% margin, so a searcher that evaluates notably more fails here.
 TEST(CliMarvel, CloseToExhaustiveWithFarFewerEvaluations) {
   struct Case {
     const char* layer;
@@ -92,8 +112,8 @@ TEST(CliMarvel, CloseToExhaustiveWithFarFewerEvaluations) {
     double min_ratio;               ///< exhaustive evaluations / Marvel's evaluations
   };
   for (const Case& c :
-       {Case{"conv", {"--constraints", kData + "/marvel_exhaustive_constraints.yaml"}, "7", 25},
-        Case{"gemm", {"--max-parallel-dims", "3", "--min-utilization", "0.1"}, "3", 38}}) {
+       {Case{"conv", {"--constraints", kData + "/marvel_exhaustive_constraints.yaml"}, "7", 17},
+        Case{"gemm", {"--max-parallel-dims", "3", "--min-utilization", "0.1"}, "3", 10}}) {
     std::vector<std::string> base{"search",
                                   "--workload",
                                   kData + "/marvel_small_net.yaml",
@@ -168,10 +188,11 @@ TEST(CliMarvel, UtilisationBoundDroppedForALayerTooSmall) {
   EXPECT_NE(r.out.find("utilization_bound=unmet"), std::string::npos) << r.out << r.err;
 }
 
-// Each variant searches its own level-3 tiles: DeepBench's 35 x 8457 x
-// 2560 GEMM on P1 (168 PEs) used to get one level-3 tile for every
-// variant, under which the splits filled 6.9% of the PEs and the bound
-// p = 0.1 was dropped unannounced. Now even a single off-chip candidate is
+// Each variant searches its own level-3 tiles. On P2 (1,024 PEs) the
+// best-DMC tile of DeepBench's 35 x 8457 x 2560 GEMM is M7 N10 K2819
+// (8457 = 3 x 2819), under which at most M7 x N10 = 70 PEs can work:
+// below p = 0.1. It used to be every variant's one tile, and the bound was
+// dropped (29x the roofline peak). Now even a single off-chip candidate is
 // one under which the variant's own splits can reach p, and the result
 // says the bound is met.
 TEST(CliMarvel, EachVariantKeepsTilesThatCanReachTheBound) {
@@ -183,7 +204,7 @@ TEST(CliMarvel, EachVariantKeepsTilesThatCanReachTheBound) {
                                   "--layer",
                                   "deepbench_35x8457x2560",
                                   "--arch",
-                                  MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p1.yaml",
+                                  MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p2.yaml",
                                   "--searcher",
                                   "marvel",
                                   "--costmodel",
@@ -198,7 +219,11 @@ TEST(CliMarvel, EachVariantKeepsTilesThatCanReachTheBound) {
     const auto j = json_of(run_cli(args));
     const std::string why = j["stop_reason"];
     EXPECT_NE(why.find("utilization_bound=met"), std::string::npos) << why;
-    EXPECT_GE(j["metrics"]["utilization"].get<double>(), 0.1) << why;
+    EXPECT_EQ(why.find("M7 N10 K2819"), std::string::npos) << why;
+    std::int64_t pes = 1;
+    for (const auto& d : split_dims(j["mapping_yaml"]))
+      pes *= std::stoll(d.substr(d.find(':') + 1));
+    EXPECT_GE(pes, 103) << j["mapping_yaml"];  // 10% of 1,024 PEs
   }
 }
 
@@ -214,26 +239,6 @@ TEST(CliMarvel, StylesConstrainTheOnChipSpace) {
   EXPECT_NE(split.find("K:"), std::string::npos) << split;
   for (const char* dim : {"C:", "P:", "Q:", "R:", "S:"})
     EXPECT_EQ(split.find(dim), std::string::npos) << split;
-}
-
-/// The dimensions split across the PEs in a mapping's YAML, with their
-/// factors, e.g. "K: 4, C: 2, Q: 2".
-std::vector<std::string> split_dims(const std::string& yaml) {
-  const auto open = yaml.find("split: {");
-  if (open == std::string::npos) return {};
-  const auto body = yaml.substr(open + 8, yaml.find('}', open) - open - 8);
-  std::vector<std::string> dims;
-  std::size_t at = 0;
-  while (at < body.size()) {
-    const auto comma = body.find(',', at);
-    auto item = body.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
-    item.erase(0, item.find_first_not_of(' '));
-    const auto value = std::stoll(item.substr(item.find(':') + 1));
-    if (value > 1) dims.push_back(item);
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  return dims;
 }
 
 // The job's mapspace is honoured: on 16 PEs this layer's fastest mapping
@@ -305,10 +310,10 @@ TEST(CliMarvel, L2TooSmallForAnyTile) {
 }
 
 TEST(CliMarvel, OffchipSpaceTooLargeWithoutFactorsOnly) {
-  const std::string e =
-      expect_bad({"search", "--workload", MAPEX_EXPERIMENTS_DIR "/workloads/vgg16.yaml", "--layer",
-                  "conv1_2", "--arch", MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p2.yaml",
-                  "--searcher", "marvel", "--costmodel", "mdc", "--param", "factors_only=false"});
+  const std::string e = expect_bad(
+      {"search", "--workload", MAPEX_EXPERIMENTS_DIR "/workloads/vgg16.yaml", "--layer", "conv1_2",
+       "--arch", MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p2.yaml", "--searcher", "marvel",
+       "--costmodel", "mdc", "--edge-tiles", "--param", "factors_only=false"});
   EXPECT_NE(e.find("too many to enumerate"), std::string::npos) << e;
 }
 
