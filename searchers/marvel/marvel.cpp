@@ -19,7 +19,8 @@
 // pruning), so it is searched in coordinate steps, each exhaustive over
 // its part: (1) the degrees of parallelism (level-2 tiles) with one-element
 // level-1 tiles under every kept level-3 tile, keeping the
-// `split_candidates` best over all of them; (2) every level-1
+// `split_candidates` best under the best-DMC tile and half as many over the
+// others; (2) every level-1
 // tile under each of them; (3) every level-2 order for the
 // `order_candidates` best tilings. Steps 1-2 set the level-2 order to the
 // level-3 order (the same reuse argument, §5.1). The order of point loops
@@ -510,37 +511,50 @@ class Marvel final : public mapex::Searcher {
       tilings.push_back(std::move(tiling));
     }
 
-    TopK best_tilings(std::max<std::size_t>(1, s_.order_candidates));
+    // The best-DMC tile keeps its own lists here too (see step 1).
+    TopK first_tilings(std::max<std::size_t>(1, s_.order_candidates));
+    TopK other_tilings(std::max<std::size_t>(1, s_.order_candidates / 2));
+    auto tilings_of = [&](std::size_t c) -> TopK& {
+      return c == 0 ? first_tilings : other_tilings;
+    };
     std::uint64_t evaluated = 0;
     const bool l1_buffer = arch.levels()[0].kind == LevelKind::kBuffer;
     if (s_.split_candidates == 0 || !l1_buffer) {
       for (std::size_t c = 0; c < offchip.size() && !ctx.exhausted(); ++c)
-        evaluated += stream(ctx, tilings[c], best_tilings, c);
+        evaluated += stream(ctx, tilings[c], tilings_of(c), c);
     } else {
       // Step 1: the degrees of parallelism, each PE holding one-element
       // tiles (or what the style fixes); step 2: every level-1 tile under
-      // the `split_candidates` best of them.
-      TopK best_splits(s_.split_candidates);
+      // the `split_candidates` best of them. The best-DMC tile (the paper's
+      // one off-chip choice) keeps its own list, so more off-chip
+      // candidates never lose what it finds; the other tiles share a list
+      // half that long (one-element tiles rank splits only roughly).
+      TopK first_splits(s_.split_candidates);
+      TopK other_splits(std::max<std::size_t>(1, s_.split_candidates / 2));
       for (std::size_t c = 0; c < offchip.size() && !ctx.exhausted(); ++c) {
         MapspaceOptions splits = tilings[c];
         auto& l1_fixed = splits.levels[0].fixed;
         if (l1_fixed.empty()) l1_fixed.assign(static_cast<std::size_t>(op.num_dims()), 0);
         for (auto& f : l1_fixed)
           if (f == 0) f = 1;
-        evaluated += stream(ctx, splits, best_splits, c);
+        evaluated += stream(ctx, splits, c == 0 ? first_splits : other_splits, c);
       }
-      for (const auto& [m, c] : best_splits.mappings()) {
+      auto chosen = first_splits.mappings();
+      for (auto& entry : other_splits.mappings()) chosen.push_back(std::move(entry));
+      for (const auto& [m, c] : chosen) {
         if (ctx.exhausted()) break;
         MapspaceOptions tiles = tilings[c];
         fix_below(tiles, op, arch, m, outer, true);
-        evaluated += stream(ctx, tiles, best_tilings, c);
+        evaluated += stream(ctx, tiles, tilings_of(c), c);
       }
     }
     if (s_.order_candidates == 0) return {evaluated, 0};
 
     // Step 3: every level-2 order on the best tilings.
     std::uint64_t ordered = 0;
-    for (const auto& [t, c] : best_tilings.mappings()) {
+    auto best_tilings = first_tilings.mappings();
+    for (auto& entry : other_tilings.mappings()) best_tilings.push_back(std::move(entry));
+    for (const auto& [t, c] : best_tilings) {
       if (ctx.exhausted()) break;
       MapspaceOptions orders = bases[c];
       fix_below(orders, op, arch, t, outer, false);
