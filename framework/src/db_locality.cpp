@@ -236,6 +236,15 @@ std::vector<OffchipChoice> search_offchip(const Model& model,
                                           const std::vector<std::vector<std::int64_t>>& tile_values,
                                           double capacity_bytes, std::size_t keep,
                                           double* considered) {
+  return search_offchip(model, tile_values, capacity_bytes, keep, TileFilter{}, considered);
+}
+
+std::vector<OffchipChoice> search_offchip(const Model& model,
+                                          const std::vector<std::vector<std::int64_t>>& tile_values,
+                                          double capacity_bytes, std::size_t keep,
+                                          const TileFilter& admit, double* considered,
+                                          std::uint64_t* rejected) {
+  if (rejected) *rejected = 0;
   const Operator& op = model.op();
   const std::size_t n = tile_values.size();
   const int num_tensors = static_cast<int>(op.tensors().size());
@@ -279,7 +288,12 @@ std::vector<OffchipChoice> search_offchip(const Model& model,
     }
     if (total * block_bytes <= capacity_bytes) {
       Kept k{total / volume(tile), volume(tile), index, tile};
-      if (kept.size() < keep || better(k, kept.back())) {
+      // The filter is asked only here, so its cost is paid for the few
+      // tiles that would be kept.
+      const bool wanted = kept.size() < keep || better(k, kept.back());
+      const bool admitted = wanted && (!admit || admit(tile));
+      if (wanted && !admitted && rejected) ++*rejected;
+      if (admitted) {
         kept.insert(std::upper_bound(kept.begin(), kept.end(), k, better), k);
         if (kept.size() > keep) kept.pop_back();
       }

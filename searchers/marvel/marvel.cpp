@@ -4,9 +4,12 @@
 // 1. Off-chip sub-space (§5.1): every level-3 tile (the buffer right below
 //    DRAM) with every DRAM layout, scored by the distinct-block model
 //    (mapex/db_locality.hpp) under the L2 constraint with double buffering;
-//    the `offchip_candidates` tiles with the lowest DMC are kept, each with
-//    its level-3 inter-tile order from the partial derivatives of DMC.
-// 2. On-chip sub-space (§5.2, Algorithm 2) on each kept tile: level-1
+//    the `offchip_candidates` tiles with the lowest DMC among those under
+//    which the job's split rules can reach the utilisation bound p are
+//    kept, each with its level-3 inter-tile order from the partial
+//    derivatives of DMC. A style or baseline (the job's constraints) thus
+//    chooses its own tiles.
+// 2. On-chip sub-space (§5.2, Algorithm 2) under the kept tiles: level-1
 //    tiles, level-2 tiles (parallelism over any number of dimensions, each
 //    a cluster region by Algorithm 1) and the level-2 inter-tile order,
 //    pruned by the PE-utilisation bound p and factors-only tiles, and
@@ -15,12 +18,18 @@
 // The on-chip sub-space is still large (Fig. 10: 5.9e7 on average after
 // pruning), so it is searched in coordinate steps, each exhaustive over
 // its part: (1) the degrees of parallelism (level-2 tiles) with one-element
-// level-1 tiles, keeping the `split_candidates` best; (2) every level-1
+// level-1 tiles under every kept level-3 tile, keeping the
+// `split_candidates` best under the best-DMC tile and half as many over the
+// others; (2) every level-1
 // tile under each of them; (3) every level-2 order for the
 // `order_candidates` best tilings. Steps 1-2 set the level-2 order to the
 // level-3 order (the same reuse argument, §5.1). The order of point loops
 // inside a PE carries no reuse in the MDC model (Algorithm 1 emits them as
 // one tile per step), so it is fixed.
+//
+// The job's mapspace is searched as given, narrowed (never widened) by
+// Marvel's pruning: factors-only tiles, the bound p, and
+// `max_parallel_dims` lowering the job's limit.
 //
 // Mapping styles (Marvel §6: "parallelization and loop order constraints
 // on the on-chip mapping space") come from the job's mapspace constraints
@@ -55,7 +64,8 @@ constexpr double kMaxOffchipTiles = 2e8;
 struct Settings {
   double min_utilization = 0.1;
   bool factors_only = true;
-  std::size_t offchip_candidates = 1;
+  bool drop_unmet_utilization = true;
+  std::size_t offchip_candidates = 8;
   std::int64_t block_bytes = 0;
   int max_parallel_dims = 0;
   std::size_t order_candidates = 32;
@@ -87,9 +97,9 @@ std::vector<DimId> identity_order(int n) {
 class TopK {
  public:
   explicit TopK(std::size_t keep) : keep_(keep) {}
-  void offer(double value, std::uint64_t index, const Mapping& m) {
+  void offer(double value, std::uint64_t index, const Mapping& m, std::size_t tag = 0) {
     if (!std::isfinite(value)) return;
-    Entry e{value, index, m};
+    Entry e{value, index, m, tag};
     auto less = [](const Entry& a, const Entry& b) {
       return a.value != b.value ? a.value < b.value : a.index < b.index;
     };
@@ -97,9 +107,11 @@ class TopK {
     entries_.insert(std::upper_bound(entries_.begin(), entries_.end(), e, less), std::move(e));
     if (entries_.size() > keep_) entries_.pop_back();
   }
-  std::vector<Mapping> mappings() const {
-    std::vector<Mapping> out;
-    for (const auto& e : entries_) out.push_back(e.mapping);
+  /// The kept mappings, best first, each with the tag it was offered with
+  /// (the off-chip candidate it was found under).
+  std::vector<std::pair<Mapping, std::size_t>> mappings() const {
+    std::vector<std::pair<Mapping, std::size_t>> out;
+    for (const auto& e : entries_) out.emplace_back(e.mapping, e.tag);
     return out;
   }
 
@@ -108,6 +120,7 @@ class TopK {
     double value;
     std::uint64_t index;
     Mapping mapping;
+    std::size_t tag;
   };
   std::size_t keep_;
   std::vector<Entry> entries_;
@@ -118,6 +131,7 @@ class Marvel final : public mapex::Searcher {
   explicit Marvel(const mapex::Params& p) {
     s_.min_utilization = p.get_double("min_utilization");
     s_.factors_only = p.get_bool("factors_only");
+    s_.drop_unmet_utilization = p.get_bool("drop_unmet_utilization");
     const auto candidates = p.get_int("offchip_candidates");
     const auto orders = p.get_int("order_candidates");
     const auto splits = p.get_int("split_candidates");
@@ -132,7 +146,7 @@ class Marvel final : public mapex::Searcher {
     if (orders < 0) bad("order_candidates", "0 or more tilings to explore level-2 orders for");
     if (splits < 0) bad("split_candidates", "0 (every tiling at once) or more");
     if (s_.block_bytes < 0) bad("block_bytes", "a block size >= 0 (0: the architecture's)");
-    if (par < 0) bad("max_parallel_dims", "0 (any number) or more");
+    if (par < 0) bad("max_parallel_dims", "0 (the job's) or more");
     s_.offchip_candidates = static_cast<std::size_t>(candidates);
     s_.order_candidates = static_cast<std::size_t>(orders);
     s_.split_candidates = static_cast<std::size_t>(splits);
@@ -150,15 +164,22 @@ class Marvel final : public mapex::Searcher {
     if (outer < 0)
       throw mapex::InputError("architecture '" + arch.name() +
                               "': Marvel needs a buffer right below DRAM for level-3 tiles");
-    const auto& base = ctx.mapspace().options();
+    // The job's space, narrowed (never widened) by this searcher's own
+    // pruning parameters (§5.2).
+    const MapspaceOptions job = effective_options(ctx);
+    const double p = job.min_utilization;
 
-    // §5.1: the off-chip sub-space under the DB model.
+    // §5.1: the off-chip sub-space under the DB model. Each variant (a style
+    // or baseline is the job's constraints) searches it for itself: a
+    // level-3 tile is kept only when its on-chip space, under this job's
+    // split rules, can still reach the utilisation bound p (§5.2 prunes the
+    // on-chip space by p, so a tile that cannot reach it has nothing left).
     const auto& l2 = arch.levels()[static_cast<std::size_t>(outer)];
     const std::int64_t block_bytes =
         s_.block_bytes > 0 ? s_.block_bytes
                            : arch.levels()[static_cast<std::size_t>(dram)].block_bytes;
     const mapex::db::Model model(op, block_bytes, arch.word_bytes());
-    const auto values = tile_values(op, base, outer);
+    const auto values = tile_values(op, job, outer);
     double tiles = 1;
     for (const auto& v : values) tiles *= static_cast<double>(v.size());
     if (tiles > kMaxOffchipTiles)
@@ -168,8 +189,25 @@ class Marvel final : public mapex::Searcher {
                                   " level-3 tiles, too many to enumerate; keep factors_only=true "
                                   "or fix some level-3 tile sizes");
     double considered = 0;
-    const auto offchip = mapex::db::search_offchip(model, values, mapex::db::usable_bytes(l2),
-                                                   s_.offchip_candidates, &considered);
+    std::uint64_t rejected = 0;
+    std::vector<std::vector<std::int64_t>> divisors;
+    for (const auto& dim : op.dims()) {
+      auto& v = divisors.emplace_back();
+      for (std::int64_t x = 1; x <= dim.bound; ++x)
+        if (dim.bound % x == 0) v.push_back(x);
+    }
+    const mapex::db::TileFilter reaches_p = [&](const std::vector<std::int64_t>& tile) {
+      return p <= 0 || utilization_bound(op, arch, job, outer, divisors, tile) >= p - 1e-9;
+    };
+    auto offchip =
+        mapex::db::search_offchip(model, values, mapex::db::usable_bytes(l2), s_.offchip_candidates,
+                                  reaches_p, &considered, &rejected);
+    // No fitting tile lets this variant reach p: search the DB-best tiles
+    // anyway, so the on-chip step can say (and record) that p is unmet.
+    const bool tile_reaches_p = !offchip.empty();
+    if (offchip.empty())
+      offchip = mapex::db::search_offchip(model, values, mapex::db::usable_bytes(l2),
+                                          s_.offchip_candidates, &considered);
     if (offchip.empty()) {
       const auto minimal = mapex::db::minimal_choice(model, values);
       throw mapex::InputError("architecture '" + arch.name() + "': " + l2.name + " (" +
@@ -181,33 +219,43 @@ class Marvel final : public mapex::Searcher {
                               " B with " + std::to_string(block_bytes) + " B blocks");
     }
 
-    // §5.2: the on-chip sub-space on each kept off-chip mapping.
+    // §5.2: the on-chip sub-space under the kept off-chip mappings.
     std::uint64_t tilings = 0, ordered = 0;
-    double p = std::max(s_.min_utilization, base.min_utilization);
+    double used_p = p;
     for (int attempt = 0; attempt < 2; ++attempt) {
-      for (const auto& choice : offchip) {
-        if (ctx.exhausted()) break;
-        const auto [a, b] = search_onchip(ctx, choice, outer, dram, p);
-        tilings += a;
-        ordered += b;
-      }
-      // A layer too small for the bound on this chip: drop the bound rather
-      // than return nothing (reported in the stop reason).
-      if (ctx.best_mapping() || p == 0 || ctx.exhausted()) break;
-      p = 0;
+      const auto [a, b] = search_onchip(ctx, job, offchip, outer, dram, used_p);
+      tilings += a;
+      ordered += b;
+      // A layer too small for the bound on this chip: drop the bound only
+      // when allowed, and say so in the result either way.
+      if (ctx.best_mapping() || used_p == 0 || ctx.exhausted() || !s_.drop_unmet_utilization) break;
+      used_p = 0;
     }
 
-    const auto& best = offchip.front();
     std::ostringstream why;
-    why << "marvel: " << static_cast<std::uint64_t>(considered)
-        << " off-chip points; level-3 tile [" << dims_text(op, best.tile) << "] DMC " << best.dmc
-        << " blocks/iteration, order " << order_text(op, best.order) << ", layouts";
-    for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
-      why << " " << op.tensors()[static_cast<std::size_t>(t)].name
-          << mapex::db::format_layout(op, t, best.layouts[static_cast<std::size_t>(t)]);
+    why << "marvel: " << static_cast<std::uint64_t>(considered) << " off-chip points, "
+        << offchip.size() << " level-3 tiles searched";
+    if (rejected > 0) why << " (" << rejected << " better-DMC tiles cannot reach p)";
+    if (const auto* chosen = chosen_offchip(ctx, offchip, outer)) {
+      why << "; level-3 tile [" << dims_text(op, chosen->tile) << "] DMC " << chosen->dmc
+          << " blocks/iteration, order " << order_text(op, chosen->order) << ", layouts";
+      for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t)
+        why << " " << op.tensors()[static_cast<std::size_t>(t)].name
+            << mapex::db::format_layout(op, t, chosen->layouts[static_cast<std::size_t>(t)]);
+    }
     why << "; on-chip " << tilings << " tilings + " << ordered << " level-2 orders";
-    if (p != std::max(s_.min_utilization, base.min_utilization))
-      why << " (PE-utilisation bound dropped: no mapping reached it)";
+    // Machine-readable: the space actually searched and the fate of p.
+    why << "; settings factors_only=" << (job.factors_only ? "true" : "false")
+        << " max_parallel_dims=" << parallel_dims_text(arch, job) << " min_utilization=" << p
+        << " offchip_candidates=" << s_.offchip_candidates
+        << " split_candidates=" << s_.split_candidates
+        << " order_candidates=" << s_.order_candidates;
+    why << "; utilization_bound="
+        << (p == 0                ? "none"
+            : !ctx.best_mapping() ? "unmet"
+            : used_p == p         ? "met"
+                                  : "dropped")
+        << (tile_reaches_p ? "" : " (no level-3 tile that fits L2 can reach it)");
     // The framework's convention for a search cut short (the full story
     // is only worth telling for a finished one).
     if (ctx.exhausted()) return {false, "budget"};
@@ -215,6 +263,115 @@ class Marvel final : public mapex::Searcher {
   }
 
  private:
+  /// The job's mapspace options with Marvel's pruning on top (§5.2): tiles
+  /// are factors only when the job or `factors_only` asks for it, the
+  /// utilisation bound is the larger of the two, and `max_parallel_dims`
+  /// can lower the job's limit, never raise it. (The job's 0 means the
+  /// rank of each array; the paper's clusters split any number of
+  /// dimensions, which an experiment asks for with its own
+  /// `max_parallel_dims`.)
+  MapspaceOptions effective_options(const mapex::SearchContext& ctx) const {
+    MapspaceOptions o = ctx.mapspace().options();
+    if (o.levels.empty()) o.levels.resize(static_cast<std::size_t>(ctx.arch().num_levels()));
+    o.factors_only = o.factors_only || s_.factors_only;
+    o.min_utilization = std::max(o.min_utilization, s_.min_utilization);
+    if (s_.max_parallel_dims > 0) {
+      int rank = std::numeric_limits<int>::max();
+      for (const auto& l : ctx.arch().levels())
+        if (l.kind == LevelKind::kSpatial) rank = std::min(rank, static_cast<int>(l.shape.size()));
+      const int job = o.max_parallel_dims > 0 ? o.max_parallel_dims : rank;
+      if (s_.max_parallel_dims < job) o.max_parallel_dims = s_.max_parallel_dims;
+    }
+    return o;
+  }
+
+  /// The split-dimension limit in force, for the record: the job's number,
+  /// or the arrays' rank its 0 stands for.
+  static std::string parallel_dims_text(const mapex::Architecture& arch, const MapspaceOptions& o) {
+    if (o.max_parallel_dims > 0) return std::to_string(o.max_parallel_dims);
+    std::string ranks;
+    for (const auto& l : arch.levels())
+      if (l.kind == LevelKind::kSpatial)
+        ranks += (ranks.empty() ? "" : ",") + std::to_string(l.shape.size());
+    return ranks + "(rank)";
+  }
+
+  /// An upper bound on the fraction of the PEs that the spatial levels
+  /// below `outer` can engage when the level-3 tile is `tile`, under the
+  /// job's split rules: each level splits at most its allowed number of
+  /// its allowed dimensions (fixed splits count as they are), a split of a
+  /// dimension is at most its tile extent and, with factors-only tiles, a
+  /// divisor of it (`divisors`: those of each bound, a superset), and no
+  /// level uses more than its fan-out.
+  static double utilization_bound(const mapex::Operator& op, const mapex::Architecture& arch,
+                                  const MapspaceOptions& o, int outer,
+                                  const std::vector<std::vector<std::int64_t>>& divisors,
+                                  const std::vector<std::int64_t>& tile) {
+    double used = 1;
+    for (int i = 0; i < outer; ++i) {
+      const auto& level = arch.levels()[static_cast<std::size_t>(i)];
+      if (level.kind != LevelKind::kSpatial) continue;
+      const auto& rule = o.levels[static_cast<std::size_t>(i)];
+      const std::int64_t fanout = level.fanout();
+      int slots =
+          o.max_parallel_dims > 0 ? o.max_parallel_dims : static_cast<int>(level.shape.size());
+      if (rule.cluster.enabled) slots *= 2;  // the cluster level splits as many again
+      std::int64_t fixed_product = 1;
+      // reach[k]: the split products (<= fan-out) of k free split dimensions.
+      std::vector<std::vector<std::int64_t>> reach(1, {1});
+      for (DimId d = 0; d < op.num_dims(); ++d) {
+        const auto du = static_cast<std::size_t>(d);
+        if (!(rule.parallel_mask >> du & 1u)) continue;
+        const std::int64_t fixed = rule.fixed.empty() ? 0 : rule.fixed[du];
+        if (fixed > 0) {
+          fixed_product *= fixed;
+          --slots;
+          continue;
+        }
+        const std::int64_t most = std::min(tile[du], fanout);
+        std::vector<std::int64_t> values;
+        if (o.factors_only) {
+          // Factors-only tiles nest: a split (times the level-1 tile)
+          // divides the level-3 tile, which divides the bound.
+          for (std::int64_t v : divisors[du])
+            if (v > 1 && v <= most && tile[du] % v == 0) values.push_back(v);
+        } else if (most > 1) {
+          values.push_back(most);  // any size: the largest is the bound
+        }
+        if (values.empty()) continue;
+        for (std::size_t k = reach.size(); k-- > 0;) {
+          std::vector<std::int64_t> grown;
+          for (std::int64_t x : reach[k])
+            for (std::int64_t v : values)
+              if (x * v <= fanout) grown.push_back(x * v);
+          if (grown.empty()) continue;
+          if (reach.size() == k + 1) reach.emplace_back();
+          auto& next = reach[k + 1];
+          next.insert(next.end(), grown.begin(), grown.end());
+          std::sort(next.begin(), next.end());
+          next.erase(std::unique(next.begin(), next.end()), next.end());
+        }
+      }
+      std::int64_t best = 1;
+      for (std::size_t k = 0; k < reach.size() && static_cast<int>(k) <= std::max(slots, 0); ++k)
+        best = std::max(best, reach[k].back());
+      used *= static_cast<double>(std::min(best * fixed_product, fanout));
+    }
+    return used / static_cast<double>(arch.num_pes());
+  }
+
+  /// The off-chip choice the best mapping was found under (its level-3
+  /// tile), or null when there is no best mapping.
+  static const mapex::db::OffchipChoice* chosen_offchip(
+      const mapex::SearchContext& ctx, const std::vector<mapex::db::OffchipChoice>& offchip,
+      int outer) {
+    const auto& best = ctx.best_mapping();
+    if (!best) return nullptr;
+    for (const auto& c : offchip)
+      if (best->level(outer).tile == c.tile) return &c;
+    return nullptr;
+  }
+
   static void require_conformable(const mapex::Operator& op) {
     const auto issues = mapex::mdc::check_conformability(op);
     if (issues.empty()) return;
@@ -241,7 +398,7 @@ class Marvel final : public mapex::Searcher {
         v.push_back(fixed);
       } else {
         for (std::int64_t t = 1; t <= bound; ++t)
-          if (!s_.factors_only || bound % t == 0) v.push_back(t);
+          if (!base.factors_only || bound % t == 0) v.push_back(t);
       }
       values.push_back(std::move(v));
     }
@@ -263,18 +420,16 @@ class Marvel final : public mapex::Searcher {
     return preferred;
   }
 
-  /// The job's rules with the off-chip mapping fixed: level-3 tile and
-  /// order, the point-loop order, the pruning options.
-  MapspaceOptions onchip_options(const mapex::SearchContext& ctx,
-                                 const mapex::db::OffchipChoice& choice, int outer, int dram,
-                                 double p) const {
+  /// The job's rules (`job`, Marvel's pruning included) with the off-chip
+  /// mapping fixed: level-3 tile and order, the point-loop order, and the
+  /// utilisation bound in force.
+  static MapspaceOptions onchip_options(const mapex::SearchContext& ctx, const MapspaceOptions& job,
+                                        const mapex::db::OffchipChoice& choice, int outer, int dram,
+                                        double p) {
     const auto& op = ctx.op();
     const auto& arch = ctx.arch();
-    MapspaceOptions o = ctx.mapspace().options();
-    if (o.levels.empty()) o.levels.resize(static_cast<std::size_t>(arch.num_levels()));
-    o.factors_only = s_.factors_only;
+    MapspaceOptions o = job;
     o.min_utilization = p;
-    o.max_parallel_dims = s_.max_parallel_dims > 0 ? s_.max_parallel_dims : op.num_dims();
     o.levels[static_cast<std::size_t>(outer)].fixed = choice.tile;
     auto& dram_rule = o.levels[static_cast<std::size_t>(dram)];
     dram_rule.orders = {choice.order};
@@ -289,7 +444,8 @@ class Marvel final : public mapex::Searcher {
 
   /// Streams a mapspace through the context in batches and offers every
   /// result to `top`; returns the evaluations made.
-  std::uint64_t stream(mapex::SearchContext& ctx, const MapspaceOptions& options, TopK& top) const {
+  std::uint64_t stream(mapex::SearchContext& ctx, const MapspaceOptions& options, TopK& top,
+                       std::size_t tag) const {
     std::uint64_t index = ctx.evaluations();  // ties go to the earlier evaluation
     const mapex::Mapspace space(ctx.op(), ctx.arch(), options);
     mapex::Mapspace::Cursor cursor(space);
@@ -303,7 +459,7 @@ class Marvel final : public mapex::Searcher {
       if (batch.empty()) break;
       const auto metrics = ctx.evaluate(batch);
       for (std::size_t i = 0; i < metrics.size(); ++i)
-        top.offer(mapex::objective_value(metrics[i], ctx.objective()), index++, batch[i]);
+        top.offer(mapex::objective_value(metrics[i], ctx.objective()), index++, batch[i], tag);
       evaluated += metrics.size();
       if (metrics.size() < batch.size()) break;
     }
@@ -336,51 +492,73 @@ class Marvel final : public mapex::Searcher {
     }
   }
 
-  /// Algorithm 2 on one off-chip mapping; returns (tilings, ordered)
-  /// evaluations.
-  std::pair<std::uint64_t, std::uint64_t> search_onchip(mapex::SearchContext& ctx,
-                                                        const mapex::db::OffchipChoice& choice,
-                                                        int outer, int dram, double p) const {
+  /// Algorithm 2 on the kept off-chip mappings together (each step ranks
+  /// the candidates of every level-3 tile in one list, so more off-chip
+  /// candidates cost more step-1 evaluations but no more of steps 2-3);
+  /// returns (tilings, ordered) evaluations.
+  std::pair<std::uint64_t, std::uint64_t> search_onchip(
+      mapex::SearchContext& ctx, const MapspaceOptions& job,
+      const std::vector<mapex::db::OffchipChoice>& offchip, int outer, int dram, double p) const {
     const auto& op = ctx.op();
     const auto& arch = ctx.arch();
-    const MapspaceOptions base = onchip_options(ctx, choice, outer, dram, p);
-    // Level-2 order = level-3 order for the tiling steps, unless the style
-    // constrains it.
-    MapspaceOptions tiling = base;
-    auto& l2_rule = tiling.levels[static_cast<std::size_t>(outer)];
-    l2_rule.orders = {representative_order(op, l2_rule, choice.order)};
-    l2_rule.stationary.clear();
+    std::vector<MapspaceOptions> bases, tilings;
+    for (const auto& choice : offchip) {
+      bases.push_back(onchip_options(ctx, job, choice, outer, dram, p));
+      // Level-2 order = level-3 order for the tiling steps, unless the
+      // style constrains it.
+      MapspaceOptions tiling = bases.back();
+      auto& l2_rule = tiling.levels[static_cast<std::size_t>(outer)];
+      l2_rule.orders = {representative_order(op, l2_rule, choice.order)};
+      l2_rule.stationary.clear();
+      tilings.push_back(std::move(tiling));
+    }
 
-    TopK best_tilings(std::max<std::size_t>(1, s_.order_candidates));
+    // The best-DMC tile keeps its own lists here too (see step 1).
+    TopK first_tilings(std::max<std::size_t>(1, s_.order_candidates));
+    TopK other_tilings(std::max<std::size_t>(1, s_.order_candidates / 2));
+    auto tilings_of = [&](std::size_t c) -> TopK& {
+      return c == 0 ? first_tilings : other_tilings;
+    };
     std::uint64_t evaluated = 0;
     const bool l1_buffer = arch.levels()[0].kind == LevelKind::kBuffer;
     if (s_.split_candidates == 0 || !l1_buffer) {
-      evaluated += stream(ctx, tiling, best_tilings);
+      for (std::size_t c = 0; c < offchip.size() && !ctx.exhausted(); ++c)
+        evaluated += stream(ctx, tilings[c], tilings_of(c), c);
     } else {
       // Step 1: the degrees of parallelism, each PE holding one-element
       // tiles (or what the style fixes); step 2: every level-1 tile under
-      // the `split_candidates` best of them.
-      MapspaceOptions splits = tiling;
-      auto& l1_fixed = splits.levels[0].fixed;
-      if (l1_fixed.empty()) l1_fixed.assign(static_cast<std::size_t>(op.num_dims()), 0);
-      for (auto& f : l1_fixed)
-        if (f == 0) f = 1;
-      TopK best_splits(s_.split_candidates);
-      evaluated += stream(ctx, splits, best_splits);
-      for (const auto& m : best_splits.mappings()) {
+      // the `split_candidates` best of them. The best-DMC tile (the paper's
+      // one off-chip choice) keeps its own list, so more off-chip
+      // candidates never lose what it finds; the other tiles share a list
+      // half that long (one-element tiles rank splits only roughly).
+      TopK first_splits(s_.split_candidates);
+      TopK other_splits(std::max<std::size_t>(1, s_.split_candidates / 2));
+      for (std::size_t c = 0; c < offchip.size() && !ctx.exhausted(); ++c) {
+        MapspaceOptions splits = tilings[c];
+        auto& l1_fixed = splits.levels[0].fixed;
+        if (l1_fixed.empty()) l1_fixed.assign(static_cast<std::size_t>(op.num_dims()), 0);
+        for (auto& f : l1_fixed)
+          if (f == 0) f = 1;
+        evaluated += stream(ctx, splits, c == 0 ? first_splits : other_splits, c);
+      }
+      auto chosen = first_splits.mappings();
+      for (auto& entry : other_splits.mappings()) chosen.push_back(std::move(entry));
+      for (const auto& [m, c] : chosen) {
         if (ctx.exhausted()) break;
-        MapspaceOptions tiles = tiling;
+        MapspaceOptions tiles = tilings[c];
         fix_below(tiles, op, arch, m, outer, true);
-        evaluated += stream(ctx, tiles, best_tilings);
+        evaluated += stream(ctx, tiles, tilings_of(c), c);
       }
     }
     if (s_.order_candidates == 0) return {evaluated, 0};
 
     // Step 3: every level-2 order on the best tilings.
     std::uint64_t ordered = 0;
-    for (const auto& t : best_tilings.mappings()) {
+    auto best_tilings = first_tilings.mappings();
+    for (auto& entry : other_tilings.mappings()) best_tilings.push_back(std::move(entry));
+    for (const auto& [t, c] : best_tilings) {
       if (ctx.exhausted()) break;
-      MapspaceOptions orders = base;
+      MapspaceOptions orders = bases[c];
       fix_below(orders, op, arch, t, outer, false);
       const mapex::Mapspace orders_space(op, arch, orders);
       ordered += ctx.evaluate_space(orders_space).evaluated;
@@ -393,13 +571,19 @@ class Marvel final : public mapex::Searcher {
 
 const mapex::ParamSpec kParams[] = {
     {"min_utilization", mapex::ParamType::kDouble, "0.1",
-     "PE-utilisation bound p (§5.2): level-2 tiles must engage at least this fraction of the "
-     "PEs (dropped for a layer where nothing reaches it)."},
+     "PE-utilisation bound p (§6: 0.1): level-2 tiles must engage at least this fraction of the "
+     "PEs (the larger of this and the job's bound). Level-3 tiles under which the job's splits "
+     "cannot reach it are not kept (§5.2)."},
+    {"drop_unmet_utilization", mapex::ParamType::kBool, "true",
+     "When no mapping reaches p (a layer too small for the chip), search again without it; the "
+     "stop reason records utilization_bound=dropped. false: return no mapping "
+     "(utilization_bound=unmet)."},
     {"factors_only", mapex::ParamType::kBool, "true",
-     "Tile sizes divide the loop bounds: no prologues or epilogues (§5.2)."},
-    {"offchip_candidates", mapex::ParamType::kInt, "1",
-     "Off-chip mappings (lowest DMC first) whose on-chip sub-space is searched; more trades "
-     "time for quality."},
+     "Tile sizes divide the loop bounds: no prologues or epilogues (§6's pruning option). Added "
+     "to the job's factors_only, never removing it."},
+    {"offchip_candidates", mapex::ParamType::kInt, "8",
+     "Off-chip mappings (lowest DMC first among the level-3 tiles that can reach p under the "
+     "job's constraints) whose on-chip sub-spaces are searched together."},
     {"order_candidates", mapex::ParamType::kInt, "32",
      "Best tilings (with the level-3 order at level 2) whose every level-2 order is then "
      "evaluated; 0 keeps the level-3 order."},
@@ -409,7 +593,9 @@ const mapex::ParamSpec kParams[] = {
     {"block_bytes", mapex::ParamType::kInt, "0",
      "DRAM block size in bytes for the DB model; 0 takes the architecture's DRAM block_bytes."},
     {"max_parallel_dims", mapex::ParamType::kInt, "0",
-     "Dimensions split across the PEs; 0 allows any number (one cluster region each, §4)."},
+     "Dimensions split across the PEs: lowers the job's max_parallel_dims, never raises it; 0 "
+     "keeps the job's (whose 0 is the array's rank; the paper's clusters split any number, §4, "
+     "which the experiment's mapspace asks for)."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new Marvel(params); }

@@ -13,7 +13,13 @@ doc="$work/marvel.md"
 grep -q "over dMazeRunner-like | [0-9.]*x | 2.35x" "$doc" || { cat "$doc"; exit 1; }
 grep -q "over Interstellar-like | [0-9.]*x | 1.15x" "$doc" || { cat "$doc"; exit 1; }
 grep -q "| marvel_small | tiny | [0-9.]*x | [0-9.]*x | [0-9.]*x |" "$doc" || { cat "$doc"; exit 1; }
-grep -q "Not run (results/marvel_fig12.h5 missing)" "$doc" || { cat "$doc"; exit 1; }
+grep -q "Not run (marvel_fig12.h5 missing" "$doc" || { cat "$doc"; exit 1; }
+# The settings each job searched, from its stop reason, and the summary CSV
+# with one row per headline (here Fig. 9's two speed-ups).
+grep -q "| marvel_fig9.h5 | [0-9]* | true |" "$doc" || { cat "$doc"; exit 1; }
+csv="$work/marvel_summary.csv"
+head -1 "$csv" | grep -qx "figure,quantity,paper,mapex,reproduced,reason_class,note" || { cat "$csv"; exit 1; }
+[ "$(grep -c '^Fig. 9,' "$csv")" = 2 ] || { cat "$csv"; exit 1; }
 # The quality section from a small JSON of scripts/marvel_quality: the
 # evaluation ratio is against the exhaustive search's evaluations (100x
 # here, not met), the whole-space ratio beside it (1.0e+04x), and the

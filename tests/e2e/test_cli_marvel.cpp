@@ -45,6 +45,26 @@ nlohmann::json json_of(const test::CliResult& r) {
   return nlohmann::json::parse(r.out);
 }
 
+/// The dimensions split across the PEs in a mapping's YAML, with their
+/// factors, e.g. "K: 4, C: 2, Q: 2".
+std::vector<std::string> split_dims(const std::string& yaml) {
+  const auto open = yaml.find("split: {");
+  if (open == std::string::npos) return {};
+  const auto body = yaml.substr(open + 8, yaml.find('}', open) - open - 8);
+  std::vector<std::string> dims;
+  std::size_t at = 0;
+  while (at < body.size()) {
+    const auto comma = body.find(',', at);
+    auto item = body.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    item.erase(0, item.find_first_not_of(' '));
+    const auto value = std::stoll(item.substr(item.find(':') + 1));
+    if (value > 1) dims.push_back(item);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return dims;
+}
+
 std::string expect_bad(const std::vector<std::string>& args) {
   const auto r = run_cli(args);
   EXPECT_EQ(r.status, 2) << r.out << r.err;
@@ -81,18 +101,19 @@ TEST(CliMarvel, SameResultAtAnyThreadCount) {
 // evaluations than the exhaustive search; these spaces are small (they must
 // be enumerated in seconds), so the ratio Marvel reaches on them is far
 // below 1,000x. Both searches are deterministic: the bounds below are the
-// ratios these cases reach (conv 69,197 / 2,378 = 29.1x; gemm 15,822 / 357
-// = 44.3x, both at a gap of 0%) with about 15% margin, so a searcher that
-// evaluates notably more fails here.
+// ratios these cases reach (conv 69,197 / 3,491 = 19.8x; gemm 15,822 /
+// 1,372 = 11.5x, with the on-chip spaces of 8 level-3 tiles searched) with
+// about 15% margin, so a searcher that evaluates notably more fails here.
 TEST(CliMarvel, CloseToExhaustiveWithFarFewerEvaluations) {
   struct Case {
     const char* layer;
     std::vector<std::string> constraints;
-    double min_ratio;  ///< exhaustive evaluations / Marvel's evaluations
+    std::string max_parallel_dims;  ///< the same space for Marvel
+    double min_ratio;               ///< exhaustive evaluations / Marvel's evaluations
   };
   for (const Case& c :
-       {Case{"conv", {"--constraints", kData + "/marvel_exhaustive_constraints.yaml"}, 25},
-        Case{"gemm", {"--max-parallel-dims", "3", "--min-utilization", "0.1"}, 38}}) {
+       {Case{"conv", {"--constraints", kData + "/marvel_exhaustive_constraints.yaml"}, "7", 17},
+        Case{"gemm", {"--max-parallel-dims", "3", "--min-utilization", "0.1"}, "3", 10}}) {
     std::vector<std::string> base{"search",
                                   "--workload",
                                   kData + "/marvel_small_net.yaml",
@@ -108,7 +129,8 @@ TEST(CliMarvel, CloseToExhaustiveWithFarFewerEvaluations) {
     ex_args.insert(ex_args.end(), {"--searcher", "exhaustive"});
     ex_args.insert(ex_args.end(), c.constraints.begin(), c.constraints.end());
     auto mv_args = base;
-    mv_args.insert(mv_args.end(), {"--searcher", "marvel"});
+    mv_args.insert(mv_args.end(),
+                   {"--searcher", "marvel", "--max-parallel-dims", c.max_parallel_dims});
     const auto ex = json_of(run_cli(ex_args));
     const auto mv = json_of(run_cli(mv_args));
     ASSERT_EQ(ex["complete"], true);
@@ -123,7 +145,8 @@ TEST(CliMarvel, CloseToExhaustiveWithFarFewerEvaluations) {
 }
 
 TEST(CliMarvel, MoreOffchipCandidatesNeverHurt) {
-  const auto one = json_of(run_cli(marvel_search({"--searcher", "marvel"})));
+  const auto one =
+      json_of(run_cli(marvel_search({"--searcher", "marvel", "--param", "offchip_candidates=1"})));
   const auto four =
       json_of(run_cli(marvel_search({"--searcher", "marvel", "--param", "offchip_candidates=4"})));
   EXPECT_LE(four["metrics"]["latency_cycles"].get<double>(),
@@ -153,8 +176,55 @@ TEST(CliMarvel, UtilisationBoundDroppedForALayerTooSmall) {
                                   "--searcher", "marvel", "--costmodel", "mdc", "--param",
                                   "min_utilization=1", "--format", "json"}));
   EXPECT_EQ(j["status"], "ok");
-  EXPECT_NE(std::string(j["stop_reason"]).find("PE-utilisation bound dropped"), std::string::npos)
-      << j["stop_reason"];
+  // Dropped, and said so in a field the result file keeps.
+  const std::string why = j["stop_reason"];
+  EXPECT_NE(why.find("utilization_bound=dropped"), std::string::npos) << why;
+  EXPECT_NE(why.find("min_utilization=1"), std::string::npos) << why;
+  // Asked not to drop it: no mapping, and the reason says the bound is unmet.
+  const auto r =
+      run_cli({"search", "--workload", net, "--arch", kData + "/tiny_arch.yaml", "--searcher",
+               "marvel", "--costmodel", "mdc", "--param", "min_utilization=1", "--param",
+               "drop_unmet_utilization=false", "--format", "json"});
+  EXPECT_NE(r.out.find("utilization_bound=unmet"), std::string::npos) << r.out << r.err;
+}
+
+// Each variant searches its own level-3 tiles. On P2 (1,024 PEs) the
+// best-DMC tile of DeepBench's 35 x 8457 x 2560 GEMM is M7 N10 K2819
+// (8457 = 3 x 2819), under which at most M7 x N10 = 70 PEs can work:
+// below p = 0.1. It used to be every variant's one tile, and the bound was
+// dropped (29x the roofline peak). Now even a single off-chip candidate is
+// one under which the variant's own splits can reach p, and the result
+// says the bound is met.
+TEST(CliMarvel, EachVariantKeepsTilesThatCanReachTheBound) {
+  for (const std::vector<std::string>& style :
+       {std::vector<std::string>{}, std::vector<std::string>{"--style", "dmazerunner"}}) {
+    std::vector<std::string> args{"search",
+                                  "--workload",
+                                  MAPEX_EXPERIMENTS_DIR "/workloads/gemm_sigma.yaml",
+                                  "--layer",
+                                  "deepbench_35x8457x2560",
+                                  "--arch",
+                                  MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p2.yaml",
+                                  "--searcher",
+                                  "marvel",
+                                  "--costmodel",
+                                  "mdc",
+                                  "--max-parallel-dims",
+                                  "3",
+                                  "--param",
+                                  "offchip_candidates=1",
+                                  "--format",
+                                  "json"};
+    args.insert(args.end(), style.begin(), style.end());
+    const auto j = json_of(run_cli(args));
+    const std::string why = j["stop_reason"];
+    EXPECT_NE(why.find("utilization_bound=met"), std::string::npos) << why;
+    EXPECT_EQ(why.find("M7 N10 K2819"), std::string::npos) << why;
+    std::int64_t pes = 1;
+    for (const auto& d : split_dims(j["mapping_yaml"]))
+      pes *= std::stoll(d.substr(d.find(':') + 1));
+    EXPECT_GE(pes, 103) << j["mapping_yaml"];  // 10% of 1,024 PEs
+  }
 }
 
 TEST(CliMarvel, StylesConstrainTheOnChipSpace) {
@@ -169,6 +239,46 @@ TEST(CliMarvel, StylesConstrainTheOnChipSpace) {
   EXPECT_NE(split.find("K:"), std::string::npos) << split;
   for (const char* dim : {"C:", "P:", "Q:", "R:", "S:"})
     EXPECT_EQ(split.find(dim), std::string::npos) << split;
+}
+
+// The job's mapspace is honoured: on 16 PEs this layer's fastest mapping
+// splits three dimensions (K4 C2 Q2) when the space allows any number,
+// and with the mapspace's max_parallel_dims: 2 Marvel returns at most two
+// (it used to replace the job's limit with the number of dimensions).
+TEST(CliMarvel, HonoursTheJobsMaxParallelDims) {
+  std::ifstream in(kData + "/tiny_arch.yaml");
+  std::string arch((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = arch.find("shape: [2, 2]");
+  ASSERT_NE(at, std::string::npos);
+  arch.replace(at, 13, "shape: [4, 4]");
+  const std::string arch_path = write("marvel_16pe.yaml", arch);
+  const std::string net =
+      write("marvel_three.yaml",
+            "network: three\nlayers:\n  - {name: conv, type: conv2d, C: 4, K: 4, H: 4, W: 4, R: 3, "
+            "S: 3}\n");
+  auto search = [&](const std::string& limit) {
+    const std::string constraints =
+        write("marvel_par" + limit + ".yaml", "max_parallel_dims: " + limit + "\n");
+    return json_of(
+        run_cli({"search", "--workload", net, "--arch", arch_path, "--searcher", "marvel",
+                 "--costmodel", "mdc", "--constraints", constraints, "--format", "json"}));
+  };
+  const auto any = search("7");
+  EXPECT_EQ(split_dims(any["mapping_yaml"]).size(), 3u) << any["mapping_yaml"];
+  const auto two = search("2");
+  const auto dims = split_dims(two["mapping_yaml"]);
+  EXPECT_GE(dims.size(), 1u) << two["mapping_yaml"];
+  EXPECT_LE(dims.size(), 2u) << two["mapping_yaml"];
+  EXPECT_GE(two["metrics"]["latency_cycles"].get<double>(),
+            any["metrics"]["latency_cycles"].get<double>());
+  // The limit in force is recorded with the result.
+  EXPECT_NE(std::string(two["stop_reason"]).find("max_parallel_dims=2"), std::string::npos)
+      << two["stop_reason"];
+  // The searcher's own parameter can only lower the job's limit.
+  const auto lowered = json_of(run_cli(
+      {"search", "--workload", net, "--arch", arch_path, "--searcher", "marvel", "--costmodel",
+       "mdc", "--max-parallel-dims", "7", "--param", "max_parallel_dims=1", "--format", "json"}));
+  EXPECT_EQ(split_dims(lowered["mapping_yaml"]).size(), 1u) << lowered["mapping_yaml"];
 }
 
 TEST(CliMarvel, NonConformableOperatorNamesTheRule) {
@@ -200,10 +310,10 @@ TEST(CliMarvel, L2TooSmallForAnyTile) {
 }
 
 TEST(CliMarvel, OffchipSpaceTooLargeWithoutFactorsOnly) {
-  const std::string e =
-      expect_bad({"search", "--workload", MAPEX_EXPERIMENTS_DIR "/workloads/vgg16.yaml", "--layer",
-                  "conv1_2", "--arch", MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p2.yaml",
-                  "--searcher", "marvel", "--costmodel", "mdc", "--param", "factors_only=false"});
+  const std::string e = expect_bad(
+      {"search", "--workload", MAPEX_EXPERIMENTS_DIR "/workloads/vgg16.yaml", "--layer", "conv1_2",
+       "--arch", MAPEX_EXPERIMENTS_DIR "/architectures/marvel_p2.yaml", "--searcher", "marvel",
+       "--costmodel", "mdc", "--edge-tiles", "--param", "factors_only=false"});
   EXPECT_NE(e.find("too many to enumerate"), std::string::npos) << e;
 }
 

@@ -175,6 +175,30 @@ TEST(DbLocality, OffchipSearchUnderTheL2Constraint) {
   EXPECT_DOUBLE_EQ(db::minimal_choice(model, values).required_bytes, 3);
 }
 
+TEST(DbLocality, OffchipSearchKeepsOnlyAdmittedTiles) {
+  const Operator op = make_gemm("g", 4, 4, 4);
+  const db::Model model(op, 1, 1.0);
+  const std::vector<std::vector<std::int64_t>> values(3, {1, 2, 4});
+  // Turn away tiles whose first dimension is whole: the 4 x 4 x 4 optimum
+  // (DMC 0.75) goes, and 2 x 4 x 4 (8 + 16 + 8 = 32 blocks over 32
+  // iterations, DMC 1) is the best left. 4 x 2 x 4 and 4 x 4 x 2 also
+  // have DMC 1 but come later in enumeration order at the same volume, so
+  // they would not be kept and the filter is not asked: one rejection.
+  std::uint64_t rejected = 0;
+  const auto best = db::search_offchip(
+      model, values, 48, 1, [](const std::vector<std::int64_t>& t) { return t[0] < 4; }, nullptr,
+      &rejected);
+  ASSERT_EQ(best.size(), 1u);
+  EXPECT_EQ(best[0].tile, (std::vector<std::int64_t>{2, 4, 4}));
+  EXPECT_DOUBLE_EQ(best[0].dmc, 1.0);
+  EXPECT_EQ(rejected, 1u);
+  // A filter that admits nothing leaves nothing, and says how often it said no.
+  EXPECT_TRUE(db::search_offchip(
+                  model, values, 48, 1, [](const auto&) { return false; }, nullptr, &rejected)
+                  .empty());
+  EXPECT_GT(rejected, 0u);
+}
+
 TEST(DbLocality, BadBlockSize) {
   const Operator op = make_gemm("g", 4, 4, 4);
   EXPECT_THROW(db::Model(op, 0, 1.0), InputError);

@@ -14,6 +14,7 @@
 /// off-chip traffic model.
 
 #include <cstdint>
+#include <functional>
 #include <mapex/architecture.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/operator.hpp>
@@ -130,6 +131,20 @@ std::vector<OffchipChoice> search_offchip(const Model& model,
                                           const std::vector<std::vector<std::int64_t>>& tile_values,
                                           double capacity_bytes, std::size_t keep,
                                           double* considered = nullptr);
+
+/// Decides whether a level-3 tile may be kept (e.g. whether the on-chip
+/// space under it can reach a PE-utilisation bound); called from the
+/// searching thread, only for tiles that fit and would enter the kept list.
+using TileFilter = std::function<bool(const std::vector<std::int64_t>& tile)>;
+
+/// The same search keeping only the tiles `admit` accepts (an empty filter
+/// accepts every tile). `rejected` receives how many fitting tiles that
+/// would have been kept the filter turned away.
+std::vector<OffchipChoice> search_offchip(const Model& model,
+                                          const std::vector<std::vector<std::int64_t>>& tile_values,
+                                          double capacity_bytes, std::size_t keep,
+                                          const TileFilter& admit, double* considered = nullptr,
+                                          std::uint64_t* rejected = nullptr);
 
 /// The smallest possible tile (every size 1, or the smallest allowed) and
 /// the bytes its blocks need: for the message when nothing fits.
