@@ -494,6 +494,27 @@ void check_factor_limits(const Operator& op, const Architecture& arch,
 
 // ---- end of keep/bypass and cluster rules ----
 
+std::optional<std::string> rule_outside_limits(const MapspaceOptions& options,
+                                               const Architecture& arch) {
+  if (!options.style.empty()) return "style '" + options.style + "'";
+  auto any_set = [](const auto& values, auto unset) {
+    for (const auto& v : values)
+      if (v != unset) return true;
+    return false;
+  };
+  for (size_t i = 0; i < options.levels.size() && i < arch.levels().size(); ++i) {
+    const LevelRule& r = options.levels[i];
+    const std::string at = "level '" + arch.levels()[i].name + "': ";
+    if (r.parallel_mask != ~std::uint64_t{0}) return at + "parallel";
+    if (any_set(r.fixed, std::int64_t{0})) return at + "fixed";
+    if (!r.orders.empty()) return at + "orders";
+    if (!r.stationary.empty()) return at + "stationary";
+    if (any_set(r.keep, std::int8_t{-1})) return at + "keep/bypass";
+    if (r.cluster.enabled) return at + "cluster";
+  }
+  return std::nullopt;
+}
+
 MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Architecture& arch) {
   MapspaceOptions out;
   out.factors_only = spec.factors_only;

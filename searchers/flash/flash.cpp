@@ -54,6 +54,13 @@ class FlashSearch final : public mapex::Searcher {
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
     const fl::Problem problem = fl::problem_from(ctx.op());  // non-GEMM: InputError
     const fl::Chip chip = fl::chip_from(ctx.arch());
+    // FLASH's candidates are its own space (§4): a rule of the job's
+    // mapspace they would not respect is refused, never silently dropped.
+    if (auto rule = mapex::rule_outside_limits(ctx.mapspace().options(), ctx.arch()))
+      throw mapex::InputError(
+          "searcher 'flash' builds FLASH's own candidates (§4) and cannot honour the job's "
+          "mapspace rule " +
+          *rule + " (leave it out, or use exhaustive, random or kapla)");
     // Eq. 3-4's capacity bounds count every matrix in words of one size.
     mapex::require_uniform_word_bits(ctx.op(), ctx.arch(), "searcher 'flash' (FLASH §4.2)");
     std::vector<fl::Style> styles;

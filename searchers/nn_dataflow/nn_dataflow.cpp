@@ -87,6 +87,13 @@ class NnDataflow final : public mapex::Searcher {
   }
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
+    // nn_dataflow's schemes are its own space: a rule of the job's mapspace
+    // they would not respect is refused, never silently dropped.
+    if (auto rule = mapex::rule_outside_limits(ctx.mapspace().options(), ctx.arch()))
+      throw mapex::InputError(std::string(kName) +
+                              ": searches nn_dataflow's own schemes and cannot honour the job's "
+                              "mapspace rule " +
+                              *rule + " (leave it out, or use exhaustive, random or kapla)");
     const ndf::Problem& pr = problem_of(ctx);
     ndf::SearchOptions so;
     so.hybrid = hybrid_;

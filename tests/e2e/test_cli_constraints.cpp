@@ -211,6 +211,32 @@ TEST(CliConstraints, FlashCandidatesOutsideTheBoundsAreNotReturned) {
   EXPECT_GE(s2_m_tile({"--constraints", c}), 256);
 }
 
+// The rules flash's own candidates would not respect (fixed tiles, allowed
+// orders, parallel dimensions, a style, ...) are refused by name, exit 2,
+// never silently dropped; factor limits and pins are checked per mapping
+// (above), so they are accepted.
+TEST(CliConstraints, FlashRefusesTheRulesItsCandidatesCannotHonour) {
+  const std::string exp = MAPEX_EXPERIMENTS_DIR;
+  auto search = [&](const std::string& name, const std::string& yaml) {
+    return run_cli({"search", "--workload", exp + "/workloads/flash_table3.yaml", "--layer", "VI",
+                    "--arch", exp + "/architectures/flash_edge.yaml", "--searcher", "flash",
+                    "--param", "style=maeri", "--costmodel", "mdc", "--constraints",
+                    constraints_file(name, yaml)});
+  };
+  const auto fixed = search("flash_fixed.yaml", "levels:\n  S2: {fixed: {M: 64}}\n");
+  EXPECT_EQ(fixed.status, 2) << fixed.out << fixed.err;
+  EXPECT_NE(fixed.err.find("cannot honour the job's mapspace rule level 'S2': fixed"),
+            std::string::npos)
+      << fixed.err;
+  const auto orders = search("flash_orders.yaml", "levels:\n  DRAM: {orders: [[M, N, K]]}\n");
+  EXPECT_EQ(orders.status, 2);
+  EXPECT_NE(orders.err.find("level 'DRAM': orders"), std::string::npos) << orders.err;
+  const auto style = search("flash_style.yaml", "style: weight_stationary\n");
+  EXPECT_EQ(style.status, 2);
+  EXPECT_NE(style.err.find("style 'weight_stationary'"), std::string::npos) << style.err;
+  EXPECT_EQ(search("flash_pin.yaml", "levels:\n  DRAM: {innermost: [K]}\n").status, 0);
+}
+
 TEST(CliConstraints, EdgeTilesMakeANonDividingTileConsistent) {
   // The same fixed tile is fine once edge tiles are allowed.
   const std::string path = constraints_file("tile_divides_edge.yaml", kContradictions[3].yaml);

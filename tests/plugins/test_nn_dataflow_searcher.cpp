@@ -83,6 +83,30 @@ TEST(NnDataflowSearcher, RefusesBypassOrSharingOtherThanTheModels) {
   EXPECT_EQ(run(j, same, "tensor_centric", kNnDataflowShared).status, JobStatus::kOk);
 }
 
+// nn_dataflow's schemes are its own space: a job's rule they would not
+// respect (here fixed GBUF tiles) fails the job by name, never silently.
+TEST(NnDataflowSearcher, RefusesMapspaceRulesItsSchemesCannotHonour) {
+  const Job j = job("sm4_df_conv_64_64_e56_r3_b1");
+  const auto searcher = registry().make_searcher("nn_dataflow", kHybrid);
+  const auto cm = registry().make_costmodel("tensor_centric", kNnDataflowShared);
+  SearchRequest r;
+  r.op = &j.op();
+  r.arch = &j.arch;
+  r.searcher = searcher.get();
+  r.costmodel = cm.get();
+  r.objective = Objective::kEnergy;
+  const std::string gbuf = j.arch.levels()[2].name;
+  LevelConstraintSpec fixed_k;
+  fixed_k.level = gbuf;
+  fixed_k.fixed["K"] = 1;
+  r.mapspace.levels.push_back(fixed_k);
+  const JobResult refused = run_search(r);
+  EXPECT_EQ(refused.status, JobStatus::kFailed);
+  EXPECT_NE(refused.error.find("cannot honour the job's mapspace rule level '" + gbuf + "': fixed"),
+            std::string::npos)
+      << refused.error;
+}
+
 TEST(NnDataflowSearcher, RefusesParametersNnDataflowRefuses) {
   for (const Params& bad : {Params{{"ifmaps_partition", "true"}}, Params{{"ntops", "0"}},
                             Params{{"gbuf_sharing", "maybe"}}, Params{{"gbuf_bypass", "x"}},

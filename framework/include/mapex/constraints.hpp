@@ -170,6 +170,16 @@ struct MapspaceOptions {
 /// fixed values already break, a loop pinned twice or on a spatial level.
 MapspaceOptions resolve(const ConstraintSpec& spec, const Operator& op, const Architecture& arch);
 
+/// For searchers that build their own candidates instead of walking the
+/// mapspace (FLASH's §4 candidates, nn_dataflow's schemes): the first rule
+/// of `options` they cannot honour, as "level 'X': key" (a style, fixed
+/// tiles or splits, parallel dimensions, allowed or stationary orders,
+/// keep/bypass, cluster rules), so they refuse the job instead of silently
+/// searching a different space. Factor limits and pinned innermost loops
+/// are not reported: the framework checks them on every evaluated mapping.
+std::optional<std::string> rule_outside_limits(const MapspaceOptions& options,
+                                               const Architecture& arch);
+
 /// Loads a constraints file (the keys of an experiment's `mapspace:` block;
 /// README, "Mapspace constraints"). Throws InputError with file, line,
 /// column and key.
