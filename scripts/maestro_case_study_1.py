@@ -396,13 +396,14 @@ def page(fixed, searched, spec, timing, reuse_network="vgg16"):
     for _, r in over.iterrows():
         low = vgg[(vgg["style"] == r["style"]) & (vgg["kind"] == r.kind) &
                   (vgg["filter_l2_rd"] < vgg["filter_l2_wr"])]
-        out.append(f"- {r['style']}'s filter reuse in the {r.kind} layers is above the bound: a "
-                   "miscount that mdc shares with MAESTRO (refdata case A__vgg_conv1__cp__hw256 "
-                   "has the same 1161): when the spatially mapped channels do not fill the PEs, "
-                   "fewer filter words are read from L2 than the filter has (" +
+        out.append(f"- {r['style']}'s filter reuse in the {r.kind} layers is above the bound, "
+                   "which no true count exceeds: fewer filter words are read from L2 than the "
+                   "filter has (" +
                    ", ".join(f"{x.layer} {x.filter_l2_rd:.0f} of {x.filter_l2_wr:.0f}"
-                             for x in low.itertuples()) + "); KC-P and YR-P read no fewer filter words than "
-                   "the filter has on these layers, so their factors are not affected.")
+                             for x in low.itertuples()) + "). MAESTRO reads this few when spatially mapped "
+                   "channels leave PEs idle (refdata A__vgg_conv1__cp__hw256: 1161 of 1728); mdc's "
+                   "default analysis counts every word the busy PEs use (costmodels/mdc/README.md, "
+                   "Deviations, idle units), so this line flags a regression.")
     out.append("")
 
     sg = searched_gains(searched) if searched is not None else None
