@@ -244,10 +244,11 @@ def searched_gains(df):
                      "adaptive_lat": per_layer["latency_cycles"],
                      "adaptive_en": per_layer["energy_pj"]})
     out = pd.DataFrame(rows)
-    out["lat_gain"] = 1 - out["adaptive_lat"] / out["best_lat"]
-    out["en_gain"] = 1 - out["adaptive_en"] / out["best_en"]
-    out["lat_gain_kcp"] = 1 - out["adaptive_lat"] / out["kcp_lat"]
-    out["en_gain_kcp"] = 1 - out["adaptive_en"] / out["kcp_en"]
+    # As in gains(): per-layer minima never sum above a style's total.
+    out["lat_gain"] = (1 - out["adaptive_lat"] / out["best_lat"]).clip(lower=0.0)
+    out["en_gain"] = (1 - out["adaptive_en"] / out["best_en"]).clip(lower=0.0)
+    out["lat_gain_kcp"] = (1 - out["adaptive_lat"] / out["kcp_lat"]).clip(lower=0.0)
+    out["en_gain_kcp"] = (1 - out["adaptive_en"] / out["kcp_en"]).clip(lower=0.0)
     return out
 
 
