@@ -124,8 +124,9 @@ struct StateList {
 // units to spare (idle units) flags its last busy unit as partial only
 // when its tile is. MAESTRO flags it whenever units are idle and then
 // gives a full last unit the edge tile's unique part, which is empty
-// (README "Deviations", idle units): that unit receives no new data and
-// sends no outputs after the first step.
+// (README "Deviations", idle units): that unit would receive no new data
+// after the first step and its outputs would not be counted, though it
+// needs and produces a full tile's (§IV-A). Idle units add nothing.
 StateList true_states(const Level& L, const Dir& d, std::int64_t dim) {
   StateList out;
   const Tiles t = tiles_of(L, d, dim);
