@@ -116,11 +116,17 @@ struct StateList {
 };
 
 // The true iteration states (maestro_compat off). They differ from
-// MAESTRO's in two ways: an edge step whose remainder holds no output
+// MAESTRO's in three ways: an edge step whose remainder holds no output
 // window is no case at all (MAESTRO analyses it with zero or negative
-// output rows), and a spatial edge step keeps every unit with work, full
-// ones and the partial one (MAESTRO drops one full unit when the last is
-// partial). The first spatial step's flags are MAESTRO's.
+// output rows); a spatial edge step keeps every unit with work, full ones
+// and the partial one (MAESTRO drops one full unit when the last is
+// partial); and a first spatial step that covers the whole dimension with
+// units to spare (idle units) flags its last busy unit as partial only
+// when its tile is. MAESTRO flags it whenever units are idle and then
+// gives a full last unit the edge tile's unique part, which is empty
+// (README "Deviations", idle units): that unit would receive no new data
+// after the first step and its outputs would not be counted, though it
+// needs and produces a full tile's (§IV-A). Idle units add nothing.
 StateList true_states(const Level& L, const Dir& d, std::int64_t dim) {
   StateList out;
   const Tiles t = tiles_of(L, d, dim);
@@ -139,7 +145,7 @@ StateList true_states(const Level& L, const Dir& d, std::int64_t dim) {
   const std::int64_t coverage = real_span(L, d) + d.offset * (n - 1);
   if (dim <= coverage) {
     const bool edge = dim < coverage;
-    out.s[out.n++] = State{kInit, true, edge, edge, 1};
+    out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 1};
     return out;
   }
   const std::int64_t steps = t.full / n;

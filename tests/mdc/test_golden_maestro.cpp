@@ -96,13 +96,74 @@ std::string deviation(const Row& r, const Layer& layer) {
   return "";
 }
 
-// Rules that exclude one column of a row only.
+// Tensors (input, filter, output) whose top-level L2 traffic MAESTRO
+// undercounts because the top level spreads a SpatialMap over more units
+// than its dimension has tiles (idle units), with at least two busy units,
+// the last of them holding a full tile: MAESTRO flags that unit as the
+// partial edge unit and credits it with the edge tile's unique part, which
+// is empty (README "Deviations", idle units). The unit is owed
+// - input or filter data when the SpatialMap splits that tensor and a
+//   temporal directive outside it takes more than one step on one of the
+//   tensor's dimensions (the tile moves under the spatial map);
+// - its outputs in every step when the mapped dimension indexes the output
+//   and is no input row/column (a window's output part is recomputed).
+// Only the top level's directives count: L2 accesses are its traffic.
+// Decided on MAESTRO's plan of the layer's own directives (filled in and
+// rewritten as MAESTRO does: engine::compile in maestro_compat mode).
+struct IdleUnits {
+  bool owed[3] = {false, false, false};
+};
+IdleUnits idle_units(const engine::Plan& p) {
+  IdleUnits out;
+  const engine::Level& L = p.levels[0];
+  auto indexes = [&](int t, int dim) {
+    for (int k = 0; k < p.num_coupled[t]; ++k)
+      if (p.coupled[t][k] == dim) return true;
+    return false;
+  };
+  for (int i = 0; i < L.num_dirs; ++i) {
+    const engine::Dir& d = L.dirs[i];
+    if (!d.spatial) continue;
+    const std::int64_t v = L.dims[d.dim];
+    if (v < d.size) continue;  // one partial tile: its unit is the edge unit
+    const std::int64_t full = (v - d.size) / d.offset + 1;
+    const bool covered = (full - 1) * d.offset + d.size >= v;
+    if (!covered || full < 2 || full >= L.num_sub) continue;
+    for (int j = 0; j < i; ++j) {
+      const engine::Dir& outer = L.dirs[j];
+      if (outer.spatial || L.dims[outer.dim] <= outer.size) continue;
+      for (int t = 0; t < 2; ++t)
+        out.owed[t] = out.owed[t] || (indexes(t, outer.dim) && indexes(t, d.dim));
+    }
+    const bool window = p.conv && (d.dim == engine::kY || d.dim == engine::kX);
+    out.owed[2] = out.owed[2] || (indexes(2, d.dim) && !window);
+  }
+  return out;
+}
+
+// Rules that exclude some columns of a row only.
 // - strided_output_reads: MAESTRO sizes the output tensor read out of L2 as
 //   K x (Y-R+1) x (X-S+1) whatever the stride; mapex reads the true output.
-std::string column_deviation(const std::string& column, const Layer& layer) {
+// - spatial_idle_units (idle_units): the last busy unit of a top-level
+//   spatial map with idle units receives no new data of a tensor after the
+//   first step (or sends no outputs), so MAESTRO's L2 reads and L1 writes
+//   of that tensor (output L2 writes) are short of what the busy units use;
+//   mapex counts them.
+std::string column_deviation(const std::string& column, const Layer& layer, const IdleUnits& idle) {
   if (column == "output_l2_rd" && (layer.stride_y > 1 || layer.stride_x > 1))
     return "strided_output_reads";
-  return "";
+  const bool owed = (idle.owed[0] && (column == "input_l2_rd" || column == "input_l1_wr")) ||
+                    (idle.owed[1] && (column == "filter_l2_rd" || column == "filter_l1_wr")) ||
+                    (idle.owed[2] && column == "output_l2_wr");
+  return owed ? "spatial_idle_units" : "";
+}
+
+// MAESTRO's energy per access of a column (§IV-C; README: L2 18.61, L1
+// 1.68 MAC units): the energy a column excluded on a row adds to the total.
+double energy_per_access(const std::string& column) {
+  if (column.find("_l2_") != std::string::npos) return 18.61;
+  if (column.find("_l1_") != std::string::npos) return 1.68;
+  return 0;
 }
 
 // Finite, non-negative, and internally consistent: every MAC reads one
@@ -191,18 +252,24 @@ TEST(GoldenMaestro, EveryReferenceCaseWithinTolerance) {
       std::cout << "excl " << why << " " << r.at("case_id") << "/" << name << " macs "
                 << res.num_macs << " expected " << r.at("num_macs_expected") << " runtime "
                 << res.runtime_cycles << " maestro " << r.at("runtime_cycles") << "\n";
+    const IdleUnits idle = idle_units(engine::compile(*layer, hw, batch, true));
     for (const auto& c : kColumns) {
       const double theirs = num(r, c.ref);
       if (std::isnan(theirs)) continue;
-      const std::string col_why = why.empty() ? column_deviation(c.name, *layer) : "";
+      const std::string col_why = why.empty() ? column_deviation(c.name, *layer, idle) : "";
       if (!col_why.empty()) ++excluded[col_why + " (" + c.name + ")"];
+      // An undercount: the true count of what the busy units use is larger.
+      if (col_why == "spatial_idle_units") {
+        EXPECT_GE(res.*c.field, theirs) << what << " " << c.name;
+      }
       // Energy on those rows is compared with MAESTRO's total corrected by
-      // the L2 energy of the output reads mapex counts differently, so the
-      // rest of the energy is still held to 1%.
+      // the energy of the accesses mapex counts differently (the excluded
+      // columns), so the rest of the energy is still held to 1%.
       double adjusted = theirs;
-      if (why.empty() && std::string(c.name) == "energy_total_macunits" &&
-          !column_deviation("output_l2_rd", *layer).empty())
-        adjusted += 18.61 * (res.output_l2_rd - num(r, "output_l2_rd"));
+      if (why.empty() && std::string(c.name) == "energy_total_macunits")
+        for (const auto& other : kColumns)
+          if (!column_deviation(other.name, *layer, idle).empty())
+            adjusted += energy_per_access(other.name) * (res.*other.field - num(r, other.ref));
       const double e = rel_error(res.*c.field, theirs);
       for (Tally* t : {&all[c.name], &by_group[r.at("group")][c.name]}) {
         ++t->checked;

@@ -306,6 +306,107 @@ TEST(MdcEngine, DepthwiseAndGemmAreNative) {
   EXPECT_EQ(g.output_l2_rd, 12);
 }
 
+// ---- idle units: a spatial map with more units than tiles ------------------------
+
+Result run_mode(const std::string& text, std::int64_t pes, bool maestro_compat) {
+  const Network net = parse_mapping(text, "t.m");
+  Hardware hw;
+  hw.num_pes = pes;
+  hw.noc_bw = 1000;
+  hw.offchip_bw = 1000;
+  validate(net.layers.at(0), hw, "t.m");
+  return engine::analyse(engine::compile(net.layers.at(0), hw, false, maestro_compat));
+}
+
+// Every count, the runtime and the busy PEs of `a` equal those of `b`.
+void expect_same_analysis(const Result& a, const Result& b, const std::string& what) {
+  const double Result::*fields[] = {
+      &Result::num_macs,     &Result::runtime_cycles,  &Result::energy_total_macunits,
+      &Result::input_l2_rd,  &Result::input_l2_wr,     &Result::filter_l2_rd,
+      &Result::filter_l2_wr, &Result::output_l2_rd,    &Result::output_l2_wr,
+      &Result::input_l1_rd,  &Result::input_l1_wr,     &Result::filter_l1_rd,
+      &Result::filter_l1_wr, &Result::output_l1_rd,    &Result::output_l1_wr,
+      &Result::l2_size_req,  &Result::avg_utilized_pes};
+  for (auto f : fields) EXPECT_EQ(a.*f, b.*f) << what;
+}
+
+// MAESTRO §IV-A on a layer whose channels C3 are spread over the PEs
+// (MAESTRO's `cp` dataflow in miniature: K2 C3 3x3 filters, 5x5 inputs,
+// 3x3 outputs). Each busy PE holds one channel; K moves outermost, then the
+// 3x3 window slides over Y and X by one.
+// - Filter (K, C, R, S) is new only when K moves: 3 PEs x 9 words in the
+//   first step and again at the K step: 54, the whole filter, each word once.
+// - Input (C, Y, X), per PE: the first step of a row of windows loads the
+//   3x3 tile (9), each X step a new column (3); a Y step reloads the tile
+//   (X starts over); the K step brings nothing (K does not index the input).
+//   k=0: 9 + 2x3 + 2x(9 + 2x3) = 45; k=1: 2x3 + 2x(9 + 2x3) = 36; 81 per
+//   PE, 243 on 3 PEs.
+// - Output: the 3 PEs' partial sums are reduced, one word per step: 18.
+// With 4 or 8 PEs the extra PEs are idle and change nothing. MAESTRO (and
+// maestro_compat) flags the third PE as a partial edge unit and gives it
+// the empty unique part of an edge tile after the first step: filters
+// 27 + 2x9 = 45, inputs 81 + 81 + 9 = 171. The same on VGG16 conv1 (K64
+// C3) on 256 PEs, refdata A__vgg_conv1__cp__hw256: MAESTRO reads 27 + 63 x
+// 18 = 1161 filter words for a filter of 64 x 27 = 1728.
+TEST(MdcIdleUnits, ChannelsSpreadOverMorePesThanChannels) {
+  const std::string text =
+      layer_text("K: 2, C: 3, R: 3, S: 3, Y: 5, X: 5",
+                 "TemporalMap(1,1) K;\nTemporalMap(Sz(R),1) Y;\nTemporalMap(Sz(S),1) X;\n"
+                 "TemporalMap(Sz(R),Sz(R)) R;\nTemporalMap(Sz(S),Sz(S)) S;\nSpatialMap(1,1) C;\n");
+  const Result busy = run_mode(text, 3, false);
+  EXPECT_EQ(busy.num_macs, 2 * 3 * 9 * 9);
+  EXPECT_EQ(busy.filter_l2_rd, 54);
+  EXPECT_EQ(busy.filter_l1_wr, 54);
+  EXPECT_EQ(busy.input_l2_rd, 243);
+  EXPECT_EQ(busy.input_l1_wr, 243);
+  EXPECT_EQ(busy.output_l2_wr, 18);
+  EXPECT_EQ(busy.avg_utilized_pes, 3);
+  // Exactly divisible: MAESTRO's own analysis agrees.
+  expect_same_analysis(run_mode(text, 3, true), busy, "maestro_compat on 3 PEs");
+  for (const std::int64_t pes : {4, 8})
+    expect_same_analysis(run_mode(text, pes, false), busy, std::to_string(pes) + " PEs");
+  for (const std::int64_t pes : {4, 8}) {
+    const Result m = run_mode(text, pes, true);
+    EXPECT_EQ(m.filter_l2_rd, 45) << pes;
+    EXPECT_EQ(m.filter_l1_wr, 45) << pes;
+    EXPECT_EQ(m.input_l2_rd, 171) << pes;
+    EXPECT_EQ(m.input_l1_wr, 171) << pes;
+    EXPECT_EQ(m.num_macs, busy.num_macs) << pes;
+  }
+  const std::string dir = std::string(MAPEX_MAESTRO_REFDATA) + "/cases/A__vgg_conv1__cp__hw256";
+  const Network vgg = load_mapping(dir + "/mapping.m");
+  const Hardware hw = load_hardware(dir + "/hw.m");
+  EXPECT_EQ(engine::analyse(engine::compile(vgg.layers.at(0), hw, false)).filter_l2_rd, 1728);
+  EXPECT_EQ(engine::analyse(engine::compile(vgg.layers.at(0), hw, false, true)).filter_l2_rd, 1161);
+}
+
+// A GEMM (M3 N2 K2) with M over the PEs and K moving outside it. Input
+// (M, K): each busy PE gets its own word at every K step, 3 x 2 = 6 (the
+// whole input). Filter (K, N): shared by all PEs, multicast: 2 words per K
+// step, 4. Output (M, N): every PE sends its 2 partial sums per K step, 3 x
+// 2 x 2 = 12 L2 writes (K accumulates in L2 over 2 steps); 6 outputs read
+// out. With 4 PEs the fourth is idle and nothing changes; MAESTRO gives the
+// third PE no new input after the first step and counts none of its
+// outputs (the empty unique part of M's edge tile): input 3 + 2 = 5,
+// outputs 2 x (2 + 2) = 8.
+TEST(MdcIdleUnits, GemmRowsSpreadOverMorePesThanRows) {
+  const std::string text =
+      layer_text("M: 3, N: 2, K: 2", "TemporalMap(1,1) K;\nSpatialMap(1,1) M;\n", "GEMM");
+  const Result busy = run_mode(text, 3, false);
+  EXPECT_EQ(busy.num_macs, 12);
+  EXPECT_EQ(busy.input_l2_rd, 6);
+  EXPECT_EQ(busy.filter_l2_rd, 4);
+  EXPECT_EQ(busy.output_l2_wr, 12);
+  EXPECT_EQ(busy.output_l2_rd, 6);
+  expect_same_analysis(run_mode(text, 3, true), busy, "maestro_compat on 3 PEs");
+  expect_same_analysis(run_mode(text, 4, false), busy, "4 PEs");
+  const Result m = run_mode(text, 4, true);
+  EXPECT_EQ(m.input_l2_rd, 5);
+  EXPECT_EQ(m.filter_l2_rd, 4);
+  EXPECT_EQ(m.output_l2_wr, 8);
+  EXPECT_EQ(m.num_macs, 12);
+}
+
 // ---- networks without multicast or spatial reduction (MAESTRO Table 1) ----------
 
 Result run_noc(const std::string& text, std::int64_t pes, std::int64_t noc_bw, bool multicast,
