@@ -503,8 +503,10 @@ struct Mapspace::Impl {
 
   // --- count tables -------------------------------------------------------
 
-  /// The count table of the space itself, filled on first use (count()).
-  std::unique_ptr<Table> main;
+  /// The count table of the space itself, laid out and filled on first use
+  /// (counted()), so a space whose count state does not fit (layout()
+  /// throws) still serves membership tests.
+  mutable std::unique_ptr<Table> main;
   mutable std::once_flag main_counted;
 
   /// The main table with its counts. Filling it dominates building a
@@ -514,6 +516,7 @@ struct Mapspace::Impl {
   /// run on several threads.
   Table& counted() const {
     std::call_once(main_counted, [this] {
+      main = layout(Rules{});
       count(*main);
       total_all = main->total * keep_combos.size();
     });
@@ -564,7 +567,8 @@ struct Mapspace::Impl {
     }
     if (shift > 64)
       throw InputError(SourceLocation{}, "mapspace",
-                       "too many loop-order rules to count this space (state of " +
+                       "too many rules to count this space (loop orders, splits and their "
+                       "placement need a state of " +
                            std::to_string(shift) + " bits, at most 64)");
     t->allowed.resize(order_levels.size());
     t->W.resize(static_cast<size_t>(n + 1));
@@ -1021,7 +1025,6 @@ Mapspace::Mapspace(const Operator& op, const Architecture& arch, MapspaceOptions
   if (below_dram >= 0 && arch.levels()[static_cast<size_t>(below_dram)].kind == LevelKind::kBuffer)
     outer_buffer_ = below_dram;
   impl_ = std::make_unique<Impl>(op, arch, options_);
-  impl_->main = impl_->layout(Rules{});
 }
 
 Mapspace::~Mapspace() = default;
