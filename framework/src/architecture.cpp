@@ -4,7 +4,9 @@
 #include <mapex/architecture.hpp>
 #include <mapex/checked.hpp>
 #include <mapex/operator.hpp>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "yaml_reader.hpp"
 
@@ -225,6 +227,46 @@ std::optional<std::string> partitions_error(const Level& l) {
 
 }  // namespace
 
+namespace {
+
+/// The first real-valued parameter outside its range (ParameterRange), for
+/// architectures built in code or by a sweep; files are checked at the key.
+std::optional<std::string> range_error(double clock_mhz, double mac_energy_pj,
+                                       const std::vector<Level>& levels) {
+  std::optional<std::string> error;
+  auto check = [&](const std::string& what, double v, const ParameterRange& r) {
+    if (error || r.contains(v)) return;
+    std::ostringstream text;
+    text << what << " is " << v << "; expected a number from " << r.low << " to " << r.high;
+    error = text.str();
+  };
+  check("clock_mhz", clock_mhz, kClockMhzRange);
+  check("mac energy_pj", mac_energy_pj, kEnergyPjRange);
+  for (const auto& l : levels) {
+    const std::string at = "level '" + l.name + "' ";
+    check(at + "read_energy_pj", l.read_energy_pj, kEnergyPjRange);
+    check(at + "write_energy_pj", l.write_energy_pj, kEnergyPjRange);
+    check(at + "idle_energy_pj_per_cycle", l.idle_energy_pj_per_cycle, kEnergyPjRange);
+    for (const auto& p : l.partitions) {
+      check(at + "partition '" + p.name + "' read_energy_pj", p.read_energy_pj, kEnergyPjRange);
+      check(at + "partition '" + p.name + "' write_energy_pj", p.write_energy_pj, kEnergyPjRange);
+    }
+    for (const auto& [key, bw] : {std::pair{"bandwidth_gbps", l.bandwidth_gbps},
+                                  {"read_bandwidth_gbps", l.read_bandwidth_gbps},
+                                  {"write_bandwidth_gbps", l.write_bandwidth_gbps}})
+      if (bw) check(at + key, *bw, kBandwidthGbpsRange);
+    if (l.kind != LevelKind::kSpatial) continue;
+    // 0 is "no limit" for a NoC (README, "Architecture files").
+    if (l.noc.bandwidth_gbps != 0)
+      check(at + "noc.bandwidth_gbps", l.noc.bandwidth_gbps, kBandwidthGbpsRange);
+    check(at + "noc.latency_cycles", l.noc.latency_cycles, kNocLatencyCyclesRange);
+    check(at + "noc.hop_energy_pj", l.noc.hop_energy_pj, kEnergyPjRange);
+  }
+  return error;
+}
+
+}  // namespace
+
 Architecture Architecture::make(std::string name, double clock_mhz, int word_bits,
                                 double mac_energy_pj, int macs_per_pe, std::vector<Level> levels,
                                 WordWidths widths) {
@@ -267,6 +309,8 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
                          "' has a negative noc.bandwidth_gbps (leave it out for no limit)");
     }
   }
+  if (auto error = range_error(clock_mhz, mac_energy_pj, levels))
+    throw InputError(where + ": " + *error);
   // Fan-outs and instance counts multiply the shapes unchecked (they are
   // asked per evaluation): their overall product must fit an int64.
   std::int64_t pes = 1;
@@ -297,24 +341,12 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
 
 namespace {
 
-// Ranges of the real-valued chip parameters. Far wider than any chip (DRAM
-// costs some hundred pJ per word; 1e12 GB/s stands for "unlimited" in the
-// shipped files), yet narrow enough that no metric computed from them (up
-// to 2^63 accesses times an energy, bytes over a bandwidth, cycles over a
-// clock) leaves the finite doubles: a file giving 1e308 pJ would otherwise
-// print `energy_pj inf`.
-constexpr double kMaxEnergyPj = 1e9;  // 1 mJ per access, MAC, hop or idle cycle
-constexpr double kMinBandwidthGbps = 1e-6;
-constexpr double kMaxBandwidthGbps = 1e15;
-constexpr double kMinClockMhz = 1e-3;
-constexpr double kMaxClockMhz = 1e6;
-constexpr double kMaxLatencyCycles = 1e9;
-
+// The real-valued keys, within their ranges (kEnergyPjRange, ...).
 double energy(yaml::Map& m, const std::string& key, double fallback) {
-  return m.double_in(key, 0, kMaxEnergyPj, fallback);
+  return m.double_in(key, kEnergyPjRange.low, kEnergyPjRange.high, fallback);
 }
 double bandwidth(yaml::Map& m, const std::string& key) {
-  return m.double_in(key, kMinBandwidthGbps, kMaxBandwidthGbps);
+  return m.double_in(key, kBandwidthGbpsRange.low, kBandwidthGbpsRange.high);
 }
 
 // A zero or negative size is a common slip when deriving a chip from a
@@ -454,7 +486,7 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
   const YAML::Node root = yaml::load_text(yaml_text, origin);
   yaml::Map top(origin, root, "an architecture file");
   const std::string name = top.string("name");
-  const double clock = top.double_in("clock_mhz", kMinClockMhz, kMaxClockMhz);
+  const double clock = top.double_in("clock_mhz", kClockMhzRange.low, kClockMhzRange.high);
   const YAML::Node bits_node = top.required("word_bits");
   const std::int64_t bits = yaml::as_positive_int(origin, bits_node, "word_bits");
   if (bits % 8 != 0 || bits > 1024)
@@ -552,7 +584,8 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
       // limit, as Timeloop's arithmetic-only fabrics).
       l.noc.bandwidth_gbps = noc.has("bandwidth_gbps") ? bandwidth(noc, "bandwidth_gbps") : 0;
       if (!noc.has("bandwidth_gbps")) noc.allow("bandwidth_gbps");
-      l.noc.latency_cycles = noc.double_in("latency_cycles", 0, kMaxLatencyCycles, 1);
+      l.noc.latency_cycles = noc.double_in("latency_cycles", kNocLatencyCyclesRange.low,
+                                           kNocLatencyCyclesRange.high, 1);
       l.noc.hop_energy_pj = energy(noc, "hop_energy_pj", 0);
       l.noc.multicast = noc.boolean("multicast", true);
       l.noc.reduction = noc.boolean("reduction", true);

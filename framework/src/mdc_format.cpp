@@ -137,6 +137,7 @@ std::optional<std::int64_t> to_int64(const std::string& s) {
 }
 
 const std::string kInt64Max = std::to_string(std::numeric_limits<std::int64_t>::max());
+constexpr std::int64_t kMaxNocHops = 1'000'000'000;
 
 bool is_section(const std::string& s) {
   return s == "Type" || s == "Stride" || s == "Dimensions" || s == "Dataflow" || s == "Layer";
@@ -500,6 +501,11 @@ Hardware parse_hardware(const std::string& text, const std::string& origin) {
       hw.noc_bw = v;
     else if (key == "offchip_bw_cstr")
       hw.offchip_bw = v;
+    else if (key == "NoC_NumHops" && v > kMaxNocHops)
+      // The hop latency is added to every transfer's cycles: bounded so that
+      // those sums cannot overflow (a latency of 2^63 cycles means nothing).
+      throw InputError(SourceLocation{origin, number, 0}, key,
+                       "expected at most " + std::to_string(kMaxNocHops) + " hops, got " + value);
     else if (key == "NoC_NumHops")
       hw.noc_latency = v;
     else

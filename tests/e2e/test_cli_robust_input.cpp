@@ -127,6 +127,26 @@ TEST(RobustInput, TinyBandwidthAndHugeClockAreRefusedAtTheirKeys) {
   EXPECT_HAS(e, "robust_fast_arch.yaml:3:12: key 'clock_mhz'");
 }
 
+TEST(RobustInput, SweptEnergyOutOfRangeIsRefusedAtTheValue) {
+  const std::string exp = write("sweep_exp.yaml",
+                                "name: sweep\nbudget: {evaluations: 10}\n"
+                                "workloads: [" +
+                                    kData +
+                                    "/tiny_net.yaml]\n"
+                                    "architectures:\n"
+                                    "  - file: " +
+                                    kData +
+                                    "/tiny_arch.yaml\n"
+                                    "    sweep:\n"
+                                    "      product: {DRAM.read_energy_pj: [200, 1e308]}\n"
+                                    "searchers: [random]\ncostmodels: [roofline]\n");
+  const std::string guard = write("sweep_guard.h5", "results that must survive");
+  const std::string e = expect_bad({"run", exp, "-o", guard});
+  EXPECT_HAS(e, "robust_sweep_exp.yaml:7:");
+  EXPECT_HAS(e, "key 'DRAM.read_energy_pj': expected a number from 0 to 1e+09, got '1e308'");
+  EXPECT_EQ(slurp(guard), "results that must survive");
+}
+
 // ---- -o never replaces what is not a result file ----
 
 class OutputGuard : public ::testing::Test {

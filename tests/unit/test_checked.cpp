@@ -246,6 +246,12 @@ TEST(CheckedMaestro, HugeIntegersAreLocatedInputErrors) {
   expect_input_error([] { mdc::parse_hardware("num_pes: 99999999999999999999\n", "hw.m"); },
                      "hw.m:1: key 'num_pes': expected a positive integer of at most "
                      "9223372036854775807, got '99999999999999999999'");
+  // A hop latency of 2^63 - 1 cycles fits but overflows every transfer's sum.
+  expect_input_error(
+      [] { mdc::parse_hardware("num_pes: 4\nNoC_NumHops: 9223372036854775807\n", "hw.m"); },
+      "hw.m:2: key 'NoC_NumHops': expected at most 1000000000 hops");
+  EXPECT_EQ(mdc::parse_hardware("num_pes: 4\nNoC_NumHops: 1000000000\n", "hw.m").noc_latency,
+            1'000'000'000);
   const std::string head = "Network n {\nLayer L {\nType: GEMM\nDimensions { M: 4, N: 4, K: ";
   const std::string tail = " }\nDataflow { SpatialMap(1,1) M; }\n}\n}\n";
   expect_input_error([&] { mdc::parse_mapping(head + "99999999999999999999" + tail, "m.m"); },
