@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <limits>
 #include <mapex/checked.hpp>
 #include <mapex/constraints.hpp>
 #include <mapex/mapping.hpp>
@@ -227,12 +228,13 @@ void check_fixed_values(const ConstraintSpec& spec, const Operator& op, const Ar
                              ", and factors_only allows only tiles and splits that do (set "
                              "factors_only: false, or --edge-tiles, for edge tiles)");
       if (spatial) {
-        const std::int64_t spans = mul_saturating(least, v);
+        const auto exact = checked_mul(least, v);  // past int64: past the bound
+        const std::int64_t spans = exact.value_or(std::numeric_limits<std::int64_t>::max());
         if (spec.factors_only && bound % spans != 0)
           throw InputError(
               where[static_cast<size_t>(i)], "fixed",
               what + " on top of the " + std::to_string(least) + " below it (" + why + ") spans " +
-                  (spans > bound ? "more than the bound" : std::to_string(spans)) +
+                  (exact ? std::to_string(spans) : "more than the bound") +
                   ", which does not divide the bound " + std::to_string(bound) + " (factors_only)");
         least = std::min(spans, bound);
         why += (why.empty() ? "" : " x ") + ("split " + std::to_string(v) + " on '" + l.name + "'");

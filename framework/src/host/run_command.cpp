@@ -444,9 +444,6 @@ int merge_command(const std::vector<std::string>& args, std::ostream& out, std::
   for (const auto& in : inputs)
     if (!fs::exists(in))
       throw InputError(SourceLocation{in, 0, 0}, "", "result file does not exist");
-  // An input as output is fine (a result file, read before the merged
-  // file replaces it); anything else that exists must be a result file.
-  check_output_target(output, {}, force);
   std::vector<ResultFile> files;
   for (const auto& in : inputs) files.push_back(read_results(in));
   const auto name_of = [](const ResultFile& f) {
@@ -457,6 +454,9 @@ int merge_command(const std::vector<std::string>& args, std::ostream& out, std::
       throw InputError(SourceLocation{inputs[i], 0, 0}, "",
                        "holds results of experiment '" + name_of(files[i]) + "', but " + inputs[0] +
                            " of '" + name_of(files[0]) + "'; refusing to merge");
+  // An input as output is fine (a result file, read before the merged
+  // file replaces it); anything else that exists must be a result file.
+  check_output_target(output, {}, force);
   std::vector<JobRow> rows;
   std::set<std::string> seen;
   std::size_t duplicates = 0;
