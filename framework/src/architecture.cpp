@@ -1,8 +1,12 @@
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <mapex/architecture.hpp>
+#include <mapex/checked.hpp>
 #include <mapex/operator.hpp>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "yaml_reader.hpp"
 
@@ -33,6 +37,7 @@ std::string to_string(SplitPlacement placement) {
 }
 
 std::int64_t Level::fanout() const {
+  // Cannot overflow: Architecture::make checked the product of all shapes.
   if (kind != LevelKind::kSpatial) return 1;
   std::int64_t n = 1;
   for (auto s : shape) n *= s;
@@ -222,6 +227,46 @@ std::optional<std::string> partitions_error(const Level& l) {
 
 }  // namespace
 
+namespace {
+
+/// The first real-valued parameter outside its range (ParameterRange), for
+/// architectures built in code or by a sweep; files are checked at the key.
+std::optional<std::string> range_error(double clock_mhz, double mac_energy_pj,
+                                       const std::vector<Level>& levels) {
+  std::optional<std::string> error;
+  auto check = [&](const std::string& what, double v, const ParameterRange& r) {
+    if (error || r.contains(v)) return;
+    std::ostringstream text;
+    text << what << " is " << v << "; expected a number from " << r.low << " to " << r.high;
+    error = text.str();
+  };
+  check("clock_mhz", clock_mhz, kClockMhzRange);
+  check("mac energy_pj", mac_energy_pj, kEnergyPjRange);
+  for (const auto& l : levels) {
+    const std::string at = "level '" + l.name + "' ";
+    check(at + "read_energy_pj", l.read_energy_pj, kEnergyPjRange);
+    check(at + "write_energy_pj", l.write_energy_pj, kEnergyPjRange);
+    check(at + "idle_energy_pj_per_cycle", l.idle_energy_pj_per_cycle, kEnergyPjRange);
+    for (const auto& p : l.partitions) {
+      check(at + "partition '" + p.name + "' read_energy_pj", p.read_energy_pj, kEnergyPjRange);
+      check(at + "partition '" + p.name + "' write_energy_pj", p.write_energy_pj, kEnergyPjRange);
+    }
+    for (const auto& [key, bw] : {std::pair{"bandwidth_gbps", l.bandwidth_gbps},
+                                  {"read_bandwidth_gbps", l.read_bandwidth_gbps},
+                                  {"write_bandwidth_gbps", l.write_bandwidth_gbps}})
+      if (bw) check(at + key, *bw, kBandwidthGbpsRange);
+    if (l.kind != LevelKind::kSpatial) continue;
+    // 0 is "no limit" for a NoC (README, "Architecture files").
+    if (l.noc.bandwidth_gbps != 0)
+      check(at + "noc.bandwidth_gbps", l.noc.bandwidth_gbps, kBandwidthGbpsRange);
+    check(at + "noc.latency_cycles", l.noc.latency_cycles, kNocLatencyCyclesRange);
+    check(at + "noc.hop_energy_pj", l.noc.hop_energy_pj, kEnergyPjRange);
+  }
+  return error;
+}
+
+}  // namespace
+
 Architecture Architecture::make(std::string name, double clock_mhz, int word_bits,
                                 double mac_energy_pj, int macs_per_pe, std::vector<Level> levels,
                                 WordWidths widths) {
@@ -264,6 +309,21 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
                          "' has a negative noc.bandwidth_gbps (leave it out for no limit)");
     }
   }
+  if (auto error = range_error(clock_mhz, mac_energy_pj, levels))
+    throw InputError(where + ": " + *error);
+  // Fan-outs and instance counts multiply the shapes unchecked (they are
+  // asked per evaluation): their overall product must fit an int64.
+  std::int64_t pes = 1;
+  for (const auto& l : levels) {
+    if (l.kind != LevelKind::kSpatial) continue;
+    for (auto s : l.shape) {
+      const auto product = checked_mul(pes, s);
+      if (!product)
+        throw InputError(where + ": spatial level '" + l.name + "' brings the number of PEs over " +
+                         std::to_string(std::numeric_limits<std::int64_t>::max()));
+      pes = *product;
+    }
+  }
   if (levels.back().kind != LevelKind::kDram)
     throw InputError(where + ": the last (outermost) level must be of kind dram");
   if (!levels.back().bandwidth_gbps) throw InputError(where + ": DRAM level needs bandwidth_gbps");
@@ -280,6 +340,14 @@ Architecture Architecture::make(std::string name, double clock_mhz, int word_bit
 }
 
 namespace {
+
+// The real-valued keys, within their ranges (kEnergyPjRange, ...).
+double energy(yaml::Map& m, const std::string& key, double fallback) {
+  return m.double_in(key, kEnergyPjRange.low, kEnergyPjRange.high, fallback);
+}
+double bandwidth(yaml::Map& m, const std::string& key) {
+  return m.double_in(key, kBandwidthGbpsRange.low, kBandwidthGbpsRange.high);
+}
 
 // A zero or negative size is a common slip when deriving a chip from a
 // preset: name the level, not only the key (KAPLA §III-C template levels).
@@ -308,7 +376,7 @@ void read_ports(yaml::Map& m, Level& l) {
   for (const char* key : {"read_bandwidth_gbps", "write_bandwidth_gbps"}) {
     auto& port = key[0] == 'r' ? l.read_bandwidth_gbps : l.write_bandwidth_gbps;
     if (m.has(key))
-      port = m.positive_double(key);
+      port = bandwidth(m, key);
     else
       m.allow(key);
   }
@@ -346,8 +414,8 @@ std::vector<Partition> parse_partitions(const std::string& origin, const YAML::N
             origin, tensors_node, "tensors",
             "tensor '" + t + "' is already in another partition of level '" + level.name + "'");
     p.size_bytes = level_size(origin, m.required("size_bytes"), level.name + "/" + p.name);
-    p.read_energy_pj = m.non_negative_double("read_energy_pj", level.read_energy_pj);
-    p.write_energy_pj = m.non_negative_double("write_energy_pj", level.write_energy_pj);
+    p.read_energy_pj = energy(m, "read_energy_pj", level.read_energy_pj);
+    p.write_energy_pj = energy(m, "write_energy_pj", level.write_energy_pj);
     m.finish();
     out.push_back(std::move(p));
   }
@@ -364,7 +432,13 @@ void parse_buffer_size(const std::string& origin, yaml::Map& m, Level& l) {
   }
   l.partitions = parse_partitions(origin, *parts, l);
   std::int64_t total = 0;
-  for (const auto& p : l.partitions) total += p.size_bytes;
+  for (const auto& p : l.partitions)
+    if (auto sum = checked_add(total, p.size_bytes))
+      total = *sum;
+    else
+      yaml::fail(origin, *parts, "partitions",
+                 "level '" + l.name + "': the partitions' sizes add up to more than " +
+                     std::to_string(std::numeric_limits<std::int64_t>::max()) + " bytes");
   if (auto size = m.optional("size_bytes")) {
     l.size_bytes = level_size(origin, *size, l.name);
     if (l.size_bytes != total)
@@ -412,7 +486,7 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
   const YAML::Node root = yaml::load_text(yaml_text, origin);
   yaml::Map top(origin, root, "an architecture file");
   const std::string name = top.string("name");
-  const double clock = top.positive_double("clock_mhz");
+  const double clock = top.double_in("clock_mhz", kClockMhzRange.low, kClockMhzRange.high);
   const YAML::Node bits_node = top.required("word_bits");
   const std::int64_t bits = yaml::as_positive_int(origin, bits_node, "word_bits");
   if (bits % 8 != 0 || bits > 1024)
@@ -422,8 +496,14 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
   std::int64_t per_pe = 1;
   if (auto mac = top.optional("mac")) {
     yaml::Map m(origin, *mac, "mac");
-    mac_energy = m.non_negative_double("energy_pj", 1);
-    per_pe = m.positive_int("per_pe", 1);
+    mac_energy = energy(m, "energy_pj", 1);
+    if (auto node = m.optional("per_pe")) {
+      per_pe = yaml::as_positive_int(origin, *node, "per_pe");
+      if (per_pe > std::numeric_limits<int>::max())
+        yaml::fail(origin, *node, "per_pe",
+                   "expected at most " + std::to_string(std::numeric_limits<int>::max()) +
+                       " MACs per PE, got " + std::to_string(per_pe));
+    }
     m.finish();
   }
   const YAML::Node levels_node = top.required("levels");
@@ -434,6 +514,7 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
 
   std::vector<Level> levels;
   std::set<std::string> names;
+  std::int64_t pes = 1;  // product of the spatial shapes so far
   for (size_t i = 0; i < levels_node.size(); ++i) {
     const YAML::Node node = levels_node[i];
     yaml::Map m(origin, node, "a level");
@@ -447,12 +528,12 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
     if (kind == "buffer") {
       l.kind = LevelKind::kBuffer;
       l.double_buffered = m.boolean("double_buffered", true);
-      l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
-      l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
+      l.read_energy_pj = energy(m, "read_energy_pj", 0);
+      l.write_energy_pj = energy(m, "write_energy_pj", 0);
       parse_buffer_size(origin, m, l);  // after the energies: partitions default to them
-      l.idle_energy_pj_per_cycle = m.non_negative_double("idle_energy_pj_per_cycle", 0);
+      l.idle_energy_pj_per_cycle = energy(m, "idle_energy_pj_per_cycle", 0);
       if (m.has("bandwidth_gbps"))
-        l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
+        l.bandwidth_gbps = bandwidth(m, "bandwidth_gbps");
       else
         m.allow("bandwidth_gbps");
       read_ports(m, l);
@@ -460,18 +541,29 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
       l.kind = LevelKind::kDram;
       if (i + 1 != levels_node.size())
         yaml::fail(origin, kind_node, "kind", "a dram level must be the last (outermost) level");
-      l.bandwidth_gbps = m.positive_double("bandwidth_gbps");
+      l.bandwidth_gbps = bandwidth(m, "bandwidth_gbps");
       l.block_bytes = m.positive_int("block_bytes", 64);
       read_ports(m, l);
-      l.read_energy_pj = m.non_negative_double("read_energy_pj", 0);
-      l.write_energy_pj = m.non_negative_double("write_energy_pj", 0);
+      l.read_energy_pj = energy(m, "read_energy_pj", 0);
+      l.write_energy_pj = energy(m, "write_energy_pj", 0);
     } else if (kind == "spatial") {
       l.kind = LevelKind::kSpatial;
       const YAML::Node shape = m.required("shape");
+      // Every spatial level multiplies the PEs below it: their product
+      // (Architecture::num_pes) must fit an int64, checked where it breaks.
+      auto add_axis = [&](const YAML::Node& s) {
+        l.shape.push_back(level_shape(origin, s, l.name));
+        if (auto product = checked_mul(pes, l.shape.back()))
+          pes = *product;
+        else
+          yaml::fail(origin, s, "shape",
+                     "level '" + l.name + "' brings the number of PEs over " +
+                         std::to_string(std::numeric_limits<std::int64_t>::max()));
+      };
       if (shape.IsScalar()) {
-        l.shape.push_back(level_shape(origin, shape, l.name));
+        add_axis(shape);
       } else if (shape.IsSequence() && shape.size() > 0) {
-        for (const auto& s : shape) l.shape.push_back(level_shape(origin, s, l.name));
+        for (const auto& s : shape) add_axis(s);
       } else {
         yaml::fail(origin, shape, "shape", "expected a positive integer or a list of them");
       }
@@ -490,15 +582,16 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
       yaml::Map noc(origin, m.required("noc"), "noc");
       // Left out: the network does not limit (a level without a bandwidth
       // limit, as Timeloop's arithmetic-only fabrics).
-      l.noc.bandwidth_gbps = noc.has("bandwidth_gbps") ? noc.positive_double("bandwidth_gbps") : 0;
+      l.noc.bandwidth_gbps = noc.has("bandwidth_gbps") ? bandwidth(noc, "bandwidth_gbps") : 0;
       if (!noc.has("bandwidth_gbps")) noc.allow("bandwidth_gbps");
-      l.noc.latency_cycles = noc.non_negative_double("latency_cycles", 1);
-      l.noc.hop_energy_pj = noc.non_negative_double("hop_energy_pj", 0);
+      l.noc.latency_cycles = noc.double_in("latency_cycles", kNocLatencyCyclesRange.low,
+                                           kNocLatencyCyclesRange.high, 1);
+      l.noc.hop_energy_pj = energy(noc, "hop_energy_pj", 0);
       l.noc.multicast = noc.boolean("multicast", true);
       l.noc.reduction = noc.boolean("reduction", true);
       l.noc.forwarding = noc.boolean("forwarding", false);
       noc.finish();
-      l.idle_energy_pj_per_cycle = m.non_negative_double("idle_energy_pj_per_cycle", 0);
+      l.idle_energy_pj_per_cycle = energy(m, "idle_energy_pj_per_cycle", 0);
     } else {
       yaml::fail(origin, kind_node, "kind", "expected buffer, spatial or dram, got '" + kind + "'");
     }

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <limits>
+#include <mapex/checked.hpp>
 #include <mapex/constraints.hpp>
 #include <mapex/mapping.hpp>
 #include <optional>
@@ -179,7 +181,7 @@ void check_fixed_values(const ConstraintSpec& spec, const Operator& op, const Ar
     std::vector<std::string> split;
     for (DimId d = 0; d < n; ++d)
       if (fixed(i, d) > 1) {
-        product *= fixed(i, d);
+        product = mul_saturating(product, fixed(i, d));  // past int64: past every fan-out
         split.push_back(dim(d) + "=" + std::to_string(fixed(i, d)));
       }
     std::string factors;
@@ -226,13 +228,15 @@ void check_fixed_values(const ConstraintSpec& spec, const Operator& op, const Ar
                              ", and factors_only allows only tiles and splits that do (set "
                              "factors_only: false, or --edge-tiles, for edge tiles)");
       if (spatial) {
-        if (spec.factors_only && bound % (least * v) != 0)
-          throw InputError(where[static_cast<size_t>(i)], "fixed",
-                           what + " on top of the " + std::to_string(least) + " below it (" + why +
-                               ") spans " + std::to_string(least * v) +
-                               ", which does not divide the bound " + std::to_string(bound) +
-                               " (factors_only)");
-        least = std::min(least * v, bound);
+        const auto exact = checked_mul(least, v);  // past int64: past the bound
+        const std::int64_t spans = exact.value_or(std::numeric_limits<std::int64_t>::max());
+        if (spec.factors_only && bound % spans != 0)
+          throw InputError(
+              where[static_cast<size_t>(i)], "fixed",
+              what + " on top of the " + std::to_string(least) + " below it (" + why + ") spans " +
+                  (exact ? std::to_string(spans) : "more than the bound") +
+                  ", which does not divide the bound " + std::to_string(bound) + " (factors_only)");
+        least = std::min(spans, bound);
         why += (why.empty() ? "" : " x ") + ("split " + std::to_string(v) + " on '" + l.name + "'");
         continue;
       }
@@ -412,7 +416,7 @@ std::optional<std::int64_t> fixed_span(const Operator& op, const Architecture& a
   const std::int64_t split = v > 0 ? v : (r.parallel_mask >> d & 1u) ? 0 : 1;
   const auto below = fixed_span(op, arch, rules, i - 1, d);
   if (split == 0 || !below) return std::nullopt;
-  return std::min(*below * split, bound);
+  return mul_capped(*below, split, bound);
 }
 
 /// The factor of dimension d at level i when fixed values determine it

@@ -1,3 +1,5 @@
+#include <limits>
+#include <mapex/checked.hpp>
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
 
@@ -14,6 +16,18 @@ void require_positive(const std::string& layer, const char* key, std::int64_t va
   if (value < 1)
     throw InputError("layer '" + layer + "': " + key + " is " + std::to_string(value) +
                      "; expected a positive integer");
+}
+
+/// a * b + c for the filter span and padded input size, an error naming the
+/// layer when it does not fit an int64.
+std::int64_t checked_size(const std::string& layer, const char* what, std::int64_t a,
+                          std::int64_t b, std::int64_t c) {
+  const auto product = checked_mul(a, b);
+  const auto total = product ? checked_add(*product, c) : std::nullopt;
+  if (!total)
+    throw InputError("layer '" + layer + "': the " + what + " exceeds " +
+                     std::to_string(std::numeric_limits<std::int64_t>::max()));
+  return *total;
 }
 
 }  // namespace
@@ -37,10 +51,10 @@ Operator make_conv2d(const std::string& name, const Conv2dShape& s) {
   if (s.C % s.groups != 0 || s.K % s.groups != 0)
     throw InputError("layer '" + name + "': groups " + std::to_string(s.groups) +
                      " must divide C " + std::to_string(s.C) + " and K " + std::to_string(s.K));
-  const std::int64_t span_h = s.dilation_h * (s.R - 1) + 1;
-  const std::int64_t span_w = s.dilation_w * (s.S - 1) + 1;
-  const std::int64_t padded_h = s.H + 2 * s.padding_h;
-  const std::int64_t padded_w = s.W + 2 * s.padding_w;
+  const std::int64_t span_h = checked_size(name, "dilated filter height", s.dilation_h, s.R - 1, 1);
+  const std::int64_t span_w = checked_size(name, "dilated filter width", s.dilation_w, s.S - 1, 1);
+  const std::int64_t padded_h = checked_size(name, "padded input height", s.padding_h, 2, s.H);
+  const std::int64_t padded_w = checked_size(name, "padded input width", s.padding_w, 2, s.W);
   if (padded_h < span_h || padded_w < span_w)
     throw InputError("layer '" + name + "': the filter (" + std::to_string(span_h) + "x" +
                      std::to_string(span_w) + " after dilation) is larger than the padded input (" +

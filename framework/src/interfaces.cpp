@@ -2,6 +2,7 @@
 // so that their vtables and type_info live in the core library and are
 // shared by the host and every plugin (STYLE.md, Plugin entry point).
 
+#include <cmath>
 #include <mapex/costmodel.hpp>
 #include <mapex/plugin.hpp>
 #include <mapex/schedule.hpp>
@@ -22,6 +23,36 @@ Score BoundCostModel::score(const Mapping& mapping) const {
 CostModel::~CostModel() = default;
 Searcher::~Searcher() = default;
 NetworkScheduler::~NetworkScheduler() = default;
+
+std::optional<std::string> non_finite_metric(const Metrics& m) {
+  auto bad = [](const std::string& name, double v) -> std::optional<std::string> {
+    if (std::isfinite(v)) return std::nullopt;
+    return name + " = " + (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+  };
+  for (const auto& [name, v] : {std::pair<const char*, double>{"macs", m.macs},
+                                {"latency_cycles", m.latency_cycles},
+                                {"compute_cycles", m.compute_cycles},
+                                {"energy_pj", m.energy_pj},
+                                {"utilization", m.utilization},
+                                {"edp_pj_cycles", m.edp()}})
+    if (auto why = bad(name, v)) return why;
+  for (const auto& [name, v] : m.energy_breakdown_pj)
+    if (auto why = bad("energy_breakdown_pj '" + name + "'", v)) return why;
+  for (const auto& l : m.levels) {
+    const std::string level = "level '" + l.level + "' ";
+    for (const auto& [name, v] :
+         {std::pair<const char*, double>{"required_bytes", l.required_bytes},
+          {"capacity_bytes", l.capacity_bytes},
+          {"transfer_cycles", l.transfer_cycles},
+          {"energy_pj", l.energy_pj}})
+      if (auto why = bad(level + name, v)) return why;
+    for (const auto& t : l.tensors) {
+      if (auto why = bad(level + t.tensor + " reads_words", t.reads)) return why;
+      if (auto why = bad(level + t.tensor + " writes_words", t.writes)) return why;
+    }
+  }
+  return std::nullopt;
+}
 
 Metrics Metrics::invalid(std::string reason) {
   Metrics m;

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <mapex/checked.hpp>
 #include <mapex/mapping.hpp>
 #include <numeric>
 #include <sstream>
@@ -20,20 +21,22 @@ std::vector<std::int64_t> spatial_span(const Operator& op, const LevelMapping& l
   if (inner) inner->resize(n);
   for (size_t d = 0; d < n; ++d) {
     const std::int64_t bound = op.dims()[d].bound;
+    // Capped products: splits come from files and searchers unchecked, and
+    // a span never exceeds the bound (overflow would wrap below it).
     const std::int64_t step =
-        lm.cluster.active() ? std::min(child[d] * lm.cluster.split[d], bound) : child[d];
+        lm.cluster.active() ? mul_capped(child[d], lm.cluster.split[d], bound) : child[d];
     if (inner) (*inner)[d] = step;
     const std::int64_t covered = lm.cluster.active() ? lm.cluster.tile[d] : step;
-    span[d] = std::min(covered * lm.split[d], bound);
+    span[d] = mul_capped(covered, lm.split[d], bound);
   }
   return span;
 }
 
 std::int64_t units_used(const LevelMapping& lm) {
   std::int64_t used = 1;
-  for (auto s : lm.split) used *= s;
+  for (auto s : lm.split) used = mul_saturating(used, s);
   if (lm.cluster.active())
-    for (auto s : lm.cluster.split) used *= s;
+    for (auto s : lm.cluster.split) used = mul_saturating(used, s);
   return used;
 }
 
@@ -72,8 +75,8 @@ std::optional<std::string> explicit_placement_error(const Operator& op, const Le
     for (size_t a = 0; a < level.shape.size(); ++a) {
       if (lm.axes[d][a] > 1) ++axes_used;
       if (lm.axes[d][a] < 1) return "axes of " + name + " must be at least 1";
-      product *= lm.axes[d][a];
-      used[a] *= lm.axes[d][a];
+      product = mul_saturating(product, lm.axes[d][a]);
+      used[a] = mul_saturating(used[a], lm.axes[d][a]);
     }
     if (product != lm.split[d])
       return "axes of " + name + " multiply to " + std::to_string(product) + ", its split is " +
@@ -105,11 +108,11 @@ std::optional<std::string> cluster_error(const Operator& op, const LevelMapping&
   for (size_t d = 0; d < n; ++d) {
     const auto& dim = op.dims()[d];
     if (c.split[d] < 1) return "cluster split of " + dim.name + " must be at least 1";
-    if (child[d] * (c.split[d] - 1) >= dim.bound)
+    if (mul_saturating(child[d], c.split[d] - 1) >= dim.bound)
       return "cluster split of " + dim.name + " is " + std::to_string(c.split[d]) +
              " but tiles of " + std::to_string(child[d]) + " cover its bound " +
              std::to_string(dim.bound) + " with fewer units";
-    const std::int64_t step = std::min(child[d] * c.split[d], dim.bound);
+    const std::int64_t step = mul_capped(child[d], c.split[d], dim.bound);
     if (c.tile[d] < step || c.tile[d] > dim.bound)
       return "cluster tile of " + dim.name + " is " + std::to_string(c.tile[d]) +
              "; expected between " + std::to_string(step) + " (the span of one cluster step) and " +
@@ -172,7 +175,7 @@ bool splits_fit_array(std::vector<std::int64_t> factors, const Level& level) {
   if (level.split_placement == SplitPlacement::kFlat || level.shape.size() <= 1) {
     std::int64_t product = 1;
     for (auto f : factors) {
-      product *= f;
+      product = mul_saturating(product, f);
       if (product > level.fanout()) return false;
     }
     return true;
@@ -316,15 +319,15 @@ std::optional<std::string> Mapping::structural_error(const Operator& op,
       for (size_t d = 0; d < n; ++d) {
         const auto& dim = op.dims()[d];
         if (lm.split[d] < 1) return where + ": split of " + dim.name + " must be at least 1";
-        if (child[d] * (lm.split[d] - 1) >= dim.bound)
+        if (mul_saturating(child[d], lm.split[d] - 1) >= dim.bound)
           return where + ": split of " + dim.name + " is " + std::to_string(lm.split[d]) +
                  " but tiles of " + std::to_string(child[d]) + " cover its bound " +
                  std::to_string(dim.bound) + " with fewer children";
-        used *= lm.split[d];
-        child[d] = std::min(child[d] * lm.split[d], dim.bound);
+        used = mul_saturating(used, lm.split[d]);
+        child[d] = mul_capped(child[d], lm.split[d], dim.bound);
       }
       if (lm.cluster.active())
-        for (auto c : lm.cluster.split) used *= c;
+        for (auto c : lm.cluster.split) used = mul_saturating(used, c);
       if (used > level.fanout())
         return where + ": splits use " + std::to_string(used) + " children, fan-out is " +
                std::to_string(level.fanout());
@@ -475,7 +478,7 @@ std::string Mapping::summary(const Operator& op, const Architecture& arch) const
         std::string loops, units;
         for (auto d : lm.cluster.order) {
           const auto du = static_cast<size_t>(d);
-          const std::int64_t trips = (lm.cluster.tile[du] + inner[du] - 1) / inner[du];
+          const std::int64_t trips = ceil_div(lm.cluster.tile[du], inner[du]);
           if (trips > 1) loops += " " + op.dims()[du].name + std::to_string(trips);
         }
         for (size_t d = 0; d < lm.cluster.split.size(); ++d)
@@ -488,7 +491,7 @@ std::string Mapping::summary(const Operator& op, const Architecture& arch) const
       // Loops of this level, outermost first, with their trip counts.
       for (auto d : lm.order) {
         const auto du = static_cast<size_t>(d);
-        const std::int64_t trips = (lm.tile[du] + child[du] - 1) / child[du];
+        const std::int64_t trips = ceil_div(lm.tile[du], child[du]);
         if (trips > 1) item(d, trips);
       }
       child = lm.tile;
@@ -579,7 +582,7 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
     c.split.assign(n, 1);
     if (auto split = m.optional("split")) read_dim_map(*split, "split", c.split);
     c.tile.assign(n, 1);
-    for (size_t d = 0; d < n; ++d) c.tile[d] = std::min(below[d] * c.split[d], op.dims()[d].bound);
+    for (size_t d = 0; d < n; ++d) c.tile[d] = mul_capped(below[d], c.split[d], op.dims()[d].bound);
     std::optional<YAML::Node> tile = m.optional("tile");
     if (tile) read_dim_map(*tile, "tile", c.tile);
     c.order = identity_order(op.num_dims());

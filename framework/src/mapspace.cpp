@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <mapex/analysis.hpp>
+#include <mapex/checked.hpp>
 #include <mapex/mapspace.hpp>
 #include <mutex>
 #include <sstream>
@@ -24,6 +25,13 @@ struct Rules {
   bool placement = true;    ///< splits placed on the array's axes
   bool limits = true;       ///< bounds on the factors (max_factor, min_factor)
 };
+
+/// True when a * b is at most `bound` and divides it (factors-only spans,
+/// Marvel §5.2), computed without overflow.
+bool divides_bound(std::int64_t a, std::int64_t b, std::int64_t bound) {
+  const auto product = checked_mul(a, b);
+  return product && *product <= bound && bound % *product == 0;
+}
 
 BigInt factorial(int k) {
   BigInt f = 1;
@@ -347,14 +355,20 @@ struct Mapspace::Impl {
                           std::vector<std::int64_t>& cluster, std::int64_t child_span, int level,
                           Chains& out) const {
     const std::int64_t fanout = arch.levels()[static_cast<size_t>(level)].fanout();
-    for (std::int64_t c = 1; c <= fanout && child_span * (c - 1) < bound; ++c) {
-      const std::int64_t step = std::min(child_span * c, bound);
-      if (options.factors_only && (step != child_span * c || bound % step != 0)) continue;
-      for (std::int64_t tile = step; tile <= bound; ++tile) {
+    // Products capped (checked.hpp) and counters advanced only below their
+    // limit: bounds and fan-outs may be anywhere up to INT64_MAX.
+    for (std::int64_t c = 0; c < fanout && mul_saturating(child_span, c) < bound;) {
+      ++c;
+      const std::int64_t step = mul_capped(child_span, c, bound);
+      if (options.factors_only && !divides_bound(child_span, c, bound)) continue;
+      for (std::int64_t t = step - 1; t < bound;) {
+        const std::int64_t tile = ++t;
         if (options.factors_only && (tile % step != 0 || bound % tile != 0)) continue;
-        for (std::int64_t s = 1; c * s <= fanout && tile * (s - 1) < bound; ++s) {
-          const std::int64_t span = std::min(tile * s, bound);
-          if (options.factors_only && (span != tile * s || bound % span != 0)) continue;
+        for (std::int64_t s = 0;
+             mul_saturating(c, s + 1) <= fanout && mul_saturating(tile, s) < bound;) {
+          ++s;
+          const std::int64_t span = mul_capped(tile, s, bound);
+          if (options.factors_only && !divides_bound(tile, s, bound)) continue;
           prefix.push_back(s);
           cluster.push_back(c);
           cluster.push_back(tile);
@@ -391,9 +405,10 @@ struct Mapspace::Impl {
     if (l.kind == LevelKind::kSpatial) {
       cluster.push_back(1);
       cluster.push_back(child_span);
-      for (std::int64_t s = 1; s <= l.fanout() && child_span * (s - 1) < bound; ++s) {
-        const std::int64_t span = std::min(child_span * s, bound);
-        if (options.factors_only && (span != child_span * s || bound % span != 0)) continue;
+      for (std::int64_t s = 0; s < l.fanout() && mul_saturating(child_span, s) < bound;) {
+        ++s;
+        const std::int64_t span = mul_capped(child_span, s, bound);
+        if (options.factors_only && !divides_bound(child_span, s, bound)) continue;
         prefix.push_back(s);
         add_chains(d, bound, prefix, cluster, span, level + 1, out);
         prefix.pop_back();
@@ -401,7 +416,8 @@ struct Mapspace::Impl {
       cluster.resize(cluster.size() - 2);
       return;
     }
-    for (std::int64_t tile = child_span; tile <= bound; ++tile) {
+    for (std::int64_t t = child_span - 1; t < bound;) {
+      const std::int64_t tile = ++t;
       if (options.factors_only && (tile % child_span != 0 || bound % tile != 0)) continue;
       prefix.push_back(tile);
       add_chains(d, bound, prefix, cluster, tile, level + 1, out);
@@ -439,18 +455,18 @@ struct Mapspace::Impl {
           if (!cr.fixed_tile.empty() && cr.fixed_tile[static_cast<size_t>(d)] != 0 &&
               cr.fixed_tile[static_cast<size_t>(d)] != ct)
             fixed_ok = false;
-          const std::int64_t step = std::min(child * cs, bound);
-          if ((ct + step - 1) / step > 1) free |= 1u << cluster_slot[j];
+          const std::int64_t step = mul_capped(child, cs, bound);
+          if (ceil_div(ct, step) > 1) free |= 1u << cluster_slot[j];
           child = ct;
         }
         out.splits.push_back(v);
         out.csplits.push_back(cs);
         out.ctiles.push_back(ct);
-        child = std::min(child * v, bound);
+        child = mul_capped(child, v, bound);
         out.spans.push_back(child);
         continue;
       }
-      const std::int64_t trips = (v + child - 1) / child;
+      const std::int64_t trips = ceil_div(v, child);
       limit_ok = limit_ok && within_limits(r, d, trips);
       if (trips > 1) free |= 1u << slot[static_cast<size_t>(i)];
       child = v;
@@ -688,8 +704,10 @@ struct Mapspace::Impl {
       const std::int64_t v = split(d, c, j);
       if (v == 1) continue;
       const Level& l = arch.levels()[static_cast<size_t>(spatial_levels[j])];
-      const std::uint64_t prod = t.get(s, t.prod_field[j]) * static_cast<std::uint64_t>(v);
-      if (prod > static_cast<std::uint64_t>(l.fanout())) return std::nullopt;
+      std::uint64_t prod = 0;
+      if (__builtin_mul_overflow(t.get(s, t.prod_field[j]), static_cast<std::uint64_t>(v), &prod) ||
+          prod > static_cast<std::uint64_t>(l.fanout()))
+        return std::nullopt;
       const std::uint64_t par = t.get(s, t.par_field[j]) + 1;
       if (par > static_cast<std::uint64_t>(t.max_parallel[j])) return std::nullopt;
       s = t.put(t.put(s, t.prod_field[j], prod), t.par_field[j], par);
@@ -706,8 +724,10 @@ struct Mapspace::Impl {
   std::optional<std::uint64_t> cluster_step(const Table& t, std::uint64_t s, size_t j,
                                             std::int64_t cv) const {
     const Level& l = arch.levels()[static_cast<size_t>(spatial_levels[j])];
-    const std::uint64_t prod = t.get(s, t.prod_field[j]) * static_cast<std::uint64_t>(cv);
-    if (prod > static_cast<std::uint64_t>(l.fanout())) return std::nullopt;
+    std::uint64_t prod = 0;
+    if (__builtin_mul_overflow(t.get(s, t.prod_field[j]), static_cast<std::uint64_t>(cv), &prod) ||
+        prod > static_cast<std::uint64_t>(l.fanout()))
+      return std::nullopt;
     const std::uint64_t par = t.get(s, t.cpar_field[j]) + 1;
     if (par > static_cast<std::uint64_t>(t.max_parallel[j])) return std::nullopt;
     s = t.put(t.put(s, t.prod_field[j], prod), t.cpar_field[j], par);
@@ -1166,8 +1186,8 @@ std::optional<std::string> Mapspace::cluster_reject_reason(const Mapping& mappin
     if (!cr.fixed_tile.empty() && cr.fixed_tile[du] != 0 && cr.fixed_tile[du] != c.tile[du])
       return "fixed: the cluster of " + l.name + " must have tile " +
              std::to_string(cr.fixed_tile[du]) + " along " + name;
-    const std::int64_t step = std::min(below[du] * c.split[du], bound);
-    if (options_.factors_only && (step != below[du] * c.split[du] || bound % step != 0 ||
+    const std::int64_t step = mul_capped(below[du], c.split[du], bound);
+    if (options_.factors_only && (!divides_bound(below[du], c.split[du], bound) ||
                                   c.tile[du] % step != 0 || bound % c.tile[du] != 0))
       return "tiles: the cluster tile " + std::to_string(c.tile[du]) + " of " + name + " on " +
              l.name + " does not divide evenly (factors-only space)";
@@ -1250,7 +1270,7 @@ std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const
       std::int64_t product = 1;
       for (DimId d = 0; d < n; ++d) {
         const std::int64_t s = lm.split[static_cast<size_t>(d)];
-        product *= s;
+        product = mul_saturating(product, s);
         if (s > 1) ++parallel;
         if (r && s > 1 && !(r->parallel_mask >> d & 1u))
           return "parallel_dims: " + l.name + " may not split " +

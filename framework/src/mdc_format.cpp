@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <mapex/checked.hpp>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
+#include <optional>
 #include <sstream>
 
 namespace mapex::mdc {
@@ -37,7 +41,15 @@ std::int64_t Layer::dim(const std::string& dim_name) const {
 }
 
 std::int64_t Layer::true_macs() const {
-  if (type == LayerType::kGemm) return dim("M") * dim("N") * dim("K");
+  // Checked: the dimensions are any int64 the file gives (MAESTRO's own
+  // front end wraps silently). The parser calls this once per layer, so an
+  // overflow is reported there with the layer's line.
+  auto mul = [&](std::int64_t a, std::int64_t b) {
+    if (auto p = checked_mul(a, b)) return *p;
+    throw InputError("layer '" + name + "': its number of MACs exceeds " +
+                     std::to_string(std::numeric_limits<std::int64_t>::max()));
+  };
+  if (type == LayerType::kGemm) return mul(mul(dim("M"), dim("N")), dim("K"));
   const std::int64_t r = std::max<std::int64_t>(dim("R"), 1);
   const std::int64_t s = std::max<std::int64_t>(dim("S"), 1);
   // Output rows: given directly (Y'), or from the input rows and the stride.
@@ -45,10 +57,12 @@ std::int64_t Layer::true_macs() const {
   std::int64_t ox = dim("X'");
   if (oy == 0) oy = (dim("Y") - r) / stride_y + 1;
   if (ox == 0) ox = (dim("X") - s) / stride_x + 1;
-  std::int64_t macs =
-      std::max<std::int64_t>(dim("N"), 1) * std::max<std::int64_t>(dim("C"), 1) * r * s * oy * ox;
-  if (type != LayerType::kDsconv) macs *= std::max<std::int64_t>(dim("K"), 1);
-  if (type == LayerType::kNgconv) macs *= std::max<std::int64_t>(dim("G"), 1);
+  std::int64_t macs = 1;
+  for (std::int64_t f :
+       {std::max<std::int64_t>(dim("N"), 1), std::max<std::int64_t>(dim("C"), 1), r, s, oy, ox})
+    macs = mul(macs, f);
+  if (type != LayerType::kDsconv) macs = mul(macs, std::max<std::int64_t>(dim("K"), 1));
+  if (type == LayerType::kNgconv) macs = mul(macs, std::max<std::int64_t>(dim("G"), 1));
   return macs;
 }
 
@@ -111,6 +125,20 @@ bool is_integer(const std::string& s) {
   return true;
 }
 
+/// The value of an integer token (is_integer holds), or nothing when it
+/// does not fit an int64. std::stoll would throw std::out_of_range, which
+/// reaches the user as "stoll" with no file or line.
+std::optional<std::int64_t> to_int64(const std::string& s) {
+  const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
+  std::int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+const std::string kInt64Max = std::to_string(std::numeric_limits<std::int64_t>::max());
+constexpr std::int64_t kMaxNocHops = 1'000'000'000;
+
 bool is_section(const std::string& s) {
   return s == "Type" || s == "Stride" || s == "Dimensions" || s == "Dataflow" || s == "Layer";
 }
@@ -136,7 +164,12 @@ class Parser {
         if (!is_integer(value.text))
           fail(value, "Constant",
                "expected an integer value for '" + name.text + "', got '" + value.text + "'");
-        constants_[name.text] = std::stoll(value.text);
+        const auto v = to_int64(value.text);
+        if (!v)
+          fail(value, "Constant",
+               "expected an integer of at most " + kInt64Max + " for '" + name.text + "', got '" +
+                   value.text + "'");
+        constants_[name.text] = *v;
       } else if (t.text == "Network") {
         if (seen_network) fail(t, "Network", "a second Network block; expected one per file");
         seen_network = true;
@@ -231,7 +264,11 @@ class Parser {
           fail(d, key, "Sz(" + d.text + ") names no dimension of layer '" + layer.name + "'");
       }
     } else if (is_integer(t.text)) {
-      v = std::stoll(t.text);
+      const auto parsed = to_int64(t.text);
+      if (!parsed)
+        fail(t, key,
+             "expected a positive " + key + " of at most " + kInt64Max + ", got '" + t.text + "'");
+      v = *parsed;
     } else if (auto it = constants_.find(t.text); it != constants_.end()) {
       v = it->second;
     } else {
@@ -320,6 +357,11 @@ class Parser {
     if (!has_type) fail(layer_token, "Type", "layer '" + layer.name + "' has no Type");
     if (!has_dims) fail(layer_token, "Dimensions", "layer '" + layer.name + "' has no Dimensions");
     check_dims(layer, layer_token);
+    try {
+      (void)layer.true_macs();
+    } catch (const InputError& e) {
+      fail(layer_token, "Dimensions", e.what());
+    }
     if (!has_dataflow) {
       if (previous.empty())
         fail(layer_token, "Dataflow",
@@ -443,10 +485,12 @@ Hardware parse_hardware(const std::string& text, const std::string& origin) {
                        "expected 'key: value', got '" + trim(line) + "'");
     key = trim(line.substr(0, colon));
     value = trim(line.substr(colon + 1));
-    if (!is_integer(value) || std::stoll(value) <= 0)
-      throw InputError(SourceLocation{origin, number, 0}, key,
-                       "expected a positive integer, got '" + value + "'");
-    const std::int64_t v = std::stoll(value);
+    const auto parsed = is_integer(value) ? to_int64(value) : std::nullopt;
+    if (!parsed || *parsed <= 0)
+      throw InputError(
+          SourceLocation{origin, number, 0}, key,
+          "expected a positive integer of at most " + kInt64Max + ", got '" + value + "'");
+    const std::int64_t v = *parsed;
     if (key == "num_pes")
       hw.num_pes = v;
     else if (key == "l1_size_cstr")
@@ -457,6 +501,11 @@ Hardware parse_hardware(const std::string& text, const std::string& origin) {
       hw.noc_bw = v;
     else if (key == "offchip_bw_cstr")
       hw.offchip_bw = v;
+    else if (key == "NoC_NumHops" && v > kMaxNocHops)
+      // The hop latency is added to every transfer's cycles: bounded so that
+      // those sums cannot overflow (a latency of 2^63 cycles means nothing).
+      throw InputError(SourceLocation{origin, number, 0}, key,
+                       "expected at most " + std::to_string(kMaxNocHops) + " hops, got " + value);
     else if (key == "NoC_NumHops")
       hw.noc_latency = v;
     else
@@ -488,7 +537,12 @@ void validate(const Layer& layer, const Hardware& hw, const std::string& origin)
   for (const auto& d : layer.dataflow) {
     if (d.kind == DirectiveKind::kCluster) {
       close_level(d.line);
-      clusters *= d.size;
+      const auto product = checked_mul(clusters, d.size);
+      if (!product)
+        fail(d.line, "Cluster",
+             "clusters of more than " + kInt64Max + " PEs exceed the " +
+                 std::to_string(hw.num_pes) + " PEs of the hardware");
+      clusters = *product;
       if (clusters > hw.num_pes)
         fail(d.line, "Cluster",
              "clusters of " + std::to_string(clusters) + " PEs exceed the " +

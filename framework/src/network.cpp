@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <limits>
+#include <mapex/checked.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/network.hpp>
 #include <optional>
@@ -8,6 +10,9 @@
 
 namespace mapex {
 namespace {
+
+/// A sum of channel counts that does not fit an int64 (no C or K equals it).
+constexpr std::int64_t kSaturated = std::numeric_limits<std::int64_t>::max();
 
 Tensor read_tensor(const std::string& file, const YAML::Node& node, const std::vector<Dim>& dims) {
   yaml::Map m(file, node, "a tensor");
@@ -119,7 +124,7 @@ std::optional<std::int64_t> out_channels(const Operator& op) {
 bool reads_flattened(const Operator& producer, std::int64_t c) {
   if (producer.kind() != "conv2d") return false;
   const auto& a = producer.attributes();
-  return c % a.at("K") == 0 && c / a.at("K") <= a.at("P") * a.at("Q");
+  return c % a.at("K") == 0 && c / a.at("K") <= mul_saturating(a.at("P"), a.at("Q"));
 }
 
 /// Bound of dimension `name` of `op`, if it has one.
@@ -169,7 +174,8 @@ std::optional<std::string> shape_mismatch(const std::vector<Layer>& earlier, con
         return "has M = " + std::to_string(a.at("M")) + from +
                "has M = " + std::to_string(pa.at("M")) +
                " (a gemm reads its producer's M x N output as M x K)";
-      gemm_total += pa.at("N");
+      // Saturated: a sum past int64 differs from every K anyway.
+      gemm_total = checked_add(gemm_total, pa.at("N")).value_or(kSaturated);
       gemm_all_equal = gemm_all_equal && pa.at("N") == a.at("K");
     }
   }
@@ -236,7 +242,7 @@ Network Network::parse(const std::string& yaml_text, const std::string& origin) 
           known = false;
           break;
         }
-        total += *k;
+        total = checked_add(total, *k).value_or(kSaturated);  // past int64: no C equals it
         all_equal = all_equal && *k == c;
       }
       const bool flattened =

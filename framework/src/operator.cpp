@@ -1,7 +1,11 @@
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
+#include <limits>
+#include <mapex/checked.hpp>
 #include <mapex/error.hpp>
 #include <mapex/operator.hpp>
+#include <optional>
 #include <set>
 
 namespace mapex {
@@ -46,6 +50,45 @@ double Tensor::footprint(std::span<const double> dim_extent) const {
   return size;
 }
 
+namespace {
+
+/// The operator's sizes fit an int64, so that code counting MACs, spans and
+/// subscript extents in integers never overflows: the product of the bounds
+/// (the MAC count), and each subscript's extent at full bounds,
+/// sum |coeff| * (bound - 1) + 1, which bounds its extent at every smaller
+/// tile, and its constant. Checked once here instead of on every evaluation.
+void check_sizes_fit(const std::string& where, const std::vector<Dim>& dims,
+                     const std::vector<Tensor>& tensors) {
+  std::int64_t macs = 1;
+  for (const auto& d : dims)
+    if (auto next = checked_mul(macs, d.bound))
+      macs = *next;
+    else
+      throw InputError(where + ": the product of the loop bounds (the number of MACs) exceeds " +
+                       std::to_string(std::numeric_limits<std::int64_t>::max()) +
+                       " at dimension '" + d.name + "' (" + std::to_string(d.bound) + ")");
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  for (const auto& tensor : tensors)
+    for (const auto& s : tensor.subscripts) {
+      std::optional<std::int64_t> extent = 1;
+      for (const auto& term : s.terms) {
+        if (!extent || term.coeff == kMin) {
+          extent.reset();
+          break;
+        }
+        const auto part = checked_mul(term.coeff < 0 ? -term.coeff : term.coeff,
+                                      dims[static_cast<size_t>(term.dim)].bound - 1);
+        extent = part ? checked_add(*extent, *part) : std::nullopt;
+      }
+      if (!extent || s.constant == kMin)
+        throw InputError(where + ": a subscript of tensor '" + tensor.name + "' spans more than " +
+                         std::to_string(std::numeric_limits<std::int64_t>::max()) +
+                         " elements (its coefficients times the bounds overflow)");
+    }
+}
+
+}  // namespace
+
 Operator Operator::make(std::string name, std::string kind, std::vector<Dim> dims,
                         std::vector<Tensor> tensors,
                         std::map<std::string, std::int64_t> attributes) {
@@ -81,6 +124,7 @@ Operator Operator::make(std::string name, std::string kind, std::vector<Dim> dim
   if (outputs != 1)
     throw InputError(where + ": expected exactly one output tensor, found " +
                      std::to_string(outputs));
+  check_sizes_fit(where, dims, tensors);
   Operator op;
   op.name_ = std::move(name);
   op.kind_ = std::move(kind);
@@ -104,6 +148,7 @@ DimId Operator::find_dim(const std::string& name) const {
 }
 
 std::int64_t Operator::macs() const {
+  // Cannot overflow: Operator::make checked the product (check_sizes_fit).
   std::int64_t product = 1;
   for (const auto& d : dims_) product *= d.bound;
   return product;
@@ -171,23 +216,41 @@ class AffineParser {
         coeff = number();
       }
     }
+    // coeff >= 0 (number() reads digits only), so sign * coeff fits.
     if (dim < 0) {
-      expr.constant += sign * coeff;
+      add(expr.constant, sign * coeff);
       return;
     }
     for (auto& t : expr.terms)
       if (t.dim == dim) {
-        t.coeff += sign * coeff;
+        add(t.coeff, sign * coeff);
         return;
       }
     expr.terms.push_back(AffineTerm{dim, sign * coeff});
+  }
+
+  /// `total += v`, an error when the sum of repeated terms overflows.
+  void add(std::int64_t& total, std::int64_t v) const {
+    if (auto sum = checked_add(total, v))
+      total = *sum;
+    else
+      error("the terms add up to more than " +
+            std::to_string(std::numeric_limits<std::int64_t>::max()));
   }
 
   std::int64_t number() {
     const size_t start = pos_;
     while (std::isdigit(static_cast<unsigned char>(peek()))) ++pos_;
     if (start == pos_) error("expected a number");
-    return std::stoll(text_.substr(start, pos_ - start));
+    std::int64_t value = 0;
+    const auto [ptr, ec] = std::from_chars(text_.data() + start, text_.data() + pos_, value);
+    if (ec != std::errc() || ptr != text_.data() + pos_) {
+      const std::string digits = text_.substr(start, pos_ - start);
+      pos_ = start;
+      error("expected a number of at most " +
+            std::to_string(std::numeric_limits<std::int64_t>::max()) + ", got '" + digits + "'");
+    }
+    return value;
   }
 
   DimId name() {

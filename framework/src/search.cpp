@@ -3,6 +3,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <limits>
 #include <mapex/error.hpp>
@@ -49,6 +50,21 @@ double objective_value(const Score& s, Objective objective) {
 double objective_value(const Metrics& m, Objective objective) {
   return objective_value(Score{m.valid, m.latency_cycles, m.energy_pj}, objective);
 }
+
+namespace {
+
+/// A new best mapping's metrics are kept and printed: a non-finite figure
+/// there is an error naming the layer and architecture whose inputs caused
+/// it (README, bad input), not a result.
+void require_finite(const Metrics& m, const Operator& op, const Architecture& arch) {
+  if (auto bad = non_finite_metric(m))
+    throw InputError("layer '" + op.name() + "' on architecture '" + arch.name() +
+                     "': the cost model gives " + *bad +
+                     "; an energy, bandwidth or clock of the architecture, or a cost-model "
+                     "parameter, is out of range");
+}
+
+}  // namespace
 
 SearchContext::SearchContext(const Operator& op, const Architecture& arch, const Mapspace& space,
                              const BoundCostModel& model, Objective objective, std::uint64_t seed,
@@ -119,6 +135,7 @@ std::vector<Metrics> SearchContext::evaluate(std::span<const Mapping> batch) {
     if (value < best) {  // strict: ties keep the earlier mapping
       best = value;
       best_mapping_ = batch[i];
+      require_finite(out[i], *op_, *arch_);
       best_metrics_ = out[i];
       trace_.push_back(TracePoint{evaluations_ + i + 1, value});
     }
@@ -137,6 +154,9 @@ namespace {
 /// Adds a point to a front unless an earlier point dominates or equals it;
 /// drops the points it dominates.
 void add_to_front(std::vector<ParetoPoint>& front, ParetoPoint point) {
+  // A non-finite figure is never kept (the best mapping's metrics are
+  // checked by require_finite; a front point carries only the two figures).
+  if (!std::isfinite(point.latency_cycles) || !std::isfinite(point.energy_pj)) return;
   for (const auto& p : front)
     if (p.latency_cycles <= point.latency_cycles && p.energy_pj <= point.energy_pj) return;
   std::erase_if(front, [&](const ParetoPoint& p) {
@@ -286,6 +306,7 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
         if (imp.value < best) {
           best = imp.value;
           best_mapping_ = std::move(imp.mapping);
+          require_finite(imp.metrics, *op_, *arch_);
           best_metrics_ = std::move(imp.metrics);
           trace_.push_back(TracePoint{evaluations_ + imp.index + 1, imp.value});
         }

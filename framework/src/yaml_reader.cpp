@@ -107,6 +107,17 @@ double as_positive_double(const std::string& file, const YAML::Node& node, const
   return value;
 }
 
+double as_double_in(const std::string& file, const YAML::Node& node, const std::string& key,
+                    double low, double high) {
+  const double value = as_double(file, node, key);
+  if (!(value >= low && value <= high)) {
+    std::ostringstream range;
+    range << "expected a number from " << low << " to " << high << ", got " << describe(node);
+    fail(file, node, key, range.str());
+  }
+  return value;
+}
+
 bool as_bool(const std::string& file, const YAML::Node& node, const std::string& key) {
   require_scalar(file, node, key, "true or false");
   const std::string& t = node.Scalar();
@@ -175,6 +186,13 @@ double Map::non_negative_double(const std::string& key, double fallback) {
   const double value = as_double(file_, *node, key);
   if (value < 0) fail(file_, *node, key, "expected a non-negative number, got " + describe(*node));
   return value;
+}
+double Map::double_in(const std::string& key, double low, double high) {
+  return as_double_in(file_, required(key), key, low, high);
+}
+double Map::double_in(const std::string& key, double low, double high, double fallback) {
+  auto node = optional(key);
+  return node ? as_double_in(file_, *node, key, low, high) : fallback;
 }
 bool Map::boolean(const std::string& key, bool fallback) {
   auto node = optional(key);

@@ -33,6 +33,9 @@ std::int64_t as_positive_int(const std::string& file, const YAML::Node& node,
                              const std::string& key);
 double as_double(const std::string& file, const YAML::Node& node, const std::string& key);
 double as_positive_double(const std::string& file, const YAML::Node& node, const std::string& key);
+/// A number within [low, high]; the message names the range.
+double as_double_in(const std::string& file, const YAML::Node& node, const std::string& key,
+                    double low, double high);
 bool as_bool(const std::string& file, const YAML::Node& node, const std::string& key);
 std::string as_string(const std::string& file, const YAML::Node& node, const std::string& key);
 /// A scalar's text, whatever it looks like (for plugin parameters).
@@ -56,6 +59,9 @@ class Map {
   double positive_double(const std::string& key);
   double positive_double(const std::string& key, double fallback);
   double non_negative_double(const std::string& key, double fallback);
+  /// A number within [low, high] (as_double_in), required or with a fallback.
+  double double_in(const std::string& key, double low, double high);
+  double double_in(const std::string& key, double low, double high, double fallback);
   bool boolean(const std::string& key, bool fallback);
   std::string string(const std::string& key);
   std::string string(const std::string& key, const std::string& fallback);

@@ -111,6 +111,25 @@ struct Level {
 struct Tensor;
 class Operator;
 
+/// The accepted range of a real-valued chip parameter, both ends included.
+struct ParameterRange {
+  double low;
+  double high;
+  bool contains(double v) const { return v >= low && v <= high; }
+};
+
+/// Ranges of the real-valued chip parameters. Far wider than any chip (DRAM
+/// costs some hundred pJ per word; 1e12 GB/s stands for "unlimited" in the
+/// shipped files), yet narrow enough that no metric computed from them (up
+/// to 2^63 accesses times an energy, bytes over a bandwidth, cycles over a
+/// clock) leaves the finite doubles: a file giving 1e308 pJ would otherwise
+/// print `energy_pj inf`. The loader and sweeps refuse values outside them
+/// at their key; Architecture::make checks them again.
+inline constexpr ParameterRange kEnergyPjRange{0, 1e9};  ///< per access, MAC, hop or idle cycle
+inline constexpr ParameterRange kBandwidthGbpsRange{1e-6, 1e15};
+inline constexpr ParameterRange kClockMhzRange{1e-3, 1e6};
+inline constexpr ParameterRange kNocLatencyCyclesRange{0, 1e9};
+
 /// Word widths that differ per tensor (Timeloop users' 16- or 32-bit
 /// partial sums beside 8-bit operands; NVDLA's and the TPU's wide
 /// accumulators). A tensor is stored and moved in words of

@@ -2,6 +2,7 @@
 /// \file
 /// What a cost model says about one mapping (DESIGN.md, CostModel).
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,5 +47,13 @@ struct Metrics {
   double edp() const { return latency_cycles * energy_pj; }
   static Metrics invalid(std::string reason);
 };
+
+/// The first figure of `m` that is not a finite number, e.g.
+/// "energy_pj = inf" or "level 'L1' transfer_cycles = nan", or nothing.
+/// The framework asks it of every result it keeps or prints (a search's
+/// best mapping, `mapex evaluate`), not of every evaluated mapping: the
+/// architecture loader bounds energies, bandwidths and the clock, so this
+/// is the last guard against a cost model's arithmetic running away.
+std::optional<std::string> non_finite_metric(const Metrics& m);
 
 }  // namespace mapex

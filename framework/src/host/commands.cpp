@@ -267,6 +267,11 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   require_file(result, "result");
   require_file(workload, "workload");
   require_file(arch_path, "architecture");
+  // -o names a folder; an existing file there would make create_directories
+  // throw a filesystem error after the import's work, so refuse it first.
+  if (boost::filesystem::exists(dir) && !boost::filesystem::is_directory(dir))
+    throw InputError(SourceLocation{dir, 0, 0}, "-o",
+                     "exists and is not a directory; expected the folder for the mapping files");
   const Network net = Network::load(workload);
   const Architecture arch = Architecture::load(arch_path);
   const auto layers = ndf::import_result(result, net, arch);
@@ -382,6 +387,11 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
     m = Metrics::invalid(*reason);
   else
     m = bound->evaluate(mapping);
+  if (auto bad = non_finite_metric(m))
+    throw InputError(SourceLocation{arch_path, 0, 0}, "",
+                     "cost model '" + costmodel + "' gives " + *bad + " for layer '" + op.name() +
+                         "'; an energy, bandwidth or clock of this architecture, or a cost-model "
+                         "parameter, is out of range");
   if (format == "json") {
     nlohmann::ordered_json j;
     j["layer"] = op.name();

@@ -134,20 +134,23 @@ std::vector<SearcherUse> searcher_variants(const std::string& file, const Search
 Technology read_technology(const std::string& file, const YAML::Node& node) {
   yaml::Map m(file, node, "technology");
   Technology t;
-  t.node_nm = m.positive_double("node_nm", t.node_nm);
-  t.mac_area_um2 = m.non_negative_double("mac_area_um2", t.mac_area_um2);
-  t.sram_area_um2_per_byte =
-      m.non_negative_double("sram_area_um2_per_byte", t.sram_area_um2_per_byte);
+  // Bounded like the architecture's energies: wide enough for any process,
+  // narrow enough that area and power (up to PEs squared times a
+  // coefficient) stay finite doubles.
+  constexpr double kMax = 1e9;
+  auto coefficient = [&](const char* key, double fallback) {
+    return m.double_in(key, 0, kMax, fallback);
+  };
+  t.node_nm = m.double_in("node_nm", 1e-3, 1e6, t.node_nm);
+  t.mac_area_um2 = coefficient("mac_area_um2", t.mac_area_um2);
+  t.sram_area_um2_per_byte = coefficient("sram_area_um2_per_byte", t.sram_area_um2_per_byte);
   t.regfile_area_um2_per_byte =
-      m.non_negative_double("regfile_area_um2_per_byte", t.regfile_area_um2_per_byte);
-  t.regfile_max_bytes = m.non_negative_double("regfile_max_bytes", t.regfile_max_bytes);
-  t.sram_leakage_uw_per_kib =
-      m.non_negative_double("sram_leakage_uw_per_kib", t.sram_leakage_uw_per_kib);
-  t.bus_area_um2_per_pe_byte =
-      m.non_negative_double("bus_area_um2_per_pe_byte", t.bus_area_um2_per_pe_byte);
-  t.arbiter_area_um2_per_pe2 =
-      m.non_negative_double("arbiter_area_um2_per_pe2", t.arbiter_area_um2_per_pe2);
-  t.logic_mw_per_mm2_ghz = m.non_negative_double("logic_mw_per_mm2_ghz", t.logic_mw_per_mm2_ghz);
+      coefficient("regfile_area_um2_per_byte", t.regfile_area_um2_per_byte);
+  t.regfile_max_bytes = m.double_in("regfile_max_bytes", 0, 1e18, t.regfile_max_bytes);
+  t.sram_leakage_uw_per_kib = coefficient("sram_leakage_uw_per_kib", t.sram_leakage_uw_per_kib);
+  t.bus_area_um2_per_pe_byte = coefficient("bus_area_um2_per_pe_byte", t.bus_area_um2_per_pe_byte);
+  t.arbiter_area_um2_per_pe2 = coefficient("arbiter_area_um2_per_pe2", t.arbiter_area_um2_per_pe2);
+  t.logic_mw_per_mm2_ghz = coefficient("logic_mw_per_mm2_ghz", t.logic_mw_per_mm2_ghz);
   m.finish();
   return t;
 }

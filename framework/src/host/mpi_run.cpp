@@ -227,7 +227,7 @@ int run_mpi(const MpiSession& session, const MpiRunArgs& args, std::ostream& out
         boost::system::error_code ec;
         fs::create_directories(fs::path(output).parent_path(), ec);
       }
-      opened = open_output(run, output, args.resume, args.shard, err);
+      opened = open_output(run, output, args.resume, args.force, args.shard, err);
     } catch (const InputError& x) {
       error = x.what();
     }

@@ -42,6 +42,7 @@ struct MpiRunArgs {
   int threads = 0;
   bool quiet = false;
   bool resume = false;
+  bool force = false;  ///< --force: -o may replace a file that is not a result file
   Shard shard;
 };
 

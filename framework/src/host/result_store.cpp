@@ -1,6 +1,7 @@
 #include "host/result_store.hpp"
 
 #include <algorithm>
+#include <boost/filesystem.hpp>
 #include <cstddef>
 #include <mapex/error.hpp>
 
@@ -352,6 +353,38 @@ ResultFile read_results(const std::string& path) {
   std::sort(out.jobs.begin(), out.jobs.end(),
             [](const JobRow& a, const JobRow& b) { return a.job_index < b.job_index; });
   return out;
+}
+
+bool is_result_file(const std::string& path) {
+  H5::Exception::dontPrint();
+  try {
+    if (!H5::H5File::isHdf5(path)) return false;
+    H5::H5File file(path, H5F_ACC_RDONLY);
+    return file.nameExists("jobs");
+  } catch (const H5::Exception&) {
+    return false;
+  }
+}
+
+void check_output_target(const std::string& output, const std::vector<std::string>& inputs,
+                         bool force) {
+  namespace fs = boost::filesystem;
+  const SourceLocation where{output, 0, 0};
+  boost::system::error_code ec;
+  if (fs::is_directory(output, ec))
+    throw InputError(where, "", "is a directory; -o expects a result file name");
+  if (!fs::exists(output, ec)) return;
+  // `mapex run exp.yaml -o exp.yaml` would replace the experiment by its
+  // results: the most likely slip, so named as such.
+  for (const auto& input : inputs)
+    if (!input.empty() && fs::exists(input, ec) && fs::equivalent(output, input, ec) && !force)
+      throw InputError(where, "",
+                       "is an input of this command; -o refuses to replace it with results "
+                       "(give another -o, or --force)");
+  if (!force && !is_result_file(output))
+    throw InputError(where, "",
+                     "exists and is not a mapex result file; -o refuses to replace it (remove it, "
+                     "give another -o, or --force)");
 }
 
 }  // namespace mapex::host

@@ -95,4 +95,18 @@ struct ResultFile {
 /// Reads a result file. Throws InputError if it is missing or not one.
 ResultFile read_results(const std::string& path);
 
+/// True when `path` is an HDF5 file holding a /jobs table, i.e. something
+/// mapex wrote (a run, a merge or a schedule); false for anything else,
+/// including a missing or unreadable file.
+bool is_result_file(const std::string& path);
+
+/// Refuses an output path (`-o`) that would destroy something that is not a
+/// mapex result: one of the command's own input files (`inputs`, e.g. the
+/// experiment YAML) or any existing file that is not a result file
+/// (is_result_file). A directory is always refused. `force` (`--force`)
+/// allows replacing files. Throws InputError naming the path; nothing is
+/// touched. Called before any output is opened.
+void check_output_target(const std::string& output, const std::vector<std::string>& inputs,
+                         bool force);
+
 }  // namespace mapex::host

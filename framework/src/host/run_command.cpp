@@ -177,9 +177,12 @@ PreparedRun prepare_run(const std::string& experiment_path, const Shard& shard) 
   return run;
 }
 
-OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool resume,
+OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool resume, bool force,
                          const Shard& shard, std::ostream& err) {
   const Experiment& e = run.experiment;
+  // A resume reads the file first and refuses what is not a result file
+  // (read_results) with its own message.
+  if (!resume) check_output_target(output, {e.path}, force);
   OpenedOutput opened;
   auto attributes = attributes_of(e, shard);
   if (!resume || !fs::exists(output)) {
@@ -317,10 +320,12 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
   po::options_description desc("mapex run");
   std::string experiment_path, output, shard_text;
   int threads = 0;
-  bool quiet = false, resume = false;
+  bool quiet = false, resume = false, force = false;
   desc.add_options()("help,h", "show this help")(
       "experiment", po::value(&experiment_path)->required(), "experiment YAML")(
       "output,o", po::value(&output), "result file (default results/<name>.h5)")(
+      "force", po::bool_switch(&force),
+      "let -o replace an existing file that is not a mapex result file")(
       "threads,j", po::value(&threads), "worker threads (0: all cores)")(
       "resume", po::bool_switch(&resume),
       "keep the finished jobs of the result file, run the rest")(
@@ -338,7 +343,8 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
 #ifdef MAPEX_HAVE_MPI
   MpiSession session;
   if (session.size() > 1)
-    return run_mpi(session, MpiRunArgs{experiment_path, output, threads, quiet, resume, shard}, out,
+    return run_mpi(session,
+                   MpiRunArgs{experiment_path, output, threads, quiet, resume, force, shard}, out,
                    err);
 #endif
   // Everything that can be wrong with the input is checked before the
@@ -352,7 +358,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     boost::system::error_code ec;
     fs::create_directories(fs::path(output).parent_path(), ec);
   }
-  OpenedOutput opened = open_output(run, output, resume, shard, err);
+  OpenedOutput opened = open_output(run, output, resume, force, shard, err);
   if (e.design_points_over_caps > 0 && !quiet)
     err << "mapex: " << e.design_points_over_caps << " of " << e.design_points
         << " design points are above the area/power caps and are not run\n";
@@ -422,9 +428,12 @@ int merge_command(const std::vector<std::string>& args, std::ostream& out, std::
   po::options_description desc("mapex merge");
   std::vector<std::string> inputs;
   std::string output;
+  bool force = false;
   desc.add_options()("help,h", "show this help")("inputs", po::value(&inputs)->required(),
                                                  "result files (HDF5) of one experiment")(
-      "output,o", po::value(&output)->required(), "merged result file");
+      "output,o", po::value(&output)->required(), "merged result file")(
+      "force", po::bool_switch(&force),
+      "let -o replace an existing file that is not a mapex result file");
   po::positional_options_description positional;
   positional.add("inputs", -1);
   const auto vm = parse_args(desc, positional, args);
@@ -445,6 +454,9 @@ int merge_command(const std::vector<std::string>& args, std::ostream& out, std::
       throw InputError(SourceLocation{inputs[i], 0, 0}, "",
                        "holds results of experiment '" + name_of(files[i]) + "', but " + inputs[0] +
                            " of '" + name_of(files[0]) + "'; refusing to merge");
+  // An input as output is fine (a result file, read before the merged
+  // file replaces it); anything else that exists must be a result file.
+  check_output_target(output, {}, force);
   std::vector<JobRow> rows;
   std::set<std::string> seen;
   std::size_t duplicates = 0;

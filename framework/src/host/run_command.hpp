@@ -47,10 +47,12 @@ struct OpenedOutput {
   std::vector<Job> todo;
   std::size_t previous_rows = 0;
 };
-/// Refuses (InputError) a resume file that is unreadable, from another
-/// experiment or shard, or holding jobs that this experiment no longer has;
-/// the existing file is then left as it was.
-OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool resume,
+/// Refuses (InputError) an output that is the experiment file or an
+/// existing file that is not a result file, unless `force`
+/// (check_output_target); and a resume file that is unreadable, from another
+/// experiment or shard, or holding jobs that this experiment no longer has.
+/// The existing file is then left as it was.
+OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool resume, bool force,
                          const Shard& shard, std::ostream& err);
 
 /// Marks the Pareto set in the file and returns it read back.

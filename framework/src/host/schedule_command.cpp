@@ -28,6 +28,7 @@ struct ScheduleArgs {
   std::string objective = "energy";
   std::string format = "table";
   std::string output;  ///< HDF5 result file, when given
+  bool force = false;  ///< --force: -o may replace a file that is not a result file
   int k_s = 4;
   int max_segment_layers = 4;
   std::uint64_t seed = 1;
@@ -82,7 +83,9 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
       "threads,j", po::value(&a.threads), "worker threads (0: all cores)")(
       "format", po::value(&a.format)->default_value(a.format), "table or json")(
       "output,o", po::value(&a.output),
-      "also write the schedule to this HDF5 result file (one row per layer)");
+      "also write the schedule to this HDF5 result file (one row per layer)")(
+      "force", po::bool_switch(&a.force),
+      "let -o replace an existing file that is not a mapex result file");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -126,9 +129,7 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
     if (!boost::filesystem::is_directory(dir))
       throw InputError(SourceLocation{a.output, 0, 0}, "",
                        "the directory of the result file does not exist");
-    if (boost::filesystem::is_directory(a.output))
-      throw InputError(SourceLocation{a.output, 0, 0}, "",
-                       "is a directory; -o expects a result file name");
+    check_output_target(a.output, {a.workload, a.arch}, a.force);
   }
   for (const auto* path : {&a.workload, &a.arch})
     if (!boost::filesystem::exists(*path))

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -412,26 +413,29 @@ Architecture apply_architecture(const Architecture& base, const std::vector<Assi
     const std::string& file = a.where.file;
     const YAML::Node& v = a.value;
     auto positive_int = [&] { return yaml::as_positive_int(file, v, a.key); };
-    auto positive = [&] { return yaml::as_positive_double(file, v, a.key); };
-    auto non_negative = [&] {
-      const double d = yaml::as_double(file, v, a.key);
-      if (d < 0) throw InputError(a.where, a.key, "expected a non-negative number");
-      return d;
+    // Real values within the ranges the architecture loader enforces.
+    auto in = [&](const ParameterRange& r) {
+      return yaml::as_double_in(file, v, a.key, r.low, r.high);
     };
     auto boolean = [&] { return yaml::as_bool(file, v, a.key); };
     if (a.key == "clock_mhz") {
-      clock = positive();
+      clock = in(kClockMhzRange);
     } else if (a.key == "word_bits") {
       word_bits = positive_int();
+      if (word_bits > 1024) throw InputError(a.where, a.key, "expected at most 1024 bits");
     } else if (a.key == "output_word_bits") {
       const std::int64_t bits = positive_int();
       if (bits % 8 != 0 || bits > 1024)
         throw InputError(a.where, a.key, "expected a multiple of 8 (8, 16, 32, ...)");
       widths.output_bits = static_cast<int>(bits);
     } else if (a.key == "mac.energy_pj") {
-      mac_energy = non_negative();
+      mac_energy = in(kEnergyPjRange);
     } else if (a.key == "mac.per_pe") {
       per_pe = positive_int();
+      if (per_pe > std::numeric_limits<int>::max())
+        throw InputError(
+            a.where, a.key,
+            "expected at most " + std::to_string(std::numeric_limits<int>::max()) + " MACs per PE");
     } else {
       std::string field;
       const int index = level_of(levels, a.key, field);
@@ -449,13 +453,13 @@ Architecture apply_architecture(const Architecture& base, const std::vector<Assi
                              " level: it has no '" + field + "'");
       if (field == "size_bytes") l.size_bytes = positive_int();
       if (field == "double_buffered") l.double_buffered = boolean();
-      if (field == "read_energy_pj") l.read_energy_pj = non_negative();
-      if (field == "write_energy_pj") l.write_energy_pj = non_negative();
-      if (field == "bandwidth_gbps") l.bandwidth_gbps = positive();
+      if (field == "read_energy_pj") l.read_energy_pj = in(kEnergyPjRange);
+      if (field == "write_energy_pj") l.write_energy_pj = in(kEnergyPjRange);
+      if (field == "bandwidth_gbps") l.bandwidth_gbps = in(kBandwidthGbpsRange);
       if (field == "block_bytes") l.block_bytes = positive_int();
-      if (field == "noc.bandwidth_gbps") l.noc.bandwidth_gbps = positive();
-      if (field == "noc.latency_cycles") l.noc.latency_cycles = non_negative();
-      if (field == "noc.hop_energy_pj") l.noc.hop_energy_pj = non_negative();
+      if (field == "noc.bandwidth_gbps") l.noc.bandwidth_gbps = in(kBandwidthGbpsRange);
+      if (field == "noc.latency_cycles") l.noc.latency_cycles = in(kNocLatencyCyclesRange);
+      if (field == "noc.hop_energy_pj") l.noc.hop_energy_pj = in(kEnergyPjRange);
       if (field == "noc.multicast") l.noc.multicast = boolean();
       if (field == "noc.reduction") l.noc.reduction = boolean();
       if (field == "noc.forwarding") l.noc.forwarding = boolean();
