@@ -19,9 +19,7 @@ const std::string kData = MAPEX_TEST_DATA_DIR;
 const std::string kWork = MAPEX_TEST_WORK_DIR;
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = kWork + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return test::write_work_file(name, text);
 }
 
 const std::string kGood =
@@ -444,10 +442,7 @@ TEST_F(BadInput, ReadWritePortsRefusedByModelsWithOneBandwidth) {
 // whose capacity bounds count words of one size, refuses the job.
 TEST_F(BadInput, WordWidthsRefusedAtTheKeyByModelsWithOneWordSize) {
   const std::string exp = MAPEX_EXPERIMENTS_DIR;
-  std::ifstream in(exp + "/architectures/flash_edge.yaml");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string arch = text.str();
+  std::string arch = slurp(exp + "/architectures/flash_edge.yaml");
   const auto at = arch.find("word_bits:");
   ASSERT_NE(at, std::string::npos);
   arch.insert(arch.find('\n', at) + 1, "output_word_bits: 16\n");

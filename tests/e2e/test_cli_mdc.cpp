@@ -21,9 +21,7 @@ const std::string kCase =
     std::string(MAPEX_MAESTRO_REFDATA) + "/cases/A__resnet_3x3_s2__ckp_ws__hw256";
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = kWork + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return test::write_work_file(name, text);
 }
 
 TEST(CliMaestro, CsvRowMatchesMaestro) {

@@ -19,9 +19,7 @@ const std::string kData = MAPEX_TEST_DATA_DIR;
 const std::string kWork = MAPEX_TEST_WORK_DIR;
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = kWork + "/robust_" + name;
-  std::ofstream(path) << text;
-  return path;
+  return test::write_work_file("robust_" + name, text);
 }
 
 #define EXPECT_HAS(haystack, needle)                    \

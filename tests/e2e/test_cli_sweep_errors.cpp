@@ -18,9 +18,7 @@ const std::string kData = MAPEX_TEST_DATA_DIR;
 const std::string kWork = MAPEX_TEST_WORK_DIR;
 
 std::string write(const std::string& name, const std::string& text) {
-  const std::string path = kWork + "/" + name;
-  std::ofstream(path) << text;
-  return path;
+  return test::write_work_file(name, text);
 }
 
 // Line 6 is the architecture entry, line 8 its first swept key.

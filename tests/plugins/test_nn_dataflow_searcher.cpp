@@ -41,7 +41,7 @@ Job job(const std::string& id) {
 }
 
 JobResult run(const Job& j, const Params& searcher_params, const std::string& model,
-              const Params& model_params) {
+              const Params& model_params, const ConstraintSpec& mapspace = {}) {
   const auto searcher = registry().make_searcher("nn_dataflow", searcher_params);
   const auto cm = registry().make_costmodel(model, model_params);
   SearchRequest r;
@@ -50,6 +50,7 @@ JobResult run(const Job& j, const Params& searcher_params, const std::string& mo
   r.searcher = searcher.get();
   r.costmodel = cm.get();
   r.objective = Objective::kEnergy;
+  r.mapspace = mapspace;
   return run_search(r);
 }
 
@@ -87,20 +88,12 @@ TEST(NnDataflowSearcher, RefusesBypassOrSharingOtherThanTheModels) {
 // respect (here fixed GBUF tiles) fails the job by name, never silently.
 TEST(NnDataflowSearcher, RefusesMapspaceRulesItsSchemesCannotHonour) {
   const Job j = job("sm4_df_conv_64_64_e56_r3_b1");
-  const auto searcher = registry().make_searcher("nn_dataflow", kHybrid);
-  const auto cm = registry().make_costmodel("tensor_centric", kNnDataflowShared);
-  SearchRequest r;
-  r.op = &j.op();
-  r.arch = &j.arch;
-  r.searcher = searcher.get();
-  r.costmodel = cm.get();
-  r.objective = Objective::kEnergy;
   const std::string gbuf = j.arch.levels()[2].name;
-  LevelConstraintSpec fixed_k;
-  fixed_k.level = gbuf;
-  fixed_k.fixed["K"] = 1;
-  r.mapspace.levels.push_back(fixed_k);
-  const JobResult refused = run_search(r);
+  ConstraintSpec fixed_k;
+  fixed_k.levels.emplace_back();
+  fixed_k.levels.back().level = gbuf;
+  fixed_k.levels.back().fixed["K"] = 1;
+  const JobResult refused = run(j, kHybrid, "tensor_centric", kNnDataflowShared, fixed_k);
   EXPECT_EQ(refused.status, JobStatus::kFailed);
   EXPECT_NE(refused.error.find("cannot honour the job's mapspace rule level '" + gbuf + "': fixed"),
             std::string::npos)

@@ -32,6 +32,13 @@ inline std::string slurp(const std::string& path) {
   return s.str();
 }
 
+/// Writes `text` to `name` in the tests' work folder; returns its path.
+inline std::string write_work_file(const std::string& name, const std::string& text) {
+  const std::string path = std::string(MAPEX_TEST_WORK_DIR) + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
 /// `env` entries are NAME=value, set for this command only.
 inline CliResult run_cli(const std::vector<std::string>& args,
                          const std::vector<std::string>& env = {},

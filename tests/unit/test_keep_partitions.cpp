@@ -18,6 +18,7 @@
 #include <mapex/network.hpp>
 
 #include "constraints_yaml.hpp"
+#include "input_error.hpp"
 #include "test_chips.hpp"
 #include "yaml_reader.hpp"
 
@@ -42,14 +43,7 @@ std::string mapping_yaml(const std::string& l1_keep, const std::string& l1_tile 
          "L2: {tile: {M: 4, N: 1, K: 2}, order: [M, K]}\n";
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test::input_error_of(f); }
 
 TEST(KeepBypass, YamlRoundTripsAndDefaultsToKeepingEverything) {
   const Architecture arch = Architecture::parse(chip_yaml(kPlainL1), "chip.yaml");

@@ -14,6 +14,7 @@
 
 #include "constraints_yaml.hpp"
 #include "host/sweep.hpp"
+#include "input_error.hpp"
 #include "test_chips.hpp"
 #include "yaml_reader.hpp"
 
@@ -39,14 +40,7 @@ std::string chip_yaml(const std::string& widths, const std::string& l1 = kPlainL
 const std::string kMapping =
     "L1: {tile: {K: 1}}\nPEs: {split: {M: 2}}\nL2: {tile: {M: 4, N: 1, K: 2}, order: [M, K]}\n";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string error_of(const std::function<void()>& f) { return test::input_error_of(f); }
 
 TEST(WordWidths, YamlKeysResolveByNameThenRoleThenDefault) {
   const Operator op = gemm();
