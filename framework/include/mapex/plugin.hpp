@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The plugin ABI (DESIGN.md, Plugin ABI; STYLE.md, Plugin entry point).
+/// The plugin ABI (docs/design.md, Plugin ABI; docs/style.md, Plugin entry point).
 ///
 /// A plugin is a shared object exporting one C-linkage function,
 /// `mapex_plugin_descriptor`, that returns a pointer to a static
