@@ -666,6 +666,9 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
     j["layer"] = op.name();
     j["architecture"] = arch.name();
     j["style"] = space.options().style;
+    auto dims_json = nlohmann::ordered_json::array();
+    for (const auto& dim : op.dims()) dims_json.push_back(dim.name);
+    j["dimensions"] = dims_json;
     auto steps_json = nlohmann::ordered_json::array();
     for (const auto& st : steps)
       steps_json.push_back({{"rule", st.rule}, {"mappings", st.size.str()}});
