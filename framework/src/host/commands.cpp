@@ -21,6 +21,7 @@
 #include "host/experiment.hpp"
 #include "host/json_output.hpp"
 #include "host/mdc_commands.hpp"
+#include "host/onnx_command.hpp"
 #include "host/plugin_registry.hpp"
 #include "host/progress.hpp"
 #include "host/report.hpp"
@@ -59,6 +60,7 @@ const char* const kUsage =
     "           [--maestro-compat]\n"
     "  check    --workload W [--layer L]\n"
     "  import   nn_dataflow RESULT.json --workload W --arch A -o DIR\n"
+    "  import   onnx MODEL.onnx -o NET.yaml [--batch N]\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
@@ -243,6 +245,8 @@ Mapping load_directives(const std::string& path, const Network& net, const Opera
 /// under which tensor_centric (model=nn_dataflow) scores it as nn_dataflow
 /// did, with nn_dataflow's own figures beside them.
 int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
+  if (!args.empty() && args[0] == "onnx")
+    return onnx_import_command({args.begin() + 1, args.end()}, out);
   po::options_description desc("mapex import nn_dataflow");
   std::string format, result, workload, arch_path, dir;
   desc.add_options()("help,h", "show this help")("format", po::value(&format),
