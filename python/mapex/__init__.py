@@ -145,14 +145,27 @@ def _params(flag, params):
     return args
 
 
-def _cli(args, ok=(0,)):
+def _cli(args):
     """Runs a mapex command; raises InputError (exit 2) or Error (other)."""
     status, out, err = _mapex.cli([str(a) for a in args])
     if status == 2:
         raise InputError(_message(err))
-    if status not in ok:
+    if status != 0:
         raise Error(_message(err) or f"mapex {args[0]} exited with status {status}")
-    return status, out
+    return out
+
+
+def _cli_json(args):
+    """A command with --format json. Exit 1 with a JSON answer (an invalid
+    mapping, no valid mapping found, an empty mapspace) is an answer, not
+    an error."""
+    status, out, err = _mapex.cli([str(a) for a in args] + ["--format", "json"])
+    if status == 2:
+        raise InputError(_message(err))
+    try:
+        return json.loads(out)
+    except ValueError:
+        raise Error(_message(err) or f"mapex {args[0]} exited with status {status}") from None
 
 
 def _message(err):
@@ -179,9 +192,8 @@ def evaluate(workload, architecture, mapping, costmodel="roofline", params=None,
     args = ["evaluate"] + _common(workload, architecture, layer)
     args += ["--mapping", _path(mapping, "mapping"),
              "--costmodel", _expect(costmodel, str, "costmodel", "a plugin name (str)")]
-    args += _params("param", params) + ["--format", "json"]
-    _, out = _cli(args, ok=(0, 1))
-    return json.loads(out)["metrics"]
+    args += _params("param", params)
+    return _cli_json(args)["metrics"]
 
 
 def search(workload, architecture, searcher, layer=None, params=None, costmodel="roofline",
@@ -201,8 +213,7 @@ def search(workload, architecture, searcher, layer=None, params=None, costmodel=
     args += _params("param", params) + _params("costmodel-param", costmodel_params)
     if constraints is not None:
         args += ["--constraints", _path(constraints, "constraints")]
-    _, out = _cli(args + ["--format", "json"], ok=(0, 1))
-    return json.loads(out)
+    return _cli_json(args)
 
 
 def count_mapspace(workload, architecture, layer=None, constraints=None, style=None,
@@ -216,8 +227,7 @@ def count_mapspace(workload, architecture, layer=None, constraints=None, style=N
         args += ["--style", _expect(style, str, "style", "a mapping style (str)")]
     if not valid:
         args.append("--no-valid-count")
-    _, out = _cli(args + ["--format", "json"], ok=(0, 1))
-    result = json.loads(out)
+    result = _cli_json(args)
     return int(result["valid"] if valid and result.get("valid") is not None else result["size"])
 
 
@@ -232,7 +242,11 @@ def run_experiment(path, output=None, threads=0, force=False):
             "-j", _expect(threads, int, "threads", "an int")]
     if force:
         args.append("--force")
-    _cli(args, ok=(0, 1))  # 1: a job failed; its row says why
+    status, _, err = _mapex.cli([str(a) for a in args])
+    if status == 2:
+        raise InputError(_message(err))
+    if status not in (0, 1) or not os.path.exists(output):  # 1: a job failed, its row says why
+        raise Error(_message(err) or f"mapex run exited with status {status}")
     return read_results(output)
 
 
@@ -248,7 +262,7 @@ def import_onnx(model, output, batch=None):
 def plugins():
     """The `mapex plugins` table as a list of dicts (name, kind, version,
     abi, path)."""
-    _, out = _cli(["plugins"])
+    out = _cli(["plugins"])
     rows = [line.strip("| ").split(" | ") for line in out.splitlines()
             if line.startswith("| ") and not line.startswith("| name")]
     return [dict(zip(["name", "kind", "version", "abi", "path"], r)) for r in rows]

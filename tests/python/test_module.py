@@ -100,6 +100,10 @@ class Module(unittest.TestCase):
             mapex.evaluate(NET, ARCH, MAPPING, costmodel="no_such_model", layer="conv")
         self.assertIn("no_such_model", str(caught.exception))
         self.assertTrue(issubclass(mapex.InputError, mapex.Error))
+        # a searcher refusing its input: exit 2 in the CLI, InputError here
+        with self.assertRaises(mapex.InputError) as caught:
+            mapex.search(NET, ARCH, "flash", layer="conv")
+        self.assertIn("GEMM only", str(caught.exception))
 
     def test_wrong_types(self):
         with self.assertRaises(TypeError):
