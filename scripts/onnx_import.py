@@ -130,6 +130,7 @@ class Importer:
         self.layers = []  # dicts written to YAML
         self.folded = []  # (node name, op type)
         self.unmapped = []  # (node name, op type, reason)
+        self.cut = []  # (layer, producers it reads through a reshape mapex cannot relate)
         self.names = set()
 
     # --- helpers -------------------------------------------------------
@@ -156,7 +157,12 @@ class Importer:
         return out
 
     def add_layer(self, node, layer, inputs):
-        layer["inputs"] = self.joined_sources(inputs)
+        producers = self.joined_sources(inputs)
+        by_name = {l["name"]: l for l in self.layers}
+        if not reads_as_written(layer, [by_name[p] for p in producers]):
+            self.cut.append((layer["name"], producers))
+            producers = []
+        layer["inputs"] = producers
         self.layers.append(layer)
         for out in node.output:
             self.sources[out] = [layer["name"]]
@@ -212,6 +218,7 @@ class Importer:
                 layer["padding"] = pad_hw[0]
             if group != 1:
                 layer["groups"] = group
+            layer["_P"], layer["_Q"] = p, q
             return layer, n * k * (c // group) * r * s * p * q
         return self.conv_loopnest(name, n, c, k, r, s, p, q, strides, dil, group), \
             n * k * (c // group) * r * s * p * q
@@ -337,6 +344,40 @@ class Importer:
                            f"expected at least one Conv, Gemm or MatMul")
 
 
+def reads_as_written(layer, producers):
+    """Whether mapex's network reader relates `layer` to its producers
+    (README, "Workload files"): batch and channels between conv2d and fc
+    layers (each producer's K equal to C for an add, their sum for a
+    concatenation, K x pixels for an fc reading a flattened convolution), a
+    conv2d reading at most its conv2d producer's P x Q, a gemm reading its
+    gemm producers' M x N as M x K. A reshape between layers (an fc's output
+    viewed as an image, tokens folded into features) can break these; such
+    a layer is imported reading the network input, with a warning."""
+    kind = layer["type"]
+    if kind in ("conv2d", "fc"):
+        related = [p for p in producers if p["type"] in ("conv2d", "fc")]
+        if any(p["N"] != layer["N"] for p in related):
+            return False
+        if kind == "conv2d" and any(layer["H"] > p["_P"] or layer["W"] > p["_Q"]
+                                    for p in related if p["type"] == "conv2d"):
+            return False
+        if len(related) == len(producers) and related:
+            ks = [p["K"] for p in related]
+            flattened = (kind == "fc" and len(related) == 1 and related[0]["type"] == "conv2d"
+                         and layer["C"] % ks[0] == 0
+                         and layer["C"] // ks[0] <= related[0]["_P"] * related[0]["_Q"])
+            return all(k == layer["C"] for k in ks) or sum(ks) == layer["C"] or flattened
+        return True
+    if kind == "gemm":
+        related = [p for p in producers if p["type"] == "gemm"]
+        if any(p["M"] != layer["M"] for p in related):
+            return False
+        if related and len(related) == len(producers):
+            ns = [p["N"] for p in related]
+            return all(n == layer["K"] for n in ns) or sum(ns) == layer["K"]
+    return True
+
+
 class Unmappable(Exception):
     """A node mapex cannot map: listed in the warning, its connection cut."""
 
@@ -387,6 +428,10 @@ def main(argv):
     for name, op, why in importer.unmapped:
         print(f"mapex: warning: {args.model}: node '{name}' ({op}) not mapped: {why}; "
               f"the connection through it is cut", file=sys.stderr)
+    for name, producers in importer.cut:
+        print(f"mapex: warning: {args.model}: layer '{name}' reads {', '.join(producers)} "
+              f"through a reshape that mapex's network shapes cannot express; it is imported "
+              f"reading the network input", file=sys.stderr)
     network_name = model.graph.name or "onnx_model"
     write_network(importer, args.model, network_name, args.output)
     return 0

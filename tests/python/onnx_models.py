@@ -172,3 +172,42 @@ def relu_only():
 MODELS = {"resnet_block": resnet_block, "dw_separable": depthwise_separable, "mlp": mlp,
           "attention": attention}
 BATCH = {"dw_separable": 2, "mlp": 8}
+
+
+def branches():
+    """Two convolutions concatenated (an Inception-style join), a 1x1 conv
+    reading both, a Resize that mapex cannot map (its consumer is cut off),
+    and an fc whose output is reshaped into an image for a conv that reads
+    it: the reshape breaks mapex's channel rule, so that conv is cut too."""
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], dtype=np.float32), "scales")
+    roi = numpy_helper.from_array(np.array([], dtype=np.float32), "roi")
+    img = numpy_helper.from_array(np.array([1, 16, 4, 4], dtype=np.int64), "img")
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["b1"], name="branch1"),
+        helper.make_node("Conv", ["x", "w2"], ["b2"], name="branch3", pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["b1", "b2"], ["cat"], name="concat", axis=1),
+        helper.make_node("Conv", ["cat", "w3"], ["c"], name="join"),
+        helper.make_node("Resize", ["c", "roi", "scales"], ["up"], name="upsample",
+                         mode="nearest"),
+        helper.make_node("Conv", ["up", "w4"], ["d"], name="after_resize"),
+        helper.make_node("Flatten", ["d"], ["flat"], name="flatten"),
+        helper.make_node("Gemm", ["flat", "w5"], ["e"], name="dense", transB=1),
+        helper.make_node("Reshape", ["e", "img"], ["e_img"], name="to_image"),
+        helper.make_node("Conv", ["e_img", "w6"], ["y"], name="from_dense"),
+    ]
+    inits = [_weight("w1", 8, 16, 1, 1), _weight("w2", 24, 16, 3, 3),
+             _weight("w3", 32, 32, 1, 1), _weight("w4", 8, 32, 1, 1),
+             _weight("w5", 256, 8 * 16 * 16), _weight("w6", 4, 16, 1, 1), scales, roi, img]
+    model = _model("branches", nodes, [_x("x", 1, 16, 8, 8)], [_x("y", 1, 4, 4, 4)], inits)
+    expected = {
+        "branch1": ("conv2d", dict(C=16, K=8, H=8, W=8), 8 * 16 * 8 * 8, []),
+        "branch3": ("conv2d", dict(C=16, K=24, R=3, S=3, padding=1), 24 * 16 * 9 * 8 * 8, []),
+        "join": ("conv2d", dict(C=32, K=32), 32 * 32 * 8 * 8, ["branch1", "branch3"]),
+        "after_resize": ("conv2d", dict(C=32, K=8, H=16, W=16), 8 * 32 * 16 * 16, []),
+        "dense": ("fc", dict(N=1, C=2048, K=256), 2048 * 256, ["after_resize"]),
+        "from_dense": ("conv2d", dict(C=16, K=4, H=4, W=4), 4 * 16 * 4 * 4, []),
+    }
+    return model, expected
+
+
+MODELS["branches"] = branches

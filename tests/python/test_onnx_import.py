@@ -76,6 +76,11 @@ class ImportOnnx(unittest.TestCase):
     def test_attention_projections(self):
         self.check("attention")
 
+    def test_concat_and_cut_connections(self):
+        r = self.check("branches")
+        self.assertIn("'upsample' (Resize)", r.stderr)
+        self.assertIn("layer 'from_dense' reads dense", r.stderr)
+
     def test_batch_changes_the_samples(self):
         model, _ = onnx_models.mlp()
         path = os.path.join(WORK, "mlp_b3.onnx")
