@@ -102,7 +102,7 @@ def depthwise_separable():
 
 
 def mlp():
-    """Gemm (transB), MatMul + bias Add, Gemm, Softmax, then an ArgMax that
+    """Gemm (transB), MatMul + bias Add, Gemm (transA after a Transpose), Softmax, then an ArgMax that
     mapex cannot map. Symbolic batch, imported with --batch 8."""
     nodes = [
         helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], name="fc1", transB=1),
@@ -110,7 +110,8 @@ def mlp():
         helper.make_node("MatMul", ["h1r", "w2"], ["h2m"], name="fc2"),
         helper.make_node("Add", ["h2m", "b2"], ["h2"], name="bias2"),
         helper.make_node("Relu", ["h2"], ["h2r"], name="relu2"),
-        helper.make_node("Gemm", ["h2r", "w3"], ["logits"], name="fc3"),
+        helper.make_node("Transpose", ["h2r"], ["h2t"], name="to_features_first", perm=[1, 0]),
+        helper.make_node("Gemm", ["h2t", "w3"], ["logits"], name="fc3", transA=1),
         helper.make_node("Softmax", ["logits"], ["probs"], name="softmax"),
         helper.make_node("ArgMax", ["probs"], ["y"], name="argmax", axis=1),
     ]
