@@ -16,6 +16,7 @@ raise TypeError.
 import json
 import os
 import tempfile
+import warnings
 
 _PLUGIN_DIR = os.path.normpath(
     os.path.join(os.path.dirname(__file__), "..", "..", "lib", "mapex", "plugins"))
@@ -145,9 +146,19 @@ def _params(flag, params):
     return args
 
 
+def _run(args):
+    """Runs a mapex command in process; its warnings (a plugin that failed
+    to load, an ONNX node not mapped) become Python warnings."""
+    status, out, err = _mapex.cli([str(a) for a in args])
+    for line in err.splitlines():
+        if line.startswith("mapex: warning: "):
+            warnings.warn(line[len("mapex: warning: "):], stacklevel=3)
+    return status, out, err
+
+
 def _cli(args):
     """Runs a mapex command; raises InputError (exit 2) or Error (other)."""
-    status, out, err = _mapex.cli([str(a) for a in args])
+    status, out, err = _run(args)
     if status == 2:
         raise InputError(_message(err))
     if status != 0:
@@ -159,7 +170,7 @@ def _cli_json(args):
     """A command with --format json. Exit 1 with a JSON answer (an invalid
     mapping, no valid mapping found, an empty mapspace) is an answer, not
     an error."""
-    status, out, err = _mapex.cli([str(a) for a in args] + ["--format", "json"])
+    status, out, err = _run(list(args) + ["--format", "json"])
     if status == 2:
         raise InputError(_message(err))
     try:
@@ -242,7 +253,7 @@ def run_experiment(path, output=None, threads=0, force=False):
             "-j", _expect(threads, int, "threads", "an int")]
     if force:
         args.append("--force")
-    status, _, err = _mapex.cli([str(a) for a in args])
+    status, _, err = _run(args)
     if status == 2:
         raise InputError(_message(err))
     if status not in (0, 1) or not os.path.exists(output):  # 1: a job failed, its row says why

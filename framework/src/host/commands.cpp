@@ -245,8 +245,6 @@ Mapping load_directives(const std::string& path, const Network& net, const Opera
 /// under which tensor_centric (model=nn_dataflow) scores it as nn_dataflow
 /// did, with nn_dataflow's own figures beside them.
 int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
-  if (!args.empty() && args[0] == "onnx")
-    return onnx_import_command({args.begin() + 1, args.end()}, out);
   po::options_description desc("mapex import nn_dataflow");
   std::string format, result, workload, arch_path, dir;
   desc.add_options()("help,h", "show this help")("format", po::value(&format),
@@ -805,6 +803,8 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "mapspace") return cmd_mapspace(args, out);
     if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);
+    if (command == "import" && !args.empty() && args[0] == "onnx")
+      return onnx_import_command({args.begin() + 1, args.end()}, out, err);
     if (command == "import") return cmd_import(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);

@@ -2,12 +2,13 @@
 
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/filesystem.hpp>
+#include <cerrno>
 #include <cstdlib>
 #include <iomanip>
-#include <iostream>
 #include <mapex/error.hpp>
 #include <mapex/network.hpp>
 
@@ -54,21 +55,50 @@ OnnxArgs parse_onnx_args(const std::vector<std::string>& args) {
   return a;
 }
 
-/// Runs the importer with the same standard streams; returns its exit
-/// status (or 1 when it could not be started or died from a signal).
-int run_importer(const std::vector<std::string>& argv) {
+/// What the importer said: its exit status (1 when it could not be
+/// started or died from a signal) and its standard error, which holds its
+/// warnings or its one-line error.
+struct ImporterResult {
+  int status = 1;
+  std::string messages;
+};
+
+/// Runs the importer with its standard error on a pipe, so that its
+/// messages reach the caller's error stream (a terminal, or a Python
+/// caller's warnings) rather than this process's file descriptor 2.
+ImporterResult run_importer(const std::vector<std::string>& argv) {
   std::vector<char*> cargs;
   for (const auto& a : argv) cargs.push_back(const_cast<char*>(a.c_str()));
   cargs.push_back(nullptr);
-  std::cout.flush();
-  std::cerr.flush();
+  int fds[2];
+  if (pipe(fds) != 0) throw Error("cannot make a pipe for the ONNX importer");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_addclose(&actions, fds[1]);
   pid_t pid = 0;
-  if (posix_spawn(&pid, cargs[0], nullptr, nullptr, cargs.data(), environ) != 0)
+  const int spawned = posix_spawn(&pid, cargs[0], &actions, nullptr, cargs.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(fds[1]);
+  ImporterResult result;
+  if (spawned != 0) {
+    close(fds[0]);
     throw Error("cannot start " + argv[0] + " to read the ONNX model (Debian: python3)");
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) != 0;) {
+    if (n > 0)
+      result.messages.append(buffer, static_cast<size_t>(n));
+    else if (errno != EINTR)
+      break;
+  }
+  close(fds[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return result;
 }
 
 }  // namespace
@@ -81,7 +111,8 @@ std::string onnx_importer_script() {
   return MAPEX_SOURCE_SCRIPTS "/onnx_import.py";
 }
 
-int onnx_import_command(const std::vector<std::string>& args, std::ostream& out) {
+int onnx_import_command(const std::vector<std::string>& args, std::ostream& out,
+                        std::ostream& err) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
     out << kOnnxUsage;
     return 0;
@@ -94,8 +125,9 @@ int onnx_import_command(const std::vector<std::string>& args, std::ostream& out)
                      "is a directory; expected the network YAML file to write");
   std::vector<std::string> argv{MAPEX_PYTHON, onnx_importer_script(), a.model, "-o", a.output};
   if (!a.batch.empty()) argv.insert(argv.end(), {"--batch", a.batch});
-  const int status = run_importer(argv);
-  if (status != 0) return status == kExitBadInput ? kExitBadInput : 1;
+  const ImporterResult imported = run_importer(argv);
+  err << imported.messages;
+  if (imported.status != 0) return imported.status == kExitBadInput ? kExitBadInput : 1;
 
   // The importer's file goes through mapex's reader: its checks (shapes
   // positive, channels and batches agreeing along the edges) apply.

@@ -10,9 +10,10 @@
 
 namespace mapex::host {
 
-/// `args` follow `import onnx`. Returns the exit status; throws InputError
-/// for bad usage or a written network that mapex's reader refuses.
-int onnx_import_command(const std::vector<std::string>& args, std::ostream& out);
+/// `args` follow `import onnx`. The importer's warnings (and its one-line
+/// error) go to `err`. Returns the exit status; throws InputError for bad
+/// usage or a written network that mapex's reader refuses.
+int onnx_import_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 /// The importer script: $MAPEX_ONNX_IMPORTER, else the copy next to the
 /// binary (../share/mapex/onnx_import.py), else the source tree's.
