@@ -81,6 +81,39 @@ class Module(unittest.TestCase):
         again = mapex.read_results(out)
         self.assertEqual(list(again["latency_cycles"]), list(df["latency_cycles"]))
 
+    def test_read_results_with_per_row_parameters(self):
+        # A file whose strings h5py returns as str and whose rows carry the
+        # searcher's parameters (per-row columns, as a later layout may
+        # store them): read_results takes them as they are.
+        import h5py
+        import numpy as np
+        text = h5py.string_dtype("utf-8")
+        for layout in ("json", "columns"):
+            fields = [("searcher", text), ("latency_cycles", "f8")]
+            fields += ([("searcher_params", text)] if layout == "json"
+                       else [("param.batch_size", text), ("param.victory_condition", text)])
+            rows = np.zeros(2, dtype=fields)
+            rows["searcher"] = ["random", "random"]
+            rows["latency_cycles"] = [10.0, 20.0]
+            if layout == "json":
+                rows["searcher_params"] = ['{"batch_size": "64"}', '{"batch_size": "128"}']
+            else:
+                rows["param.batch_size"] = ["64", "128"]
+                rows["param.victory_condition"] = ["", "50"]
+            path = os.path.join(WORK, f"per_row_{layout}.h5")
+            with h5py.File(path, "w") as f:
+                f.create_dataset("jobs", data=rows)
+                f.attrs["format_version"] = 2
+            df = mapex.read_results(path)
+            self.assertEqual(list(df["searcher"]), ["random", "random"])
+            self.assertEqual([p["batch_size"] for p in df["searcher_params"]], ["64", "128"],
+                             layout)
+            self.assertEqual(df.attrs["format_version"], 2)
+        self.assertEqual(df["searcher_params"][1]["victory_condition"], "50")
+        self.assertNotIn("victory_condition", df["searcher_params"][0])
+        with self.assertRaises(mapex.InputError):
+            mapex.read_results(NET)  # not an HDF5 file
+
     def test_plugins_found_as_the_cli_finds_them(self):
         names = {p["name"] for p in mapex.plugins()}
         self.assertTrue({"random", "exhaustive", "roofline", "mdc"} <= names, names)
