@@ -21,6 +21,7 @@
 #include "host/experiment.hpp"
 #include "host/json_output.hpp"
 #include "host/mdc_commands.hpp"
+#include "host/onnx_command.hpp"
 #include "host/plugin_registry.hpp"
 #include "host/progress.hpp"
 #include "host/report.hpp"
@@ -59,6 +60,7 @@ const char* const kUsage =
     "           [--maestro-compat]\n"
     "  check    --workload W [--layer L]\n"
     "  import   nn_dataflow RESULT.json --workload W --arch A -o DIR\n"
+    "  import   onnx MODEL.onnx -o NET.yaml [--batch N]\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
@@ -804,6 +806,8 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "mapspace") return cmd_mapspace(args, out);
     if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);
+    if (command == "import" && !args.empty() && args[0] == "onnx")
+      return onnx_import_command({args.begin() + 1, args.end()}, out, err);
     if (command == "import") return cmd_import(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
