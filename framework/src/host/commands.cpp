@@ -28,6 +28,7 @@
 #include "host/run_command.hpp"
 #include "host/runner.hpp"
 #include "host/schedule_command.hpp"
+#include "host/timeloop_commands.hpp"
 
 namespace mapex::host {
 namespace po = boost::program_options;
@@ -59,6 +60,8 @@ const char* const kUsage =
     "           [--maestro-compat]\n"
     "  check    --workload W [--layer L]\n"
     "  import   nn_dataflow RESULT.json --workload W --arch A -o DIR\n"
+    "  import   timeloop FILE.yaml [FILE.yaml ...] -o DIR\n"
+    "  export   timeloop --workload W --arch A --mapping M [--layer L] [-o FILE]\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
@@ -243,6 +246,7 @@ Mapping load_directives(const std::string& path, const Network& net, const Opera
 /// under which tensor_centric (model=nn_dataflow) scores it as nn_dataflow
 /// did, with nn_dataflow's own figures beside them.
 int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
+  if (!args.empty() && args.front() == "timeloop") return cmd_import_timeloop(args, out);
   po::options_description desc("mapex import nn_dataflow");
   std::string format, result, workload, arch_path, dir;
   desc.add_options()("help,h", "show this help")("format", po::value(&format),
@@ -802,6 +806,7 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);
     if (command == "import") return cmd_import(args, out);
+    if (command == "export") return cmd_export(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
     if (command == "report") return cmd_report(args, out);
