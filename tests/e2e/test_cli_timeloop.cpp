@@ -136,6 +136,24 @@ TEST_P(TimeloopSpec, SearchedBestMappingKeepsItsCyclesThroughTimeloop) {
 INSTANTIATE_TEST_SUITE_P(Specs, TimeloopSpec, ::testing::Values(&eyeriss, &ws16),
                          [](const auto& spec_info) { return spec_info.param().name; });
 
+// `mapex run` takes Timeloop files as an experiment's workload and chip.
+TEST(TimeloopImport, ExperimentRunsOnTimeloopFiles) {
+  const auto exp =
+      test::write_work_file("timeloop_run.yaml",
+                            "name: timeloop_run\nseed: 1\nbudget: {evaluations: 200}\n"
+                            "workloads:\n  - file: " +
+                                kTl +
+                                "gemm_prob.yaml\n"
+                                "architectures:\n  - " +
+                                kTl +
+                                "ws16_arch.yaml\n"
+                                "searchers:\n  - plugin: random\ncostmodels:\n  - roofline\n");
+  const auto r = run_cli({"run", exp, "-o", kWork + "/timeloop_run.h5", "--quiet", "-j", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "| gemm_64x32x32 | gemm_64x32x32 | ws16 ");
+  EXPECT_HAS(r.out, "1 jobs, 0 failed");
+}
+
 // Hand-counted conversions of the Eyeriss-like spec.
 TEST(TimeloopImport, EyerissLikeChipHasTheCountedLevelsSizesAndEnergies) {
   const std::string dir = import(eyeriss().files, fresh_dir("eyeriss_counts"));
