@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <mapex/error.hpp>
 #include <mapex/timeloop.hpp>
 #include <string>
@@ -64,7 +65,7 @@ std::vector<int> place_splits(const Operator& op, const Level& level, const Leve
   for (size_t d : dims) {
     size_t a = 0;
     while (a < room.size() && room[a] < lm.split[d]) ++a;
-    if (a == room.size() || level.split_placement != SplitPlacement::kOneAxis || room.size() > 2)
+    if (a >= std::min<size_t>(room.size(), 2))
       cannot("the splits of level '" + level.name + "' do not lie one per axis on its X/Y array");
     room[a] /= lm.split[d];
     axis[d] = static_cast<int>(a);

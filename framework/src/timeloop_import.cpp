@@ -872,7 +872,10 @@ void read_constraint(std::map<std::string, LevelRules>& rules, double& min_util,
     if (auto split = m.get("split"))
       add_split(r, p, file, *split, yaml::as_int(file, *split, "split"), perm, shape);
   } else if (type == "datatype" || type == "bypass" || type == "bypassing" || type == "dataspace") {
-    LevelRules& r = rules[target];
+    // mapex's DRAM keeps every tensor: a keep there says nothing more, a
+    // bypass cannot be carried.
+    LevelRules dram_rules;
+    LevelRules& r = target == ix.dram ? dram_rules : rules[target];
     auto names = [&](const char* key, std::vector<std::string>& into) {
       if (auto n = m.get(key)) {
         for (const auto& s : yaml::as_string_list(file, *n, key)) {
@@ -1125,6 +1128,24 @@ void refuse_top_level(const Document& doc) {
            {"mapspace", "the old `mapspace:` block is not read; give `mapspace_constraints`"}})
     if (const Section* s = doc.find(key))
       yaml::fail(s->file, s->key, key, "cannot be carried over to mapex: " + reason);
+  // Sections without a mapex meaning: the mapper's and model's settings
+  // (mapex has its own searchers), area tables, Accelergy's summaries.
+  static const std::set<std::string> read = {
+      "problem", "architecture", "architecture_constraints", "mapspace_constraints",
+      "mapping", "ERT"};
+  static const std::set<std::string> ignored = {"mapper",
+                                                "model",
+                                                "ART",
+                                                "ART_summary",
+                                                "ERT_summary",
+                                                "compound_components",
+                                                "dumped_by_timeloop_front_end",
+                                                "flattened_architecture"};
+  for (const auto& [key, s] : doc.sections())
+    if (!read.count(key) && !ignored.count(key))
+      yaml::fail(s.file, s.key, key,
+                 "unknown Timeloop section; expected problem, architecture, "
+                 "architecture_constraints, mapspace_constraints, mapping or ERT");
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ class Document {
  public:
   static Document read(const std::vector<std::string>& paths);
   const Section* find(const std::string& key) const;
+  const std::map<std::string, Section>& sections() const { return sections_; }
 
  private:
   std::map<std::string, Section> sections_;

@@ -359,6 +359,73 @@ TEST(TimeloopImportErrors, SectionInTwoFiles) {
   EXPECT_HAS(err, "given twice");
 }
 
+// Each of the other refusals, at its key, with its reason: (name, text
+// replacing a piece of kArch or kProblem, key, reason).
+struct Refusal {
+  const char* name;
+  const char* from;
+  const char* to;
+  const char* key;
+  const char* reason;
+};
+
+TEST(TimeloopImportErrors, EveryOtherRefusalNamesItsKeyAndReason) {
+  const std::vector<Refusal> cases = {
+      {"v02", "architecture:\n  version: 0.3", "arch:\n  version: 0.3", "key 'arch'", "v0.2"},
+      {"nosize", "depth: 64, width: 64, word_bits: 8", "width: 64, word_bits: 8", "key 'depth'",
+       "has no size"},
+      {"macfan", "{meshX: 4}", "{instances: 32, meshX: 4}", "key 'instances'",
+       "no fan-out below its innermost buffer"},
+      {"overbook", "depth: 64, width", "depth: 64, allow_overbooking: true, width",
+       "key 'allow_overbooking'", "always fit"},
+      {"cluster", "depth: 64, width", "depth: 64, cluster_size: 2, width", "key 'cluster_size'",
+       "cluster"},
+      {"twosub", "      subtree:\n        - name: PE[0..15]",
+       "      subtree:\n        - name: Other\n        - name: PE[0..15]", "key 'subtree'",
+       "one subtree per level"},
+      {"unknown", "architecture:\n  version: 0.3", "archtecture: {}\narchitecture:\n  version: 0.3",
+       "key 'archtecture'", "unknown Timeloop section"},
+  };
+  for (const auto& c : cases) {
+    std::string text = kArch;
+    const auto at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.name;
+    text.replace(at, std::string(c.from).size(), c.to);
+    const auto err = expect_bad({write(std::string(c.name) + ".yaml", text)});
+    EXPECT_HAS(err, std::string(c.name) + ".yaml:");
+    EXPECT_HAS(err, c.key);
+    EXPECT_HAS(err, c.reason);
+  }
+  const std::vector<Refusal> problems = {
+      {"flatten", "    dimensions: [M, N, K]", "    dimensions: [M, N, K]\n    flatten: []",
+       "key 'flatten'", "flattened"},
+      {"expr", "projection: [K, N]}", "projection: '[K, N]'}", "key 'projection'", "v0.4"},
+      {"tworw", "{name: B, projection: [K, N]}", "{name: B, projection: [K, N], read_write: true}",
+       "key 'read_write'", "exactly one read_write"},
+  };
+  for (const auto& c : problems) {
+    std::string text = kProblem;
+    const auto at = text.find(c.from);
+    ASSERT_NE(at, std::string::npos) << c.name;
+    text.replace(at, std::string(c.from).size(), c.to);
+    const auto err = expect_bad({write(std::string(c.name) + ".yaml", text)});
+    EXPECT_HAS(err, c.key);
+    EXPECT_HAS(err, c.reason);
+  }
+  const std::vector<std::pair<std::string, std::string>> constraints = {
+      {"{target: Buf, type: temporal, no_reuse: [A]}", "key 'no_reuse'"},
+      {"{target: Buf, type: max_overbooked_proportion, proportion: 0.1}", "key 'type'"},
+      {"{target: Buf, type: temporal, attributes: {factors: M=2}}", "key 'attributes'"},
+  };
+  for (size_t i = 0; i < constraints.size(); ++i) {
+    const auto c = write("c" + std::to_string(i) + ".yaml",
+                         "mapspace_constraints:\n  - " + constraints[i].first + "\n");
+    const auto err = expect_bad({write("pc.yaml", kProblem), write("ac.yaml", kArch), c});
+    EXPECT_HAS(err, constraints[i].second);
+    EXPECT_HAS(err, "cannot be carried over to mapex");
+  }
+}
+
 TEST(TimeloopExportErrors, EdgeTilesHaveNoTimeloopFactors) {
   const std::string dir = import(ws16().files, fresh_dir("edge"));
   const auto m = write("edge_map.yaml",
