@@ -487,7 +487,7 @@ Architecture Architecture::load(const std::string& path) {
     if (imported.arch_yaml.empty())
       throw InputError(SourceLocation{path, 0, 0}, "architecture",
                        "missing: this Timeloop file has no architecture");
-    return parse(imported.arch_yaml, path);
+    return parse(imported.arch_yaml, timeloop::converted_origin(path));
   }
   return parse(yaml::read_text(path), path);
 }

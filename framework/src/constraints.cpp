@@ -771,7 +771,8 @@ ConstraintSpec load_constraint_spec(const std::string& path) {
       throw InputError(SourceLocation{path, 0, 0}, "architecture_constraints",
                        "missing: Timeloop constraints are read from a file that also holds the "
                        "problem and architecture");
-    return parse_constraint_spec(path, yaml::load_text(imported.constraints_yaml, path));
+    const std::string origin = timeloop::converted_origin(path);
+    return parse_constraint_spec(origin, yaml::load_text(imported.constraints_yaml, origin));
   }
   const YAML::Node root = yaml::load_file(path);
   return parse_constraint_spec(path, root);

@@ -204,7 +204,7 @@ Network Network::load(const std::string& path) {
     if (imported.workload_yaml.empty())
       throw InputError(SourceLocation{path, 0, 0}, "problem",
                        "missing: this Timeloop file has no problem");
-    return parse(imported.workload_yaml, path);
+    return parse(imported.workload_yaml, timeloop::converted_origin(path));
   }
   return parse(yaml::read_text(path), path);
 }

@@ -1194,8 +1194,8 @@ Imported import_files(const std::vector<std::string>& paths) {
   if (const Section* s = doc.find("mapping"); s && s->value.IsSequence()) {
     need_section(doc, "problem", origin, "a Timeloop mapping is read with its problem");
     need_section(doc, "architecture", origin, "a Timeloop mapping is read with its architecture");
-    const Network net = Network::parse(out.workload_yaml, s->file);
-    const Architecture arch = Architecture::parse(out.arch_yaml, s->file);
+    const Network net = Network::parse(out.workload_yaml, converted_origin(s->file));
+    const Architecture arch = Architecture::parse(out.arch_yaml, converted_origin(s->file));
     const Operator& op = net.layers().front().op;
     out.mapping_yaml = read_mapping(s->file, s->value, op, arch).to_yaml(op, arch);
   }

@@ -180,6 +180,32 @@ TEST(TimeloopImport, EyerissLikeChipHasTheCountedLevelsSizesAndEnergies) {
   EXPECT_HAS(constraints, "min_utilization: 0.25");
 }
 
+// Hand-counted tiles of eyeriss_like_map.yaml: each level's tile is the
+// product of its factors and every factor below it; permutations reversed.
+TEST(TimeloopImport, EyerissLikeMappingHasTheCountedTiles) {
+  auto files = eyeriss().files;
+  files.push_back(eyeriss().mapping);
+  const std::string dir = import(files, fresh_dir("eyeriss_map"));
+  const std::string m = slurp(dir + "/mapping.yaml");
+  // psum M2; weights C2 R3 over it; the column's 12 PEs split S3 x C4 on Y;
+  // the 14 columns split Q8 on X; the glb loops P8; DRAM M8.
+  EXPECT_HAS(m, "psum_spad:\n  tile: {R: 1, S: 1, P: 1, Q: 1, C: 1, M: 2, N: 1}");
+  EXPECT_HAS(m,
+             "weights_spad:\n  tile: {R: 3, S: 1, P: 1, Q: 1, C: 2, M: 2, N: 1}\n"
+             "  order: [S, Q, P, M, N, C, R]\n  keep: [Weights]");
+  EXPECT_HAS(m, "DummyBuffer_spatial:\n  split: {S: 3, C: 4}\n  axes: {S: [1, 3], C: [1, 4]}");
+  EXPECT_HAS(m, "DummyBuffer:\n  tile: {R: 3, S: 3, P: 1, Q: 1, C: 8, M: 2, N: 1}");
+  EXPECT_HAS(m, "shared_glb_spatial:\n  split: {Q: 8}\n  axes: {Q: [8, 1]}");
+  EXPECT_HAS(m, "shared_glb:\n  tile: {R: 3, S: 3, P: 8, Q: 8, C: 8, M: 2, N: 1}");
+  EXPECT_HAS(m, "keep: [Inputs, Outputs]");
+  // 73,728 MACs on 12 x 8 = 96 busy PEs: 768 compute cycles.
+  const auto r = run_cli({"evaluate", "--workload", dir + "/workload.yaml", "--arch",
+                          dir + "/arch.yaml", "--mapping", dir + "/mapping.yaml"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "compute_cycles   768");
+  EXPECT_HAS(r.out, "macs             73728");
+}
+
 // ----------------------------------------------------------- bad input
 
 std::string write(const std::string& name, const std::string& text) {

@@ -44,6 +44,13 @@ struct Imported {
 /// throws: an unreadable file is not one (its loader reports it).
 bool is_timeloop_file(const std::string& path);
 
+/// The name under which mapex files converted from the Timeloop file
+/// `path` are parsed, so an error in them does not point at the Timeloop
+/// file's own lines.
+inline std::string converted_origin(const std::string& path) {
+  return path + " (as converted from Timeloop)";
+}
+
 /// Reads the files as one document and converts every section present.
 /// Throws InputError naming the file, line, column and key: a top-level key
 /// given twice, a projection naming an unknown dimension, more data spaces

@@ -70,8 +70,9 @@ int cmd_import_timeloop(const std::vector<std::string>& args, std::ostream& out)
   const auto imported = timeloop::import_files(files);
   // Check that the files read back as mapex reads them before writing.
   if (!imported.workload_yaml.empty() && !imported.arch_yaml.empty()) {
-    const Network net = Network::parse(imported.workload_yaml, files.front());
-    const Architecture arch = Architecture::parse(imported.arch_yaml, files.front());
+    const std::string origin = timeloop::converted_origin(files.front());
+    const Network net = Network::parse(imported.workload_yaml, origin);
+    const Architecture arch = Architecture::parse(imported.arch_yaml, origin);
     (void)net;
     (void)arch;
   }
