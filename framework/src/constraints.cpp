@@ -765,15 +765,7 @@ ConstraintSpec parse_constraint_spec(const std::string& file, const YAML::Node& 
 ConstraintSpec load_constraint_spec(const std::string& path) {
   // Timeloop constraints, read with the problem and architecture in the
   // same file (README, "Timeloop files").
-  if (timeloop::is_timeloop_file(path)) {
-    const auto imported = timeloop::import_files({path});
-    if (imported.constraints_yaml.empty())
-      throw InputError(SourceLocation{path, 0, 0}, "architecture_constraints",
-                       "missing: Timeloop constraints are read from a file that also holds the "
-                       "problem and architecture");
-    const std::string origin = timeloop::converted_origin(path);
-    return parse_constraint_spec(origin, yaml::load_text(imported.constraints_yaml, origin));
-  }
+  if (timeloop::is_timeloop_file(path)) return timeloop::load_constraints({path});
   const YAML::Node root = yaml::load_file(path);
   return parse_constraint_spec(path, root);
 }

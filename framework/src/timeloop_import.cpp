@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 
+#include "constraints_yaml.hpp"
 #include "timeloop_reader.hpp"
 #include "yaml_reader.hpp"
 
@@ -1200,6 +1201,16 @@ Imported import_files(const std::vector<std::string>& paths) {
     out.mapping_yaml = read_mapping(s->file, s->value, op, arch).to_yaml(op, arch);
   }
   return out;
+}
+
+ConstraintSpec load_constraints(const std::vector<std::string>& paths) {
+  const auto imported = import_files(paths);
+  if (imported.constraints_yaml.empty())
+    throw InputError(SourceLocation{paths.back(), 0, 0}, "architecture_constraints",
+                     "missing: Timeloop constraints are read with the problem and architecture "
+                     "(give them in the same file, or as --workload and --arch)");
+  const std::string origin = converted_origin(paths.back());
+  return parse_constraint_spec(origin, yaml::load_text(imported.constraints_yaml, origin));
 }
 
 Mapping load_mapping(const std::string& path, const Operator& op, const Architecture& arch) {

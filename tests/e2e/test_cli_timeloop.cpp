@@ -136,6 +136,26 @@ TEST_P(TimeloopSpec, SearchedBestMappingKeepsItsCyclesThroughTimeloop) {
 INSTANTIATE_TEST_SUITE_P(Specs, TimeloopSpec, ::testing::Values(&eyeriss, &ws16),
                          [](const auto& spec_info) { return spec_info.param().name; });
 
+// `mapex search` and `mapex mapspace` take the Timeloop files as they are:
+// constraints read with the problem and chip given beside them.
+TEST(TimeloopImport, SearchAndMapspaceTakeTimeloopFilesDirectly) {
+  const auto s = run_cli({"search", "--workload", kTl + "gemm_prob.yaml", "--arch",
+                          kTl + "ws16_arch.yaml", "--constraints", kTl + "ws16_constraints.yaml",
+                          "--searcher", "exhaustive", "--format", "json"});
+  ASSERT_EQ(s.status, 0) << s.err;
+  EXPECT_HAS(s.out, "\"complete\": true");
+  // 64 x 32 x 32 MACs on at most 256 PEs: 512 cycles of compute at best.
+  EXPECT_HAS(s.out, "\"compute_cycles\": 512.0");
+  const auto m = run_cli({"mapspace", "--workload", kTl + "gemm_prob.yaml", "--arch",
+                          kTl + "ws16_arch.yaml", "--constraints", kTl + "ws16_constraints.yaml"});
+  ASSERT_EQ(m.status, 0) << m.err;
+  EXPECT_HAS(m.out, "keep/bypass choices");
+  // The exhaustive search walked exactly the counted space.
+  std::smatch n;
+  ASSERT_TRUE(std::regex_search(s.out, n, std::regex(R"("evaluations": ([0-9]+))")));
+  EXPECT_HAS(m.out, "| buffer capacity (double-buffered where set) | " + n[1].str() + " (");
+}
+
 // `mapex run` takes Timeloop files as an experiment's workload and chip.
 TEST(TimeloopImport, ExperimentRunsOnTimeloopFiles) {
   const auto exp =

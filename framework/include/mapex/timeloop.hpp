@@ -19,6 +19,7 @@
 /// the reason (InputError), never dropped.
 
 #include <mapex/architecture.hpp>
+#include <mapex/constraints.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/operator.hpp>
 #include <string>
@@ -58,6 +59,11 @@ inline std::string converted_origin(const std::string& path) {
 /// constraint or mapping naming an unknown level, dimension or data space,
 /// mapping factors that do not multiply to the bounds.
 Imported import_files(const std::vector<std::string>& paths);
+
+/// The constraints of the Timeloop files `paths` (read as one document,
+/// which must hold the problem and architecture they constrain) as a
+/// ConstraintSpec. Throws InputError as import_files does.
+ConstraintSpec load_constraints(const std::vector<std::string>& paths);
 
 /// The Timeloop mapping in `path` (a `mapping:` list of directives naming
 /// storage levels) as a mapex mapping of `op` on `arch` (an architecture

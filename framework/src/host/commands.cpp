@@ -3,6 +3,7 @@
 #include <tbb/task_arena.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <ctime>
@@ -15,6 +16,7 @@
 #include <mapex/directives.hpp>
 #include <mapex/mapspace.hpp>
 #include <mapex/nn_dataflow_import.hpp>
+#include <mapex/timeloop.hpp>
 #include <mapex/version.hpp>
 #include <sstream>
 
@@ -430,6 +432,9 @@ struct ConstraintFlags {
   bool explore_bypass = false;
   double min_utilization = -1;
   std::string style, file;
+  /// The command's workload and architecture files: Timeloop constraints
+  /// are read together with the Timeloop ones among them.
+  std::vector<std::string> timeloop_context;
 
   void add(po::options_description& desc) {
     desc.add_options()("constraints", po::value(&file),
@@ -446,11 +451,21 @@ struct ConstraintFlags {
         "enumerate keep/bypass of every tensor at every buffer level");
   }
 
+  ConstraintSpec timeloop_constraints() const {
+    std::vector<std::string> files;
+    for (const auto& f : timeloop_context)
+      if (f != file && std::find(files.begin(), files.end(), f) == files.end() &&
+          timeloop::is_timeloop_file(f))
+        files.push_back(f);
+    files.push_back(file);
+    return timeloop::load_constraints(files);
+  }
+
   ConstraintSpec build() const {
     ConstraintSpec spec;
     if (!file.empty()) {
       require_file(file, "constraints");
-      spec = load_constraint_spec(file);
+      spec = timeloop::is_timeloop_file(file) ? timeloop_constraints() : load_constraint_spec(file);
     }
     if (!style.empty()) {
       spec.style = style;
@@ -516,6 +531,7 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   request.objective = parse_objective(objective);
   request.seed = seed;
   request.budget = Budget{max_evaluations, max_seconds};
+  constraints.timeloop_context = {workload, arch_path};
   request.mapspace = constraints.build();
   resolve(request.mapspace, op, arch);  // contradictions are bad input (exit 2)
   JobResult r;
@@ -641,6 +657,7 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   const Network net = Network::load(workload);
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
+  constraints.timeloop_context = {workload, arch_path};
   const Mapspace space(op, arch, resolve(constraints.build(), op, arch));
   const auto steps = space.count_steps(!no_valid_count);
   const BigInt valid = steps.back().size;
