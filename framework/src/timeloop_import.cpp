@@ -667,7 +667,7 @@ std::vector<Factor> read_factors(const Problem& p, const std::string& file,
     text = yaml::as_scalar(file, node, "factors");
   }
   text = text.substr(0, text.find('#'));
-  static const std::regex item(R"(([A-Za-z_]+)\s*(<=|>=|=)?\s*([0-9]+))");
+  static const std::regex item(R"(([A-Za-z_]+)\s*(<=|>=|=)?\s*([0-9]+)(,[0-9]+)?)");
   std::vector<Factor> out;
   std::string rest = text;
   std::smatch m;
@@ -675,6 +675,11 @@ std::vector<Factor> read_factors(const Problem& p, const std::string& file,
     const std::string between = m.prefix().str();
     if (between.find_first_not_of(" \t,") != std::string::npos)
       yaml::fail(file, node, "factors", "cannot read '" + between + "' in '" + text + "'");
+    if (m[4].matched)
+      yaml::fail(file, node, "factors",
+                 "cannot be carried over to mapex: a residual factor (" + m[0].str() +
+                     ") is a last iteration of another size; mapex's edge tiles are not stated "
+                     "per loop");
     Factor f;
     f.dim = dim_of(p, file, node, "factors", m[1].str());
     f.rel = m[2].matched ? m[2].str() : "=";

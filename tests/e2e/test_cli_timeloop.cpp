@@ -399,6 +399,15 @@ TEST(TimeloopImportErrors, MappingFactorsMustMultiplyToTheBounds) {
   EXPECT_HAS(err, "factors of M multiply to 2");
 }
 
+TEST(TimeloopImportErrors, ResidualFactorsAreRefused) {
+  const auto m = write("resid.yaml",
+                       "mapping:\n  - {target: Buf, type: temporal, factors: \"M=3,2 N=8 K=8\"}\n");
+  const auto err = expect_bad({write("p10.yaml", kProblem), write("a10.yaml", kArch), m});
+  EXPECT_HAS(err, "resid.yaml:2:");
+  EXPECT_HAS(err, "key 'factors'");
+  EXPECT_HAS(err, "residual factor (M=3,2)");
+}
+
 TEST(TimeloopImportErrors, SectionInTwoFiles) {
   const auto err = expect_bad({write("p8.yaml", kProblem), write("p9.yaml", kProblem)});
   EXPECT_HAS(err, "p9.yaml:1:1: key 'problem'");
