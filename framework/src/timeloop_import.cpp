@@ -444,6 +444,8 @@ void walk_tree(Chip& chip, const std::string& file, const YAML::Node& node, std:
       const Attrs ca = merge_attributes(attrs, file, cm.get("attributes"));
       for (const char* k : {"required_actions", "enabled", "area_share", "actions", "subclass"})
         cm.ignore(k);
+      cm.refuse("constraints", kV04);
+      cm.refuse("spatial", kV04);
       cm.finish();
       if (class_has(cls, {"DRAM", "SRAM", "regfile", "smartbuffer", "storage"})) {
         chip.storages.push_back(read_storage(file, name_node, name, cls, here * count, ca));
