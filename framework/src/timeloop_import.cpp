@@ -791,7 +791,7 @@ void add_factors(LevelRules& r, const Problem& p, const std::string& file, Obj& 
   for (const char* key : {"default_max_factor", "default_min_factor"})
     if (auto d = m.get(key)) {
       const std::int64_t v = yaml::as_positive_int(file, *d, key);
-      auto& limits = key[8] == 'a' ? r.max_factor : r.min_factor;
+      auto& limits = std::string(key) == "default_max_factor" ? r.max_factor : r.min_factor;
       for (int dim = 0; dim < static_cast<int>(p.dims.size()); ++dim) limits.emplace(dim, v);
     }
 }

@@ -200,6 +200,29 @@ TEST(TimeloopImport, EyerissLikeChipHasTheCountedLevelsSizesAndEnergies) {
   EXPECT_HAS(constraints, "min_utilization: 0.25");
 }
 
+// The weight-stationary constraints, each Timeloop form in mapex terms.
+TEST(TimeloopImport, Ws16ConstraintsBecomeFactorBoundsPinsAndKeeps) {
+  const std::string dir = import(ws16().files, fresh_dir("ws16_constraints"));
+  const std::string c = slurp(dir + "/constraints.yaml");
+  // `M<=64 K>=1, permutation: K`; `default_max_factor: 4` at DRAM; the
+  // array's `M=1`; the register's `N=1 K=1` and keep/bypass; the keep at
+  // DRAM says nothing (DRAM keeps all) and is left out.
+  EXPECT_HAS(c, "GlobalBuffer: {max_factor: {M: 64}, min_factor: {K: 1}, innermost: [K]}");
+  EXPECT_HAS(c, "DRAM: {max_factor: {M: 4, N: 4, K: 4}}");
+  EXPECT_HAS(c, "GlobalBuffer_spatial: {max_factor: {M: 1}, min_factor: {M: 1}}");
+  EXPECT_HAS(c,
+             "WeightReg: {max_factor: {N: 1, K: 1}, min_factor: {N: 1, K: 1}, keep: [B], "
+             "bypass: [A, Z]}");
+  EXPECT_HAS(c, "explore_bypass: true");
+  EXPECT_HAS(c, "max_parallel_dims: 3");
+  const std::string a = slurp(dir + "/arch.yaml");
+  // 4096 rows x 128 bits; 16 x 16 PEs (meshX 16); 16 pJ per 16-byte row.
+  EXPECT_HAS(a,
+             "{name: GlobalBuffer, kind: buffer, size_bytes: 65536, double_buffered: true, "
+             "read_energy_pj: 1, write_energy_pj: 1, bandwidth_gbps: 32}");
+  EXPECT_HAS(a, "shape: [16, 16]");
+}
+
 // Hand-counted tiles of eyeriss_like_map.yaml: each level's tile is the
 // product of its factors and every factor below it; permutations reversed.
 TEST(TimeloopImport, EyerissLikeMappingHasTheCountedTiles) {
