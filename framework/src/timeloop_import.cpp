@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <mapex/checked.hpp>
 #include <mapex/constraints.hpp>
 #include <mapex/error.hpp>
 #include <mapex/network.hpp>
@@ -368,12 +369,19 @@ Storage read_storage(const std::string& file, const YAML::Node& name_node, const
                      std::to_string(wb));
     s.block_size = width / wb;
   }
+  // Sizes in words, and in bytes (what mapex states), must fit 64 bits.
+  auto words = [&](const YAML::Node& node, const char* key, std::int64_t n, std::int64_t per) {
+    const auto w = checked_mul(n, per);
+    if (!w || !checked_mul(*w, wb / 8))
+      yaml::fail(file, node, key, "the size of '" + name + "' does not fit 64 bits");
+    return *w;
+  };
   if (auto e = attr(a, {"entries"}))
-    s.size_words = yaml::as_positive_int(file, *e, "entries");
+    s.size_words = words(*e, "entries", yaml::as_positive_int(file, *e, "entries"), 1);
   else if (auto d = attr(a, {"depth", "memory_depth", "data_storage_depth"}))
-    s.size_words = yaml::as_positive_int(file, *d, "depth") * s.block_size;
+    s.size_words = words(*d, "depth", yaml::as_positive_int(file, *d, "depth"), s.block_size);
   else if (auto kb = attr(a, {"sizeKB"}))
-    s.size_words = yaml::as_positive_int(file, *kb, "sizeKB") * 1024 * 8 / wb;
+    s.size_words = words(*kb, "sizeKB", yaml::as_positive_int(file, *kb, "sizeKB"), 1024 * 8) / wb;
   if (!s.dram && !s.size_words)
     yaml::fail(file, name_node, "depth",
                "storage '" + name +
