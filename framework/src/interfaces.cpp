@@ -1,6 +1,6 @@
 // Out-of-line destructors and small definitions of the public interfaces,
 // so that their vtables and type_info live in the core library and are
-// shared by the host and every plugin (STYLE.md, Plugin entry point).
+// shared by the host and every plugin (docs/style.md, Plugin entry point).
 
 #include <cmath>
 #include <mapex/costmodel.hpp>

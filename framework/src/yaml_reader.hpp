@@ -1,6 +1,6 @@
 #pragma once
 // Strict YAML reading with source locations: every error names the file,
-// line, column, key and what was expected (DESIGN.md, Experiment). Internal
+// line, column, key and what was expected (docs/design.md, The flow of a job). Internal
 // to the core library.
 
 #include <yaml-cpp/yaml.h>

@@ -1,5 +1,5 @@
 // One suite run against every searcher and one against every cost model
-// that the build provides (STYLE.md, Tests): seeded reproducibility at any
+// that the build provides (docs/style.md, Tests): seeded reproducibility at any
 // thread count, budgets respected, exhaustion and invalid mappings handled;
 // finite metrics, reasons for invalid mappings, monotone sanity.
 

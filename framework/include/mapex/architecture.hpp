@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The hardware: a tree of levels, innermost first (DESIGN.md, Architecture).
+/// The hardware: a tree of levels, innermost first (docs/design.md, Architecture).
 /// A spatial level replicates everything below it `fanout()` times, so a
 /// chain of levels describes a homogeneous tree: L1 per PE / PE array / L2 /
 /// DRAM is the MAESTRO/Marvel three-level chip; REGF / PE array / GBUF /

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The cost-model plugin interface (DESIGN.md, CostModel; STYLE.md,
+/// The cost-model plugin interface (docs/design.md, Cost model; docs/style.md,
 /// Interfaces): bind once to an operator and an architecture, then a cheap
 /// precheck and a full evaluate per mapping.
 

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Error types of mapex. Library code never exits: it throws one of these,
-/// and the CLI turns it into one line and an exit status (DESIGN.md, CLI).
+/// and the CLI turns it into one line and an exit status (docs/design.md, Command line).
 
 #include <boost/config.hpp>
 #include <stdexcept>

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Generators of common operators as loop nests (DESIGN.md, Operator).
+/// Generators of common operators as loop nests (docs/design.md, Operator).
 
 #include <cstdint>
 #include <mapex/operator.hpp>

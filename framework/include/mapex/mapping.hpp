@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The canonical, cost-model-neutral mapping (DESIGN.md, Mapping): for each
+/// The canonical, cost-model-neutral mapping (docs/design.md, Mapping): for each
 /// level of the architecture, innermost first,
 /// - a buffer or DRAM level holds a tile (size per dimension) and iterates
 ///   over the tiles of the level below in a loop order (outermost first);

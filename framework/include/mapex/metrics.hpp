@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// What a cost model says about one mapping (DESIGN.md, CostModel).
+/// What a cost model says about one mapping (docs/design.md, Cost model).
 
 #include <optional>
 #include <string>

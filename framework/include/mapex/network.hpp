@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// A Network: ordered, named layers whose tensors connect (DESIGN.md). The
+/// A Network: ordered, named layers whose tensors connect (docs/design.md). The
 /// common case is a chain; residual adds and concatenations are layers with
 /// several producers.
 

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// Documented, typed plugin parameters (STYLE.md: SST's documented
+/// Documented, typed plugin parameters (docs/style.md: SST's documented
 /// parameters). A plugin declares ParamSpecs; the host checks what a user
 /// gives against them, fills in defaults, and hands the plugin a Params.
 

@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The plugin ABI (DESIGN.md, Plugin ABI; STYLE.md, Plugin entry point).
+/// The plugin ABI (docs/design.md, Plugin ABI; docs/style.md, Plugin entry point).
 ///
 /// A plugin is a shared object exporting one C-linkage function,
 /// `mapex_plugin_descriptor`, that returns a pointer to a static
@@ -11,7 +11,7 @@
 /// are loaded with RTLD_NOW | RTLD_LOCAL and never unloaded, so every object
 /// a plugin makes may outlive its last use by the host.
 ///
-/// Writing a plugin: see plugins/README.md and plugins/template/.
+/// Writing a plugin: see plugins/README.md and plugins/templates/.
 
 #include <boost/config.hpp>
 #include <cstddef>

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// The searcher plugin interface and the context the framework hands it
-/// (DESIGN.md, Searcher). The framework owns the budget, the parallelism,
+/// (docs/design.md, Searcher). The framework owns the budget, the parallelism,
 /// the best-so-far and its trace: a searcher proposes batches and calls
 /// `evaluate`, which runs them in parallel (TBB) and returns the metrics in
 /// order, so a seed gives the same result at any thread count.

@@ -23,6 +23,7 @@
 #include "host/experiment.hpp"
 #include "host/json_output.hpp"
 #include "host/mdc_commands.hpp"
+#include "host/onnx_command.hpp"
 #include "host/plugin_registry.hpp"
 #include "host/progress.hpp"
 #include "host/report.hpp"
@@ -64,6 +65,7 @@ const char* const kUsage =
     "  import   nn_dataflow RESULT.json --workload W --arch A -o DIR\n"
     "  import   timeloop FILE.yaml [FILE.yaml ...] -o DIR\n"
     "  export   timeloop --workload W --arch A --mapping M [--layer L] [-o FILE]\n"
+    "  import   onnx MODEL.onnx -o NET.yaml [--batch N]\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
@@ -687,6 +689,9 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
     j["layer"] = op.name();
     j["architecture"] = arch.name();
     j["style"] = space.options().style;
+    auto dims_json = nlohmann::ordered_json::array();
+    for (const auto& dim : op.dims()) dims_json.push_back(dim.name);
+    j["dimensions"] = dims_json;
     auto steps_json = nlohmann::ordered_json::array();
     for (const auto& st : steps)
       steps_json.push_back({{"rule", st.rule}, {"mappings", st.size.str()}});
@@ -822,6 +827,8 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "mapspace") return cmd_mapspace(args, out);
     if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);
+    if (command == "import" && !args.empty() && args[0] == "onnx")
+      return onnx_import_command({args.begin() + 1, args.end()}, out, err);
     if (command == "import") return cmd_import(args, out);
     if (command == "export") return cmd_export(args, out);
     if (command == "check") return cmd_check(args, out);

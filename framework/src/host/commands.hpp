@@ -1,5 +1,5 @@
 #pragma once
-// The `mapex` command line (DESIGN.md, CLI). Exit status: 0 success, 1 a run
+// The `mapex` command line (docs/design.md, Command line). Exit status: 0 success, 1 a run
 // that failed, 2 bad usage or bad input.
 
 #include <ostream>

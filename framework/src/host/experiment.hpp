@@ -1,5 +1,5 @@
 #pragma once
-// Experiment files (DESIGN.md, Experiment): workloads x architectures x
+// Experiment files (docs/design.md, The flow of a job): workloads x architectures x
 // searchers x cost models, a seed, an objective and a budget, expanded into
 // jobs with stable ids.
 

@@ -13,7 +13,7 @@ namespace fs = boost::filesystem;
 
 namespace {
 
-// Every library ever loaded stays loaded until the process ends (STYLE.md:
+// Every library ever loaded stays loaded until the process ends (docs/style.md:
 // Boost.DLL's list of what breaks after unloading). Deliberately leaked.
 std::vector<boost::dll::shared_library>& loaded_libraries() {
   static auto* libraries = new std::vector<boost::dll::shared_library>();

@@ -1,5 +1,5 @@
 #pragma once
-// Finds, loads and checks plugins (DESIGN.md, Plugin ABI). Libraries are
+// Finds, loads and checks plugins (docs/design.md, Plugin ABI). Libraries are
 // loaded with RTLD_NOW | RTLD_LOCAL and never unloaded: every object a
 // plugin makes may outlive the registry.
 

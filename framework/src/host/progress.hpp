@@ -1,5 +1,5 @@
 #pragma once
-// Progress of a run on stderr (DESIGN.md, CLI): a live bar on a terminal
+// Progress of a run on stderr (docs/design.md, Command line): a live bar on a terminal
 // (jobs done/total, evaluations per second, elapsed, ETA), one line per
 // finished job otherwise, nothing when quiet.
 

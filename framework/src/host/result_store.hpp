@@ -1,5 +1,5 @@
 #pragma once
-// The HDF5 result file (DESIGN.md, Result store; layout in README.md):
+// The HDF5 result file (docs/design.md, The flow of a job; layout in README.md):
 //   /            attributes: experiment_yaml, experiment_path, experiment_name,
 //                mapex_version, plugin_abi, created
 //   /jobs        one compound row per finished job, appended and flushed as

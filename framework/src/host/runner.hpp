@@ -1,6 +1,6 @@
 #pragma once
 // Runs jobs: one search per job, jobs in parallel and evaluations in
-// parallel inside a job, all in one TBB task arena (DESIGN.md, Experiment).
+// parallel inside a job, all in one TBB task arena (docs/design.md, The flow of a job).
 // Results go to one consumer on one thread (the result writer): workers
 // never touch HDF5.
 
