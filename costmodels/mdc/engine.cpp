@@ -34,11 +34,36 @@ namespace {
 constexpr const char* kDimNames[kNumDims] = {"N", "G", "K",  "C",  "R", "S",
                                              "Y", "X", "Y'", "X'", "M"};
 
+// By characters, not by comparing strings with each of kDimNames: the plan
+// is rebuilt for every layer, and the name compares were about a tenth of
+// it.
 int dim_id(const std::string& name, LayerType type) {
-  for (int d = 0; d < kNumDims; ++d)
-    if (name == kDimNames[d]) return d;
   (void)type;
-  return -1;
+  if (name.size() == 2 && name[1] == '\'')
+    return name[0] == 'Y' ? kYo : (name[0] == 'X' ? kXo : -1);
+  if (name.size() != 1) return -1;
+  switch (name[0]) {
+    case 'N':
+      return kN;
+    case 'G':
+      return kG;
+    case 'K':
+      return kK;
+    case 'C':
+      return kC;
+    case 'R':
+      return kR;
+    case 'S':
+      return kS;
+    case 'Y':
+      return kY;
+    case 'X':
+      return kX;
+    case 'M':
+      return kM;
+    default:
+      return -1;
+  }
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
@@ -522,6 +547,14 @@ struct SubResult {
   double unshared[kNumTensors] = {1, 1, 1};
 };
 
+// An inline compare: the cache is probed once per iteration case, and a
+// call into the C library's memcmp for 88 bytes cost more than the probe.
+bool same_dims(const std::int64_t* a, const std::int64_t* b) {
+  bool same = true;
+  for (int d = 0; d < kNumDims; ++d) same = same && a[d] == b[d];
+  return same;
+}
+
 struct CacheEntry {
   int level = -1;
   std::int64_t dims[kNumDims];
@@ -557,9 +590,7 @@ struct Analyser {
 
   SubResult sub_level(int li, const std::int64_t* dims) {
     for (int c = 0; c < cache_used; ++c)
-      if (cache[c].level == li &&
-          std::memcmp(cache[c].dims, dims, sizeof(std::int64_t) * kNumDims) == 0)
-        return cache[c].r;
+      if (cache[c].level == li && same_dims(cache[c].dims, dims)) return cache[c].r;
     const SubResult r = level(li, dims, nullptr);
     if (cache_used < kCacheSize) {
       cache[cache_used].level = li;

@@ -178,4 +178,29 @@ PluginRegistry load_plugins(const std::vector<std::string>& extra) {
   return registry;
 }
 
+PluginRegistry load_plugins_named(const std::vector<std::string>& names,
+                                  const std::vector<std::string>& extra) {
+  PluginRegistry registry;
+  auto dirs = PluginRegistry::default_search_path();
+  dirs.insert(dirs.end(), extra.begin(), extra.end());
+  bool all_found = true;
+  for (const auto& name : names) {
+    bool found = false;
+    for (const auto& dir : dirs) {
+      const fs::path file = fs::path(dir) / (name + ".so");
+      boost::system::error_code ec;
+      if (!fs::is_regular_file(file, ec)) continue;
+      try {
+        registry.load_file(file.string());
+      } catch (const PluginError&) {
+        continue;  // the full scan below records it as a problem
+      }
+      for (const auto& p : registry.plugins()) found = found || name == p.descriptor->name;
+    }
+    all_found = all_found && found;
+  }
+  if (!all_found) registry.scan(dirs);
+  return registry;
+}
+
 }  // namespace mapex::host
