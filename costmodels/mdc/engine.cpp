@@ -270,11 +270,9 @@ struct Case {
   // partial unit (edge_pe) has the edge tile.
   bool single_edge_unit() const { return P.maestro_compat && L.num_edge_sub == 1; }
 
-  bool coupled(int t, int d) const {
-    for (int i = 0; i < P.num_coupled[t]; ++i)
-      if (P.coupled[t][i] == d) return true;
-    return false;
-  }
+  // A bit test: asked for every directive of every case, a scan of the
+  // tensor's coupled dimensions was a visible part of the analysis.
+  bool coupled(int t, int d) const { return (P.coupled_mask[t] >> d) & 1U; }
   bool edge(int i) const { return st[i]->is_edge(); }
 
   // Tile of one sub-unit for an input tensor (no reuse).
@@ -666,18 +664,23 @@ struct Analyser {
     const bool shared_net = P.hw.multicast && P.hw.reduction;
     long double words_whole[kNumTensors] = {0, 0, 0}, words_unshared[kNumTensors] = {0, 0, 0};
     int digit[kMaxDirectives];
+    int raw[kMaxDirectives];  // the mixed-radix digits of n-1, counted up
+    for (int i = 0; i < L.num_dirs; ++i) raw[i] = 0;
     int case_id = 0;
     for (std::int64_t n = 0; n < total_cases; ++n) {
       // MAESTRO's enumeration order: case 0 is all-Init; after it, the
       // mixed-radix digits of n-1 shifted by one (last directive fastest).
+      // The digits are counted up rather than divided out of n (two integer
+      // divisions per directive and case were a tenth of the analysis).
       if (n == 0) {
         for (int i = 0; i < L.num_dirs; ++i) digit[i] = 0;
       } else {
-        std::int64_t t = n - 1;
-        for (int i = L.num_dirs - 1; i >= 0; --i) {
-          digit[i] = static_cast<int>((t % lists[i].n + 1) % lists[i].n);
-          t /= lists[i].n;
-        }
+        if (n > 1)
+          for (int i = L.num_dirs - 1; i >= 0; --i) {
+            if (++raw[i] < lists[i].n) break;
+            raw[i] = 0;
+          }
+        for (int i = 0; i < L.num_dirs; ++i) digit[i] = raw[i] + 1 == lists[i].n ? 0 : raw[i] + 1;
       }
       std::int64_t occ = 1;
       for (int i = 0; i < L.num_dirs; ++i) {
@@ -939,7 +942,11 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
   // Tensors and their coupled dimensions (MAESTRO §III, Table 1).
   auto set = [&](int t, std::initializer_list<int> dims) {
     p.num_coupled[t] = 0;
-    for (int d : dims) p.coupled[t][p.num_coupled[t]++] = d;
+    p.coupled_mask[t] = 0;
+    for (int d : dims) {
+      p.coupled[t][p.num_coupled[t]++] = d;
+      p.coupled_mask[t] |= 1U << d;
+    }
   };
   switch (layer.type) {
     case LayerType::kGemm:
