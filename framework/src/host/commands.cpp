@@ -3,9 +3,9 @@
 #include <tbb/task_arena.h>
 #include <yaml-cpp/yaml.h>
 
-#include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -27,7 +27,7 @@
 
 namespace mapex::host {
 namespace po = boost::program_options;
-namespace fs = boost::filesystem;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -265,17 +265,17 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   require_file(arch_path, "architecture");
   // -o names a folder; an existing file there would make create_directories
   // throw a filesystem error after the import's work, so refuse it first.
-  if (boost::filesystem::exists(dir) && !boost::filesystem::is_directory(dir))
+  if (fs::exists(dir) && !fs::is_directory(dir))
     throw InputError(SourceLocation{dir, 0, 0}, "-o",
                      "exists and is not a directory; expected the folder for the mapping files");
   const Network net = Network::load(workload);
   const Architecture arch = Architecture::load(arch_path);
   const auto layers = ndf::import_result(result, net, arch);
-  boost::filesystem::create_directories(dir);
+  fs::create_directories(dir);
   out << "layer\tmapping\tparams\tnn_dataflow_energy_pj\tnn_dataflow_cycles\n";
   for (const auto& il : layers) {
     const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(il.name))].op;
-    const std::string file = (boost::filesystem::path(dir) / (il.name + ".mapping.yaml")).string();
+    const std::string file = (fs::path(dir) / (il.name + ".mapping.yaml")).string();
     std::ofstream f(file);
     f << "# " << il.name << " as scheduled in " << result
       << "\n# mapex evaluate --costmodel tensor_centric";

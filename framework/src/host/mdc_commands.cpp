@@ -1,8 +1,8 @@
 #include "host/mdc_commands.hpp"
 
-#include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <charconv>
+#include <filesystem>
 #include <iomanip>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
@@ -88,7 +88,7 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
     throw InputError("--format expects table, csv or json, got '" + format + "'");
   for (const auto& [path, what] :
        {std::pair{mapping_path, "mapping"}, std::pair{hw_path, "hardware"}})
-    if (!boost::filesystem::exists(path))
+    if (!std::filesystem::exists(path))
       throw InputError(SourceLocation{path, 0, 0}, "", std::string(what) + " file does not exist");
   const mdc::Network net = mdc::load_mapping(mapping_path);
   const mdc::Hardware hw = mdc::load_hardware(hw_path);
@@ -165,7 +165,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (workload.empty()) throw InputError("mapex check: --workload is required");
-  if (!boost::filesystem::exists(workload))
+  if (!std::filesystem::exists(workload))
     throw InputError(SourceLocation{workload, 0, 0}, "", "workload file does not exist");
   const Network net = Network::load(workload);
   if (!layer.empty() && net.find_layer(layer) < 0)
