@@ -4,9 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -25,17 +25,13 @@
 #include "host/mdc_commands.hpp"
 #include "host/onnx_command.hpp"
 #include "host/plugin_registry.hpp"
-#include "host/progress.hpp"
-#include "host/report.hpp"
-#include "host/result_store.hpp"
-#include "host/run_command.hpp"
 #include "host/runner.hpp"
-#include "host/schedule_command.hpp"
+#include "host/store_commands.hpp"
 #include "host/timeloop_commands.hpp"
 
 namespace mapex::host {
 namespace po = boost::program_options;
-namespace fs = boost::filesystem;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -277,17 +273,17 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   require_file(arch_path, "architecture");
   // -o names a folder; an existing file there would make create_directories
   // throw a filesystem error after the import's work, so refuse it first.
-  if (boost::filesystem::exists(dir) && !boost::filesystem::is_directory(dir))
+  if (fs::exists(dir) && !fs::is_directory(dir))
     throw InputError(SourceLocation{dir, 0, 0}, "-o",
                      "exists and is not a directory; expected the folder for the mapping files");
   const Network net = Network::load(workload);
   const Architecture arch = Architecture::load(arch_path);
   const auto layers = ndf::import_result(result, net, arch);
-  boost::filesystem::create_directories(dir);
+  fs::create_directories(dir);
   out << "layer\tmapping\tparams\tnn_dataflow_energy_pj\tnn_dataflow_cycles\n";
   for (const auto& il : layers) {
     const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(il.name))].op;
-    const std::string file = (boost::filesystem::path(dir) / (il.name + ".mapping.yaml")).string();
+    const std::string file = (fs::path(dir) / (il.name + ".mapping.yaml")).string();
     std::ofstream f(file);
     f << "# " << il.name << " as scheduled in " << result
       << "\n# mapex evaluate --costmodel tensor_centric";
@@ -383,7 +379,7 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   const Architecture arch = Architecture::load(arch_path);
   const Mapping mapping = directives_path.empty() ? load_mapping(mapping_path, op, arch)
                                                   : load_directives(directives_path, net, op, arch);
-  const PluginRegistry registry = load_plugins();
+  const PluginRegistry registry = load_plugins_named({costmodel});
   const auto model = registry.make_costmodel(costmodel, parse_params(params));
   const auto bound = bind_located(*model, op, arch, arch_path);
   if (auto refused = bound->unsupported(mapping))
@@ -522,7 +518,7 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   const Network net = Network::load(workload);
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
-  const PluginRegistry registry = load_plugins();
+  const PluginRegistry registry = load_plugins_named({searcher, costmodel});
   const auto searcher_obj = registry.make_searcher(searcher, parse_params(params));
   const auto model = registry.make_costmodel(costmodel, parse_params(costmodel_params));
   SearchRequest request;
@@ -789,43 +785,23 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
   return kExitOk;
 }
 
-int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("mapex report");
-  std::string path, format;
-  ReportOptions options;
-  desc.add_options()("help,h", "show this help")("results", po::value(&path)->required(),
-                                                 "result file (HDF5)")(
-      "format", po::value(&format)->default_value("markdown"), "markdown or csv")(
-      "table", po::value(&options.table)->default_value("all"),
-      "all (markdown), jobs, summary (geometric means per group) or dse (design points)")(
-      "baseline", po::value(&options.baseline),
-      "ratios to this baseline: searcher=NAME, costmodel=NAME or architecture=NAME");
-  po::positional_options_description positional;
-  positional.add("results", 1);
-  const auto vm = parse(desc, positional, args);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitOk;
-  }
-  const TableFormat table = parse_table_format(format);
-  require_file(path, "result");
-  print_report(read_results(path), table, out, options);
-  return kExitOk;
-}
-
 }  // namespace
+
+const char* cli_usage() { return kUsage; }
+
+bool is_store_command(const std::string& command) {
+  return command == "run" || command == "merge" || command == "report" || command == "schedule";
+}
 
 int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   try {
     if (argc < 2) throw UsageError(std::string("no command given\n") + kUsage);
     const std::string command = argv[1];
     const std::vector<std::string> args(argv + 2, argv + argc);
-    if (command == "run") return run_command(args, out, err);
-    if (command == "merge") return merge_command(args, out, err);
+    if (is_store_command(command)) return call_store_command(command, args, out, err);
     if (command == "evaluate") return cmd_evaluate(args, out);
     if (command == "search") return cmd_search(args, out);
     if (command == "mapspace") return cmd_mapspace(args, out);
-    if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);
     if (command == "import" && !args.empty() && args[0] == "onnx")
       return onnx_import_command({args.begin() + 1, args.end()}, out, err);
@@ -833,7 +809,6 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "export") return cmd_export(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
-    if (command == "report") return cmd_report(args, out);
     if (command == "version" || command == "--version") {
       out << "mapex " << version() << " (plugin ABI " << kPluginAbiVersion << ")\n";
       return kExitOk;

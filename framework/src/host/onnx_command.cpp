@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <boost/dll/runtime_symbol_info.hpp>
-#include <boost/filesystem.hpp>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <iomanip>
 #include <mapex/error.hpp>
 #include <mapex/network.hpp>
@@ -15,7 +15,7 @@
 extern char** environ;
 
 namespace mapex::host {
-namespace fs = boost::filesystem;
+namespace fs = std::filesystem;
 
 namespace {
 

@@ -1,7 +1,7 @@
 #include "host/timeloop_commands.hpp"
 
-#include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
@@ -34,7 +34,7 @@ po::variables_map parse_args(const po::options_description& desc,
 }
 
 void require_file(const std::string& path, const char* what) {
-  if (!boost::filesystem::is_regular_file(path))
+  if (!std::filesystem::is_regular_file(path))
     throw InputError(SourceLocation{path, 0, 0}, what, "no such file");
 }
 
@@ -64,7 +64,7 @@ int cmd_import_timeloop(const std::vector<std::string>& args, std::ostream& out)
   if (files.empty() || dir.empty())
     throw InputError("import timeloop needs FILE.yaml ... and -o DIR");
   for (const auto& f : files) require_file(f, "timeloop file");
-  if (boost::filesystem::exists(dir) && !boost::filesystem::is_directory(dir))
+  if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir))
     throw InputError(SourceLocation{dir, 0, 0}, "-o",
                      "exists and is not a directory; expected the folder for the mapex files");
   const auto imported = timeloop::import_files(files);
@@ -76,7 +76,7 @@ int cmd_import_timeloop(const std::vector<std::string>& args, std::ostream& out)
     (void)net;
     (void)arch;
   }
-  boost::filesystem::create_directories(dir);
+  std::filesystem::create_directories(dir);
   // The same Timeloop content gives the same files, whatever the file
   // names (import, export, import again round-trips byte for byte).
   const std::string header = "# imported from Timeloop by mapex import timeloop\n";
@@ -86,7 +86,7 @@ int cmd_import_timeloop(const std::vector<std::string>& args, std::ostream& out)
         {"constraints.yaml", &imported.constraints_yaml},
         {"mapping.yaml", &imported.mapping_yaml}}) {
     if (text->empty()) continue;
-    const std::string path = (boost::filesystem::path(dir) / name).string();
+    const std::string path = (std::filesystem::path(dir) / name).string();
     write_file(path, header + *text);
     out << path << "\n";
   }
