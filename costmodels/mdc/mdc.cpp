@@ -7,6 +7,7 @@
 #include <mapex/analysis.hpp>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
+#include <mapex/bounds.hpp>
 #include <mapex/plugin.hpp>
 
 #include "engine.hpp"
@@ -135,6 +136,26 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// no term for a tensor that skips one. Refused (mapex evaluate: bad
   /// input at the `keep` key; a search: an invalid mapping), never
   /// evaluated as if the tensor were kept.
+  // A bound for partial mappings (mapex/bounds.hpp). MAESTRO's runtime is
+  // no shorter than the MACs over the PEs a completion can engage, and its
+  // energy is MAC, L1 and L2 accesses (all non-negative) plus the off-chip
+  // traffic, which comes from the loop-nest analysis (to_metrics) and so is
+  // exact once the L2 tile and DRAM's order are fixed; latency adds or
+  // overlaps that traffic's cycles as to_metrics does.
+  std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
+    const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
+    mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
+    const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
+    const auto dram = static_cast<std::size_t>(dram_);
+    if (!nest.determined[dram]) return s;
+    s.energy_pj += nest.energy_pj[dram];
+    const double off_chip = nest.transfer_cycles[dram];
+    s.latency_cycles = arch_.levels()[static_cast<std::size_t>(l2_)].double_buffered
+                           ? std::max(compute, off_chip)
+                           : compute + off_chip;
+    return s;
+  }
+
   std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
     for (int level : {l1_, l2_})
       for (int t = 0; t < static_cast<int>(op_.tensors().size()); ++t)

@@ -50,6 +50,21 @@ class BoundRoofline final : public mapex::BoundCostModel {
     return m;
   }
 
+  // A bound for partial mappings (mapex/bounds.hpp): the compute bound over
+  // the most units a completion can engage, and each level whose traffic the
+  // fixed levels already determine at its exact cost. Every other level adds
+  // non-negative energy and can only raise the maximum.
+  std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
+    const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
+    mapex::Score s{true, mapex::compute_cycles_bound(op_, arch_, partial),
+                   static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
+    for (std::size_t i = 0; i < nest.energy_pj.size(); ++i) {
+      s.latency_cycles = std::max(s.latency_cycles, nest.transfer_cycles[i]);
+      s.energy_pj += nest.energy_pj[i];
+    }
+    return s;
+  }
+
   // The same two figures as evaluate, summed in the same order (so they are
   // bit-identical), on per-thread scratch that keeps its storage between
   // mappings. The framework calls precheck first.
