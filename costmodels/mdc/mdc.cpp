@@ -5,9 +5,9 @@
 // (see the comment in mapex/mdc.hpp for why it is a separate interface).
 
 #include <mapex/analysis.hpp>
+#include <mapex/bounds.hpp>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
-#include <mapex/bounds.hpp>
 #include <mapex/plugin.hpp>
 
 #include "engine.hpp"

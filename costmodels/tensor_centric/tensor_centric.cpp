@@ -100,7 +100,8 @@ class BoundDirectives final : public mapex::BoundCostModel {
     if (inner.kind == mapex::LevelKind::kBuffer && inner.partitions.empty() && keep.empty())
       for (const auto& t : op_.tensors()) {
         s.energy_pj += macs * inner.read_energy_of(t.name);
-        if (t.role == mapex::TensorRole::kOutput) s.energy_pj += macs * inner.write_energy_of(t.name);
+        if (t.role == mapex::TensorRole::kOutput)
+          s.energy_pj += macs * inner.write_energy_of(t.name);
       }
     double idle = 0;
     for (const auto& level : arch_.levels()) idle += level.idle_energy_pj_per_cycle;

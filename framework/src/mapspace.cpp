@@ -1714,7 +1714,8 @@ std::vector<std::int64_t> Mapspace::allowed_values(DimId d, int level,
 
 std::vector<std::vector<DimId>> Mapspace::level_orders(int level, std::uint32_t free_mask) const {
   const Impl& impl = *impl_;
-  const LevelRule& rule = impl.order_rules[static_cast<size_t>(impl.slot[static_cast<size_t>(level)])];
+  const LevelRule& rule =
+      impl.order_rules[static_cast<size_t>(impl.slot[static_cast<size_t>(level)])];
   std::vector<DimId> fixed;
   for (DimId d = 0; d < impl.n; ++d)
     if (!(free_mask >> d & 1u)) fixed.push_back(d);
@@ -1736,8 +1737,7 @@ std::uint32_t Mapspace::free_loops(const Mapping& partial, int level) const {
   std::uint32_t mask = 0;
   for (DimId d = 0; d < impl_->n; ++d) {
     const auto du = static_cast<size_t>(d);
-    const std::int64_t tile =
-        level + 1 == impl_->L ? op_->dims()[du].bound : lm.tile[du];
+    const std::int64_t tile = level + 1 == impl_->L ? op_->dims()[du].bound : lm.tile[du];
     if (ceil_div(tile, child[du]) > 1) mask |= 1u << d;
   }
   return mask;
@@ -1760,7 +1760,8 @@ BigInt Mapspace::count_completions(const Mapping& partial, int first_fixed,
   std::vector<char> fixed_slot(slots, 0);
   for (size_t k = 0; k < impl.data_levels.size(); ++k) {
     const int level = impl.data_levels[k];
-    if (static_cast<size_t>(level) >= order_fixed.size() || !order_fixed[static_cast<size_t>(level)])
+    if (static_cast<size_t>(level) >= order_fixed.size() ||
+        !order_fixed[static_cast<size_t>(level)])
       continue;
     const auto allowed = level_orders(level, free_loops(partial, level));
     if (std::find(allowed.begin(), allowed.end(), partial.level(level).order) == allowed.end())

@@ -10,6 +10,8 @@
 // leaves are evaluated in batches through the context, so the search, its
 // result and its counts are the same at any thread count.
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -18,7 +20,6 @@
 #include <mapex/checked.hpp>
 #include <mapex/plugin.hpp>
 #include <sstream>
-#include <tbb/parallel_for.h>
 #include <vector>
 
 #include "dominance.hpp"
@@ -187,7 +188,8 @@ class BranchAndBound {
       thread_local Mapping scratch;
       scratch = m;
       apply(scratch, s, children[k]);
-      const auto b = ctx_.model().lower_bound(mapex::PartialMapping{&scratch, first_fixed, order_fixed});
+      const auto b =
+          ctx_.model().lower_bound(mapex::PartialMapping{&scratch, first_fixed, order_fixed});
       children[k].bound = b ? mapex::objective_value(*b, ctx_.objective()) : 0;
     });
     std::stable_sort(children.begin(), children.end(),
@@ -199,7 +201,8 @@ class BranchAndBound {
   double incumbent() const { return ctx_.best_mapping() ? ctx_.best_value() : kInf; }
   bool dominated(double bound) const { return bound >= incumbent() * (1 - kTolerance); }
 
-  BigInt completions(const Mapping& m, int first_fixed, const std::vector<char>& order_fixed) const {
+  BigInt completions(const Mapping& m, int first_fixed,
+                     const std::vector<char>& order_fixed) const {
     return space_.count_completions(m, first_fixed, order_fixed);
   }
 
