@@ -14,7 +14,10 @@ namespace {
 class BoundRoofline final : public mapex::BoundCostModel {
  public:
   BoundRoofline(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity)
-      : op_(op), arch_(arch), check_capacity_(check_capacity) {}
+      : op_(op),
+        arch_(arch),
+        check_capacity_(check_capacity),
+        floor_(mapex::dram_floor(op, arch)) {}
 
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
     if (!check_capacity_) return std::nullopt;
@@ -62,6 +65,10 @@ class BoundRoofline final : public mapex::BoundCostModel {
       s.latency_cycles = std::max(s.latency_cycles, nest.transfer_cycles[i]);
       s.energy_pj += nest.energy_pj[i];
     }
+    if (!nest.determined.back()) {  // DRAM's traffic is at least its floor
+      s.latency_cycles = std::max(s.latency_cycles, floor_.transfer_cycles);
+      s.energy_pj += floor_.energy_pj;
+    }
     return s;
   }
 
@@ -85,6 +92,7 @@ class BoundRoofline final : public mapex::BoundCostModel {
   const mapex::Operator& op_;
   const mapex::Architecture& arch_;
   bool check_capacity_;
+  mapex::DramFloor floor_;
 };
 
 class Roofline final : public mapex::CostModel {

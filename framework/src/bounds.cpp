@@ -87,4 +87,28 @@ NestBound nest_bound(const Operator& op, const Architecture& arch, const Partial
   return out;
 }
 
+DramFloor dram_floor(const Operator& op, const Architecture& arch) {
+  DramFloor out;
+  const Level& dram = arch.levels().back();
+  double bytes = 0;
+  for (const auto& t : op.tensors()) {
+    double words = 1;
+    for (const auto& e : t.subscripts) {
+      double extent = 1, combinations = 1;
+      for (const auto& term : e.terms) {
+        if (term.coeff == 0) continue;
+        const auto bound = static_cast<double>(op.dims()[static_cast<size_t>(term.dim)].bound);
+        extent += static_cast<double>(std::abs(term.coeff)) * (bound - 1);
+        combinations *= bound;
+      }
+      words *= std::min(extent, combinations);
+    }
+    const bool output = t.role == TensorRole::kOutput;
+    out.energy_pj += words * (output ? dram.write_energy_of(t.name) : dram.read_energy_of(t.name));
+    bytes += words * arch.word_bytes_of(t);
+  }
+  if (dram.bandwidth_gbps) out.transfer_cycles = bytes / arch.bytes_per_cycle(*dram.bandwidth_gbps);
+  return out;
+}
+
 }  // namespace mapex

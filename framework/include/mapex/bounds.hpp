@@ -52,4 +52,17 @@ struct NestBound {
 };
 NestBound nest_bound(const Operator& op, const Architecture& arch, const PartialMapping& partial);
 
+/// The off-chip traffic no mapping avoids: every input word read from DRAM
+/// once and every output word written once, at DRAM's energies and
+/// bandwidth. A tensor's words are counted per subscript as the fewer of its
+/// extent over the whole bounds and the product of the bounds of the
+/// dimensions it reads: tiles of a strided window sum to at least one of the
+/// two (overlapping tiles cover the whole extent; tiles whose stride exceeds
+/// the window still read one word per index combination).
+struct DramFloor {
+  double energy_pj = 0;
+  double transfer_cycles = 0;
+};
+DramFloor dram_floor(const Operator& op, const Architecture& arch);
+
 }  // namespace mapex
