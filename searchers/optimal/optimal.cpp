@@ -119,7 +119,13 @@ class BranchAndBound {
   std::vector<Child> value_children(Mapping& m, int i, const std::vector<char>& order_fixed) {
     const int n = op_.num_dims();
     std::vector<std::vector<std::int64_t>> lists;
-    for (DimId d = 0; d < n; ++d) lists.push_back(space_.allowed_values(d, i, m));
+    // Largest values first: among children of equal bound the search dives
+    // into the largest tiles and splits, which reuse and parallelise most,
+    // so a good incumbent comes early (the order changes nothing else).
+    for (DimId d = 0; d < n; ++d) {
+      lists.push_back(space_.allowed_values(d, i, m));
+      std::reverse(lists.back().begin(), lists.back().end());
+    }
     for (const auto& l : lists)
       if (l.empty()) return {};
     const mapex::Level& level = arch_.levels()[static_cast<size_t>(i)];

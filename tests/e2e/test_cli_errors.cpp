@@ -176,7 +176,7 @@ TEST_F(BadInput, UnknownPlugin) {
   EXPECT_HAS(e, "unknown_plugin.yaml:5:13");
   EXPECT_HAS(e,
              "unknown searcher 'annealing' (known: exhaustive, flash, kapla, marvel, nn_dataflow, "
-             "random)");
+             "optimal, random)");
 }
 
 TEST_F(BadInput, UnknownSearcherParameter) {
