@@ -99,6 +99,23 @@ def report(rows):
         out.append(f"| {e} | {opt[0]['objective']} | {len(opt)} | {len(proven)} | "
                    f"{sum(r['seconds'] for r in opt):.1f} | {fmt_pct(gm)} / {fmt_pct(mx)} |")
     out.append("")
+    # The bound checked on real layers: no searcher's mapping may lie below
+    # the lowest bound optimal left open (or below its proven optimum).
+    checked, below = 0, []
+    for e in experiments:
+        er = [r for r in rows if r["experiment"] == e]
+        for o in (r for r in er if r["searcher"] == "optimal" and r["status"] == "ok"):
+            m = GAP.search(o["stop_reason"])
+            low = value(o) * (1 - float(m.group(1)) / 100) if m else value(o)
+            for r in er:
+                if r["layer"] == o["layer"] and r["searcher"] != "optimal":
+                    checked += 1
+                    if value(r) < low * (1 - 1e-6):
+                        below.append(f"{e} {o['layer']} {r['searcher']}")
+    out.append(f"Bound check: of {checked} mappings found by the other searchers on these "
+               f"layers, {len(below)} lie below the lowest bound `optimal` left open"
+               + (": " + ", ".join(below) if below else "") + ".")
+    out.append("")
     out += ["## Distance from the optimum", "",
             "Per searcher, its objective value over the best `optimal` found on the same "
             "layer: on the proven layers this is the distance from the true optimum of the "
