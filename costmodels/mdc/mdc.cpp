@@ -5,6 +5,7 @@
 // (see the comment in mapex/mdc.hpp for why it is a separate interface).
 
 #include <mapex/analysis.hpp>
+#include <mapex/bounds.hpp>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
 #include <mapex/plugin.hpp>
@@ -61,6 +62,7 @@ class BoundMdc final : public mapex::BoundCostModel {
     // MAESTRO network: refuse the chip now rather than every mapping later.
     (void)mapex::mdc::hardware_from(arch);
     refuse_hop_energy(arch);
+    dram_floor_ = mapex::dram_floor(op, arch);
   }
 
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
@@ -135,6 +137,34 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// no term for a tensor that skips one. Refused (mapex evaluate: bad
   /// input at the `keep` key; a search: an invalid mapping), never
   /// evaluated as if the tensor were kept.
+  // A bound for partial mappings (mapex/bounds.hpp). MAESTRO's runtime is
+  // no shorter than the MACs over the PEs a completion can engage, and its
+  // energy is MAC, L1 and L2 accesses (all non-negative) plus the off-chip
+  // traffic, which comes from the loop-nest analysis (to_metrics) and so is
+  // exact once the L2 tile and DRAM's order are fixed; latency adds or
+  // overlaps that traffic's cycles as to_metrics does.
+  std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
+    const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
+    const double macs = static_cast<double>(op_.macs());
+    mapex::Score s{true, compute, macs * arch_.mac_energy_pj()};
+    // engine.cpp: every partial sum reads its two operands and reads and
+    // writes its output in L1 (l1_rd, l1_wr per case), once per MAC.
+    const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
+    const auto names = maestro_names();
+    if (l1.partitions.empty() && !names[0].empty() && !names[1].empty())
+      s.energy_pj += macs * (l1.read_energy_of(names[0]) + l1.read_energy_of(names[1]) +
+                             l1.read_energy_of(names[2]) + l1.write_energy_of(names[2]));
+    const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
+    const auto dram = static_cast<std::size_t>(dram_);
+    const bool fixed = nest.determined[dram];
+    s.energy_pj += fixed ? nest.energy_pj[dram] : dram_floor_.energy_pj;
+    const double off_chip = fixed ? nest.transfer_cycles[dram] : dram_floor_.transfer_cycles;
+    s.latency_cycles = arch_.levels()[static_cast<std::size_t>(l2_)].double_buffered
+                           ? std::max(compute, off_chip)
+                           : compute + off_chip;
+    return s;
+  }
+
   std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
     for (int level : {l1_, l2_})
       for (int t = 0; t < static_cast<int>(op_.tensors().size()); ++t)
@@ -272,6 +302,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   bool check_capacity_;
   bool maestro_compat_;
   int l1_ = -1, l2_ = -1, dram_ = -1;
+  mapex::DramFloor dram_floor_;
 };
 
 class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator {

@@ -16,7 +16,10 @@ namespace {
 class BoundRoofline final : public mapex::BoundCostModel {
  public:
   BoundRoofline(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity)
-      : op_(op), arch_(arch), check_capacity_(check_capacity) {}
+      : op_(op),
+        arch_(arch),
+        check_capacity_(check_capacity),
+        floor_(mapex::dram_floor(op, arch)) {}
 
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
     if (!check_capacity_) return std::nullopt;
@@ -50,6 +53,25 @@ class BoundRoofline final : public mapex::BoundCostModel {
     const double peak = static_cast<double>(arch_.num_pes()) * arch_.macs_per_pe();
     m.utilization = m.latency_cycles > 0 ? a.macs / (m.latency_cycles * peak) : 0;
     return m;
+  }
+
+  // A bound for partial mappings (mapex/bounds.hpp): the compute bound over
+  // the most units a completion can engage, and each level whose traffic the
+  // fixed levels already determine at its exact cost. Every other level adds
+  // non-negative energy and can only raise the maximum.
+  std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
+    const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
+    mapex::Score s{true, mapex::compute_cycles_bound(op_, arch_, partial),
+                   static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
+    for (std::size_t i = 0; i < nest.energy_pj.size(); ++i) {
+      s.latency_cycles = std::max(s.latency_cycles, nest.transfer_cycles[i]);
+      s.energy_pj += nest.energy_pj[i];
+    }
+    if (!nest.determined.back()) {  // DRAM's traffic is at least its floor
+      s.latency_cycles = std::max(s.latency_cycles, floor_.transfer_cycles);
+      s.energy_pj += floor_.energy_pj;
+    }
+    return s;
   }
 
   // The same two figures as evaluate, summed in the same order (so they are
@@ -96,6 +118,7 @@ class BoundRoofline final : public mapex::BoundCostModel {
   const mapex::Architecture& arch_;
   bool check_capacity_;
   std::uint64_t id_ = next_id();
+  mapex::DramFloor floor_;
 };
 
 class Roofline final : public mapex::CostModel {

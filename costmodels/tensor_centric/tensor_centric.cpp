@@ -85,6 +85,30 @@ class BoundDirectives final : public mapex::BoundCostModel {
       return mapex::Metrics::invalid("level '" + refused->level + "': " + refused->reason);
     return mapex::tc::evaluate(op_, arch_, mapping);
   }
+  // A bound for partial mappings (mapex/bounds.hpp): the compute bound over
+  // the most PEs a completion can engage; the MAC energy; with every tensor
+  // kept at the innermost buffer (the default), the operand reads (and
+  // output writes) every MAC makes there (engine.cpp counts them per MAC);
+  // and idle energy over at least that latency. Every other term is
+  // non-negative.
+  std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
+    mapex::Score s{true, mapex::compute_cycles_bound(op_, arch_, partial), 0};
+    const double macs = static_cast<double>(op_.macs());
+    s.energy_pj = macs * arch_.mac_energy_pj();
+    const mapex::Level& inner = arch_.levels().front();
+    const auto& keep = partial.mapping->level(0).keep;
+    if (inner.kind == mapex::LevelKind::kBuffer && inner.partitions.empty() && keep.empty())
+      for (const auto& t : op_.tensors()) {
+        s.energy_pj += macs * inner.read_energy_of(t.name);
+        if (t.role == mapex::TensorRole::kOutput)
+          s.energy_pj += macs * inner.write_energy_of(t.name);
+      }
+    double idle = 0;
+    for (const auto& level : arch_.levels()) idle += level.idle_energy_pj_per_cycle;
+    s.energy_pj += idle * s.latency_cycles;
+    return s;
+  }
+
   std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
     if (auto refused = cluster_level(arch_, mapping)) return refused;
     return bypass_across_networks(op_, arch_, mapping);

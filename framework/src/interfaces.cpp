@@ -16,6 +16,9 @@ std::optional<std::string> BoundCostModel::precheck(const Mapping&) const { retu
 std::optional<Unsupported> BoundCostModel::unsupported(const Mapping&) const {
   return std::nullopt;
 }
+std::optional<Score> BoundCostModel::lower_bound(const PartialMapping&) const {
+  return std::nullopt;
+}
 Score BoundCostModel::score(const Mapping& mapping) const {
   const Metrics m = evaluate(mapping);
   return Score{m.valid, m.latency_cycles, m.energy_pj};

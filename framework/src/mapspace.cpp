@@ -1674,4 +1674,150 @@ std::vector<std::int64_t> Mapspace::largest_outer_tile() const {
   return best;
 }
 
+// --- level-by-level enumeration ------------------------------------------------
+
+bool Mapspace::supports_level_enumeration() const {
+  for (int k : impl_->cluster_slot)
+    if (k >= 0) return false;
+  return true;
+}
+
+namespace {
+
+/// The value a mapping holds at chain level `level` for dimension d: a
+/// buffer's tile or a spatial level's split.
+std::int64_t chain_value(const Architecture& arch, const Mapping& m, int level, DimId d) {
+  const LevelMapping& lm = m.level(level);
+  const bool spatial = arch.levels()[static_cast<size_t>(level)].kind == LevelKind::kSpatial;
+  return (spatial ? lm.split : lm.tile)[static_cast<size_t>(d)];
+}
+
+}  // namespace
+
+std::vector<std::int64_t> Mapspace::allowed_values(DimId d, int level,
+                                                   const Mapping& partial) const {
+  const Impl& impl = *impl_;
+  const Impl::Table& t = impl.counted();
+  std::vector<std::int64_t> out;
+  const auto& ch = impl.chains[static_cast<size_t>(d)];
+  for (std::size_t c = 0; c < ch.count; ++c) {
+    if (!impl.chain_allowed(t, d, c)) continue;
+    bool match = true;
+    for (int i = level + 1; i + 1 < impl.L && match; ++i)
+      match = impl.value(d, c, i) == chain_value(*arch_, partial, i, d);
+    if (match) out.push_back(impl.value(d, c, level));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<std::vector<DimId>> Mapspace::level_orders(int level, std::uint32_t free_mask) const {
+  const Impl& impl = *impl_;
+  const LevelRule& rule =
+      impl.order_rules[static_cast<size_t>(impl.slot[static_cast<size_t>(level)])];
+  std::vector<DimId> fixed;
+  for (DimId d = 0; d < impl.n; ++d)
+    if (!(free_mask >> d & 1u)) fixed.push_back(d);
+  std::vector<std::vector<DimId>> out;
+  std::vector<DimId> perm = dims_of(free_mask);
+  do {
+    if (!order_allowed(rule, *op_, perm)) continue;
+    auto& order = out.emplace_back(fixed);
+    order.insert(order.end(), perm.begin(), perm.end());
+  } while (std::next_permutation(perm.begin(), perm.end()));
+  return out;
+}
+
+std::uint32_t Mapspace::free_loops(const Mapping& partial, int level) const {
+  const std::vector<std::int64_t> child =
+      level > 0 ? partial.span(*op_, *arch_, level - 1)
+                : std::vector<std::int64_t>(static_cast<size_t>(impl_->n), 1);
+  const auto& lm = partial.level(level);
+  std::uint32_t mask = 0;
+  for (DimId d = 0; d < impl_->n; ++d) {
+    const auto du = static_cast<size_t>(d);
+    const std::int64_t tile = level + 1 == impl_->L ? op_->dims()[du].bound : lm.tile[du];
+    if (ceil_div(tile, child[du]) > 1) mask |= 1u << d;
+  }
+  return mask;
+}
+
+std::size_t Mapspace::keep_choices() const { return impl_->keep_combos.size(); }
+
+void Mapspace::apply_keep_choice(Mapping& mapping, std::size_t k) const {
+  impl_->set_keep(mapping, k);
+}
+
+BigInt Mapspace::count_completions(const Mapping& partial, int first_fixed,
+                                   const std::vector<char>& order_fixed) const {
+  const Impl& impl = *impl_;
+  Impl::Table& t = impl.counted();
+  if (!impl.combo_of(partial)) return 0;
+  const size_t slots = impl.order_levels.size();
+  // A fixed order counts once when it is one of the level's distinct
+  // allowed orders (one-trip loops first in dimension order), else never.
+  std::vector<char> fixed_slot(slots, 0);
+  for (size_t k = 0; k < impl.data_levels.size(); ++k) {
+    const int level = impl.data_levels[k];
+    if (static_cast<size_t>(level) >= order_fixed.size() ||
+        !order_fixed[static_cast<size_t>(level)])
+      continue;
+    const auto allowed = level_orders(level, free_loops(partial, level));
+    if (std::find(allowed.begin(), allowed.end(), partial.level(level).order) == allowed.end())
+      return 0;
+    fixed_slot[k] = 1;
+  }
+  // Forward over the dimensions, states weighted by their number of ways.
+  std::map<std::uint64_t, BigInt> cur{{impl.init_state(t), BigInt{1}}};
+  for (DimId d = 0; d < impl.n && !cur.empty(); ++d) {
+    const auto& ch = impl.chains[static_cast<size_t>(d)];
+    std::map<std::vector<std::int64_t>, std::pair<std::size_t, std::uint64_t>> groups;
+    std::vector<std::int64_t> key;
+    for (std::size_t c = 0; c < ch.count; ++c) {
+      if (!impl.chain_allowed(t, d, c)) continue;
+      bool match = true;
+      for (int i = first_fixed; i + 1 < impl.L && match; ++i)
+        match = impl.value(d, c, i) == chain_value(*arch_, partial, i, d);
+      if (!match) continue;
+      key.assign(1, ch.free[c]);
+      for (size_t j = 0; j < impl.spatial_levels.size(); ++j) {
+        key.push_back(impl.split(d, c, j));
+        key.push_back(impl.csplit(d, c, j));
+      }
+      auto [it, inserted] = groups.emplace(key, std::make_pair(c, std::uint64_t{0}));
+      ++it->second.second;
+    }
+    std::map<std::uint64_t, BigInt> next;
+    for (const auto& [s, w] : cur)
+      for (const auto& [k, g] : groups)
+        if (auto ns = impl.step(t, s, d, g.first)) next[*ns] += w * g.second;
+    cur = std::move(next);
+  }
+  std::map<std::pair<size_t, std::uint64_t>, BigInt> orders_of;  // masked slot, free set
+  BigInt total = 0;
+  for (const auto& [s, w] : cur) {
+    if (t.rules.utilization && options_.min_utilization > 0) {
+      double used = 1;
+      for (const auto& f : t.prod_field) used *= static_cast<double>(t.get(s, f));
+      if (used < options_.min_utilization * static_cast<double>(arch_->num_pes()) - 1e-9) continue;
+    }
+    BigInt orders = 1;
+    for (size_t k = 0; k < slots; ++k) {
+      if (fixed_slot[k]) continue;
+      const std::uint64_t v = t.get(s, t.data_field[k]);
+      if (!t.masked[k]) {
+        orders *= factorial(static_cast<int>(v));
+        continue;
+      }
+      auto [it, inserted] = orders_of.emplace(std::make_pair(k, v), BigInt{0});
+      if (inserted)
+        it->second = level_orders(impl.order_levels[k], static_cast<std::uint32_t>(v)).size();
+      orders *= it->second;
+    }
+    total += w * orders;
+  }
+  return total;
+}
+
 }  // namespace mapex

@@ -176,7 +176,7 @@ TEST_F(BadInput, UnknownPlugin) {
   EXPECT_HAS(e, "unknown_plugin.yaml:5:13");
   EXPECT_HAS(e,
              "unknown searcher 'tabu_search' (known: annealing, exhaustive, flash, genetic, kapla, "
-             "marvel, nn_dataflow, random)");
+             "marvel, nn_dataflow, optimal, random)");
 }
 
 TEST_F(BadInput, UnknownSearcherParameter) {

@@ -111,6 +111,13 @@ TEST_P(SearcherSuite, BudgetIsRespected) {
   const JobResult r = search(op, arch, Budget{100, 0}, 1, 2);
   EXPECT_LE(r.evaluations, 100u);
   EXPECT_GT(r.evaluations, 0u);
+  // optimal may prove its optimum before the budget binds (its roofline
+  // bound is tight on this layer); its budget stop is tested with a gap in
+  // test_optimal.cpp.
+  if (GetParam() == "optimal" && r.complete) {
+    EXPECT_EQ(r.stop_reason.substr(0, 8), "optimal;") << r.stop_reason;
+    return;
+  }
   EXPECT_FALSE(r.complete);
   // A searcher may append its statistics ("budget; ...").
   EXPECT_EQ(r.stop_reason.substr(0, r.stop_reason.find(';')), "budget");

@@ -6,6 +6,7 @@
 
 #include <boost/config.hpp>
 #include <mapex/architecture.hpp>
+#include <mapex/bounds.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/metrics.hpp>
 #include <mapex/operator.hpp>
@@ -56,6 +57,11 @@ class BOOST_SYMBOL_VISIBLE BoundCostModel {
   /// (default: none). A model that returns one also reports the mapping
   /// invalid from `precheck` and `evaluate`, never a silent result.
   virtual std::optional<Unsupported> unsupported(const Mapping& mapping) const;
+  /// Optional, for branch-and-bound searchers (issue 22): a latency and an
+  /// energy that no valid completion of `partial` (bounds.hpp) beats, each on
+  /// its own (so their product bounds the EDP too). Nothing (the default)
+  /// when the model offers no bound. Called concurrently, like `evaluate`.
+  virtual std::optional<Score> lower_bound(const PartialMapping& partial) const;
 };
 
 class BOOST_SYMBOL_VISIBLE CostModel {

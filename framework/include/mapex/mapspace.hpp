@@ -174,6 +174,46 @@ class Mapspace {
   /// first in enumeration order. Empty when no tile fits.
   std::vector<std::int64_t> largest_outer_tile() const;
 
+  // --- Level-by-level enumeration (moves for searchers; issues 21, 22) ---
+  // A search fixes the mapping from DRAM inward: the value of every
+  // dimension at one level (a buffer's tile, a spatial level's split), then
+  // the loop orders that have become known (a data level's loops run over
+  // its child's span, so its order is chosen once that span is fixed). The
+  // counts below say exactly how many mappings a partial choice still
+  // covers, so a search can drop a whole subtree and account for it.
+
+  /// Whether level-by-level enumeration covers this space: it does not
+  /// enumerate cluster levels (FLASH's T^out), so spaces with one are refused.
+  bool supports_level_enumeration() const;
+  /// The values dimension `d` may take at `level` (not DRAM) when the levels
+  /// above it (level + 1 .. DRAM - 1) hold `partial`'s values: every chain of
+  /// the dimension allowed by fixed values, parallel dimensions and factor
+  /// limits, ascending. Couplings across dimensions (fan-out, number of split
+  /// dimensions, utilisation, capacity) are left to count_completions.
+  std::vector<std::int64_t> allowed_values(DimId d, int level, const Mapping& partial) const;
+  /// The distinct loop orders of data level `level` when exactly the loops in
+  /// `free_mask` (bit d: dimension d) have more than one trip, under the
+  /// level's order rules: one-trip loops outermost in dimension order, then
+  /// each allowed order of the free loops, in enumeration order.
+  std::vector<std::vector<DimId>> level_orders(int level, std::uint32_t free_mask) const;
+  /// Bit d set when dimension d's loop at data level `level` has more than
+  /// one trip in `partial` (its tile over its child's span), as the order
+  /// rules see it; the child's span must be fixed.
+  std::uint32_t free_loops(const Mapping& partial, int level) const;
+  /// Exact number of mappings of the space (every rule but buffer capacity,
+  /// as size() counts them) whose tiles and splits at levels >= `first_fixed`
+  /// equal `partial`'s, whose loop orders equal `partial`'s at the data
+  /// levels flagged in `order_fixed` (indexed by level), and whose keep/bypass
+  /// choice is `partial`'s. No enumeration: the count table's dynamic
+  /// programme restricted to the matching chains. first_fixed = DRAM's index
+  /// and no fixed orders gives size() / keep combinations.
+  BigInt count_completions(const Mapping& partial, int first_fixed,
+                           const std::vector<char>& order_fixed) const;
+  /// The keep/bypass choices the space enumerates (1 when none is free), and
+  /// writing choice `k` into a mapping.
+  std::size_t keep_choices() const;
+  void apply_keep_choice(Mapping& mapping, std::size_t k) const;
+
   struct Impl;
 
  private:

@@ -1,0 +1,68 @@
+#pragma once
+/// \file
+/// Lower bounds for partial mappings (issue 22): the outer levels of a
+/// mapping are fixed and the inner ones free, and a cost model answers with
+/// a latency and an energy that no completion can beat, so a branch-and-
+/// bound search drops the subtree when the bound is no better than a
+/// mapping it already has. The loop-nest part below is shared by the models
+/// whose traffic comes from the framework's analysis (mapex/analysis.hpp).
+
+#include <mapex/architecture.hpp>
+#include <mapex/mapping.hpp>
+#include <mapex/operator.hpp>
+#include <vector>
+
+namespace mapex {
+
+/// A mapping fixed from DRAM down to `first_fixed` (tiles of buffers,
+/// splits of spatial levels, keep/bypass everywhere), with the loop orders
+/// of the data levels flagged in `order_fixed` (indexed by level). What the
+/// free levels hold is ignored, but the mapping must have every level.
+struct PartialMapping {
+  const Mapping* mapping = nullptr;
+  int first_fixed = 0;
+  std::vector<char> order_fixed;
+};
+
+/// The data levels (and spatial levels) whose traffic a partial mapping
+/// fixes, per level. A level's accesses are its own fills from the level
+/// above and its reads by the data level below it (the MACs below level 0):
+/// both are fixed once the tiles from that lower data level up to DRAM and
+/// the loop orders above it are fixed (analysis.hpp, traffic: a tile's
+/// refills depend only on its size and on the loops that enclose it). With
+/// keep/bypass away from the default nothing is claimed (a bypassed tensor
+/// crosses levels whose tiles may still be free).
+std::vector<char> determined_levels(const Operator& op, const Architecture& arch,
+                                    const PartialMapping& partial);
+
+/// The fewest cycles the MACs can take: the operator's MACs over the most
+/// MAC units a completion can engage (units used at fixed spatial levels,
+/// the whole fan-out at free ones).
+double compute_cycles_bound(const Operator& op, const Architecture& arch,
+                            const PartialMapping& partial);
+
+/// The loop-nest analysis of a partial mapping, per level: the energy and
+/// the transfer cycles (as level_costs reports them) of each determined
+/// level, zero elsewhere. The free levels are completed with one-element
+/// tiles and no splits, which changes none of the determined figures.
+struct NestBound {
+  std::vector<char> determined;
+  std::vector<double> energy_pj;
+  std::vector<double> transfer_cycles;
+};
+NestBound nest_bound(const Operator& op, const Architecture& arch, const PartialMapping& partial);
+
+/// The off-chip traffic no mapping avoids: every input word read from DRAM
+/// once and every output word written once, at DRAM's energies and
+/// bandwidth. A tensor's words are counted per subscript as the fewer of its
+/// extent over the whole bounds and the product of the bounds of the
+/// dimensions it reads: tiles of a strided window sum to at least one of the
+/// two (overlapping tiles cover the whole extent; tiles whose stride exceeds
+/// the window still read one word per index combination).
+struct DramFloor {
+  double energy_pj = 0;
+  double transfer_cycles = 0;
+};
+DramFloor dram_floor(const Operator& op, const Architecture& arch);
+
+}  // namespace mapex

@@ -1,0 +1,114 @@
+// Lower bounds of partial mappings shared by the loop-nest cost models
+// (mapex/bounds.hpp; issue 22).
+
+#include <mapex/analysis.hpp>
+#include <mapex/bounds.hpp>
+
+namespace mapex {
+
+namespace {
+
+/// Whether every buffer of the mapping keeps its default tensors.
+bool default_keep(const Architecture& arch, const Mapping& m) {
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const auto& keep = m.level(i).keep;
+    for (size_t t = 0; t < keep.size(); ++t)
+      if (!keep[t]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<char> determined_levels(const Operator& op, const Architecture& arch,
+                                    const PartialMapping& partial) {
+  (void)op;
+  const int L = arch.num_levels();
+  std::vector<char> out(static_cast<size_t>(L), 0);
+  if (!default_keep(arch, *partial.mapping)) return out;
+  auto order_fixed = [&](int level) {
+    return static_cast<size_t>(level) < partial.order_fixed.size() &&
+           partial.order_fixed[static_cast<size_t>(level)];
+  };
+  for (int i = 0; i < L; ++i) {
+    // The nearest data level below i (-1: the MACs, whose span is one).
+    int below = i - 1;
+    while (below >= 0 && !arch.levels()[static_cast<size_t>(below)].holds_data()) --below;
+    if (partial.first_fixed > std::max(below, 0)) continue;
+    bool orders = true;
+    for (int j = below + 1; j < L && orders; ++j)
+      if (arch.levels()[static_cast<size_t>(j)].holds_data()) orders = order_fixed(j);
+    out[static_cast<size_t>(i)] = orders;
+  }
+  return out;
+}
+
+double compute_cycles_bound(const Operator& op, const Architecture& arch,
+                            const PartialMapping& partial) {
+  double units = 1;
+  for (int i = 0; i < arch.num_levels(); ++i) {
+    const Level& l = arch.levels()[static_cast<size_t>(i)];
+    if (l.kind != LevelKind::kSpatial) continue;
+    units *= i >= partial.first_fixed ? static_cast<double>(units_used(partial.mapping->level(i)))
+                                      : static_cast<double>(l.fanout());
+  }
+  return static_cast<double>(op.macs()) / (units * arch.macs_per_pe());
+}
+
+NestBound nest_bound(const Operator& op, const Architecture& arch, const PartialMapping& partial) {
+  NestBound out;
+  out.determined = determined_levels(op, arch, partial);
+  const auto L = static_cast<size_t>(arch.num_levels());
+  out.energy_pj.assign(L, 0);
+  out.transfer_cycles.assign(L, 0);
+  bool any = false;
+  for (char d : out.determined) any = any || d;
+  if (!any) return out;
+  thread_local Mapping completed;
+  thread_local NestAnalysis a;
+  thread_local std::vector<LevelCost> costs;
+  completed = *partial.mapping;
+  for (int i = 0; i < partial.first_fixed; ++i) {
+    auto& lm = completed.level(i);
+    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kSpatial) {
+      lm.split.assign(lm.split.size(), 1);
+      lm.axes.clear();
+    } else {
+      lm.tile.assign(lm.tile.size(), 1);
+    }
+  }
+  analyse_into(op, arch, completed, a);
+  level_costs(op, arch, a, costs);
+  for (size_t i = 0; i < L; ++i) {
+    if (!out.determined[i]) continue;
+    out.energy_pj[i] = costs[i].energy_pj;
+    out.transfer_cycles[i] = costs[i].transfer_cycles;
+  }
+  return out;
+}
+
+DramFloor dram_floor(const Operator& op, const Architecture& arch) {
+  DramFloor out;
+  const Level& dram = arch.levels().back();
+  double bytes = 0;
+  for (const auto& t : op.tensors()) {
+    double words = 1;
+    for (const auto& e : t.subscripts) {
+      double extent = 1, combinations = 1;
+      for (const auto& term : e.terms) {
+        if (term.coeff == 0) continue;
+        const auto bound = static_cast<double>(op.dims()[static_cast<size_t>(term.dim)].bound);
+        extent += static_cast<double>(std::abs(term.coeff)) * (bound - 1);
+        combinations *= bound;
+      }
+      words *= std::min(extent, combinations);
+    }
+    const bool output = t.role == TensorRole::kOutput;
+    out.energy_pj += words * (output ? dram.write_energy_of(t.name) : dram.read_energy_of(t.name));
+    bytes += words * arch.word_bytes_of(t);
+  }
+  if (dram.bandwidth_gbps) out.transfer_cycles = bytes / arch.bytes_per_cycle(*dram.bandwidth_gbps);
+  return out;
+}
+
+}  // namespace mapex

@@ -1,0 +1,244 @@
+// The optimal searcher (searchers/optimal, issue 22) and what it stands on:
+// Mapspace's level-by-level enumeration and its exact counts, the cost
+// models' lower bounds for partial mappings, and the dominance rule, each
+// checked against brute-force enumeration or the exhaustive searcher on
+// small spaces.
+
+#include <gtest/gtest.h>
+#include <tbb/task_arena.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mapex/bounds.hpp>
+#include <mapex/generators.hpp>
+#include <mapex/mapspace.hpp>
+#include <mapex/search.hpp>
+#include <sstream>
+
+#include "host/plugin_registry.hpp"
+#include "host/runner.hpp"
+#include "plugin_fixture.hpp"
+#include "test_chips.hpp"
+
+namespace mapex::host {
+namespace {
+
+using test::registry;
+
+/// Small enough for exhaustive in well under a second.
+Operator small_conv() { return make_conv2d("c", Conv2dShape{1, 4, 2, 4, 4, 3, 3}); }
+Operator small_gemm() { return make_gemm("g", 4, 6, 4); }
+Architecture small_chip() { return test::chip({2, 2}, 64); }
+
+std::string key_of(const Architecture& arch, const Mapping& m, int first_fixed,
+                   const std::vector<char>& order_fixed) {
+  std::ostringstream os;
+  for (int i = first_fixed; i + 1 < arch.num_levels(); ++i) {
+    const auto& lm = m.level(i);
+    for (auto v : lm.tile) os << v << ',';
+    for (auto v : lm.split) os << v << ',';
+    os << '|';
+  }
+  for (size_t i = 0; i < order_fixed.size(); ++i)
+    if (order_fixed[i])
+      for (auto d : m.level(static_cast<int>(i)).order) os << d;
+  return os.str();
+}
+
+/// The partial views a level-by-level search takes of a 4-level mapping
+/// (L1 / PEs / L2 / DRAM), outermost first: (first fixed level, orders).
+const std::vector<std::pair<int, std::vector<char>>> kPrefixes = {
+    {3, {0, 0, 0, 0}}, {2, {0, 0, 0, 0}}, {2, {0, 0, 0, 1}}, {1, {0, 0, 0, 1}},
+    {0, {0, 0, 0, 1}}, {0, {0, 0, 1, 1}}, {0, {1, 0, 1, 1}}};
+
+TEST(LevelEnumeration, CountsAndAllowedValuesMatchEnumeration) {
+  for (const Operator& op : {small_conv(), small_gemm()}) {
+    const Architecture arch = small_chip();
+    MapspaceOptions options;
+    options.check_capacity = false;  // counts are before capacity, like size()
+    const Mapspace space(op, arch, options);
+    ASSERT_TRUE(space.supports_level_enumeration());
+    std::vector<std::map<std::string, std::uint64_t>> seen(kPrefixes.size());
+    std::map<std::string, std::vector<std::int64_t>> values;  // (level, dim, outer) -> values
+    Mapspace::Cursor cursor(space);
+    Mapping m;
+    std::uint64_t total = 0;
+    std::vector<Mapping> samples;
+    while (cursor.next(m)) {
+      ++total;
+      for (size_t p = 0; p < kPrefixes.size(); ++p) {
+        auto [it, inserted] =
+            seen[p].emplace(key_of(arch, m, kPrefixes[p].first, kPrefixes[p].second), 0);
+        ++it->second;
+      }
+      for (int level = 0; level < 3; ++level)
+        for (DimId d = 0; d < op.num_dims(); ++d) {
+          auto& v = values[std::to_string(level) + ":" + std::to_string(d) + ":" +
+                           key_of(arch, m, level + 1, {0, 0, 0, 0})];
+          const auto& lm = m.level(level);
+          const std::int64_t x = (level == 1 ? lm.split : lm.tile)[static_cast<size_t>(d)];
+          if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+        }
+      if (total % 97 == 1) samples.push_back(m);
+    }
+    ASSERT_EQ(BigInt(total), space.size());
+    ASSERT_GT(samples.size(), 10u);
+    for (const Mapping& s : samples) {
+      for (size_t p = 0; p < kPrefixes.size(); ++p) {
+        const auto& [first, orders] = kPrefixes[p];
+        EXPECT_EQ(space.count_completions(s, first, orders),
+                  BigInt(seen[p].at(key_of(arch, s, first, orders))))
+            << "prefix " << p << ": " << s.summary(op, arch);
+      }
+      for (int level = 0; level < 3; ++level)
+        for (DimId d = 0; d < op.num_dims(); ++d) {
+          auto expected = values.at(std::to_string(level) + ":" + std::to_string(d) + ":" +
+                                    key_of(arch, s, level + 1, {0, 0, 0, 0}));
+          std::sort(expected.begin(), expected.end());
+          const auto allowed = space.allowed_values(d, level, s);
+          // The allowed values may include ones whose every completion
+          // breaks a coupled rule (fan-out): a superset, never missing one.
+          for (auto x : expected)
+            EXPECT_NE(std::find(allowed.begin(), allowed.end(), x), allowed.end());
+        }
+    }
+  }
+}
+
+TEST(LevelEnumeration, LevelOrdersAreTheDistinctOrdersOfTheFreeLoops) {
+  const Operator op = small_conv();
+  const Architecture arch = small_chip();
+  const Mapspace space(op, arch);
+  // Three free loops: 3! orders, one-trip loops outermost in dimension order.
+  const std::uint32_t free = (1u << 1) | (1u << 3) | (1u << 5);
+  const auto orders = space.level_orders(3, free);
+  ASSERT_EQ(orders.size(), 6u);
+  for (const auto& o : orders) {
+    ASSERT_EQ(o.size(), static_cast<size_t>(op.num_dims()));
+    EXPECT_EQ(o[0], 0);
+    EXPECT_EQ(o[1], 2);
+  }
+}
+
+/// Every partial view of every valid mapping: the model's bound is never
+/// above the best valid completion, for latency and for energy.
+void expect_bounds_below_completions(const std::string& model_name, const Operator& op) {
+  const Architecture arch = small_chip();
+  const auto model = registry().make_costmodel(model_name, {});
+  const auto bound_model = model->bind(op, arch);
+  const Mapspace space(op, arch);
+  std::vector<std::map<std::string, std::pair<double, double>>> best(kPrefixes.size());
+  std::vector<std::map<std::string, Mapping>> member(kPrefixes.size());
+  Mapspace::Cursor cursor(space);
+  Mapping m;
+  int valid = 0;
+  while (cursor.next(m)) {
+    if (bound_model->precheck(m)) continue;
+    const Score s = bound_model->score(m);
+    if (!s.valid) continue;
+    ++valid;
+    for (size_t p = 0; p < kPrefixes.size(); ++p) {
+      const auto key = key_of(arch, m, kPrefixes[p].first, kPrefixes[p].second);
+      auto [it, inserted] = best[p].emplace(key, std::make_pair(s.latency_cycles, s.energy_pj));
+      it->second.first = std::min(it->second.first, s.latency_cycles);
+      it->second.second = std::min(it->second.second, s.energy_pj);
+      if (inserted) member[p].emplace(key, m);
+    }
+  }
+  ASSERT_GT(valid, 100);
+  int tight = 0;
+  for (size_t p = 0; p < kPrefixes.size(); ++p)
+    for (const auto& [key, lowest] : best[p]) {
+      const auto b = bound_model->lower_bound(
+          PartialMapping{&member[p].at(key), kPrefixes[p].first, kPrefixes[p].second});
+      ASSERT_TRUE(b) << model_name;
+      EXPECT_LE(b->latency_cycles, lowest.first * (1 + 1e-9)) << model_name << " prefix " << p;
+      EXPECT_LE(b->energy_pj, lowest.second * (1 + 1e-9)) << model_name << " prefix " << p;
+      if (b->energy_pj > 0 && b->latency_cycles > 0) ++tight;
+    }
+  EXPECT_GT(tight, 0) << "a bound of 0 passes trivially";
+}
+
+TEST(OptimalBounds, RooflineNeverAboveTheBestCompletion) {
+  expect_bounds_below_completions("roofline", small_conv());
+  expect_bounds_below_completions("roofline", small_gemm());
+}
+TEST(OptimalBounds, MdcNeverAboveTheBestCompletion) {
+  expect_bounds_below_completions("mdc", small_conv());
+  expect_bounds_below_completions("mdc", small_gemm());
+}
+TEST(OptimalBounds, TensorCentricNeverAboveTheBestCompletion) {
+  expect_bounds_below_completions("tensor_centric", small_conv());
+  expect_bounds_below_completions("tensor_centric", small_gemm());
+}
+
+JobResult run(const std::string& searcher_name, const std::string& model_name, const Operator& op,
+              Objective objective, int threads, std::map<std::string, std::string> params = {},
+              Budget budget = {}) {
+  const auto searcher = registry().make_searcher(searcher_name, params);
+  const auto model = registry().make_costmodel(model_name, {});
+  const Architecture arch = small_chip();
+  SearchRequest r;
+  r.op = &op;
+  r.arch = &arch;
+  r.searcher = searcher.get();
+  r.costmodel = model.get();
+  r.objective = objective;
+  r.budget = budget;
+  JobResult result;
+  tbb::task_arena arena(threads);
+  arena.execute([&] { result = run_search(r); });
+  return result;
+}
+
+double value_of(const JobResult& r, Objective o) { return objective_value(r.best, o); }
+
+TEST(Optimal, SameOptimumAsExhaustiveWithAndWithoutTheReuseRule) {
+  for (const std::string model : {"roofline", "mdc", "tensor_centric"})
+    for (const Operator& op : {small_conv(), small_gemm()})
+      for (Objective o : {Objective::kLatency, Objective::kEnergy, Objective::kEdp}) {
+        const JobResult ex = run("exhaustive", model, op, o, 2);
+        ASSERT_EQ(ex.status, JobStatus::kOk) << ex.error;
+        for (const std::string rule : {"true", "false"}) {
+          const JobResult opt = run("optimal", model, op, o, 2, {{"reuse_orders", rule}});
+          ASSERT_EQ(opt.status, JobStatus::kOk) << opt.error;
+          const std::string what = model + " " + op.name() + " " + to_string(o) + " rule " + rule;
+          EXPECT_NEAR(value_of(opt, o), value_of(ex, o), 1e-9 * value_of(ex, o)) << what;
+          EXPECT_TRUE(opt.complete) << what;
+          EXPECT_EQ(opt.stop_reason.substr(0, 8), "optimal;") << opt.stop_reason;
+          EXPECT_LE(opt.evaluations, ex.evaluations) << what;
+        }
+      }
+}
+
+TEST(Optimal, ReportsWhatEachRulePrunedExactly) {
+  const JobResult r =
+      run("optimal", "roofline", small_conv(), Objective::kEnergy, 2, {{"count_pruned", "true"}});
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  EXPECT_NE(r.stop_reason.find("pruned mappings: capacity="), std::string::npos) << r.stop_reason;
+  EXPECT_EQ(r.stop_reason.find("bound=0 "), std::string::npos) << r.stop_reason;
+  EXPECT_EQ(r.stop_reason.find("reuse_orders=0;"), std::string::npos) << r.stop_reason;
+}
+
+TEST(Optimal, SameResultAtOneAndTwoThreads) {
+  for (Objective o : {Objective::kLatency, Objective::kEnergy}) {
+    const JobResult one = run("optimal", "mdc", small_conv(), o, 1);
+    const JobResult two = run("optimal", "mdc", small_conv(), o, 2);
+    ASSERT_EQ(one.status, JobStatus::kOk) << one.error;
+    EXPECT_EQ(one.mapping_yaml, two.mapping_yaml);
+    EXPECT_EQ(one.evaluations, two.evaluations);
+    EXPECT_EQ(one.stop_reason, two.stop_reason);
+  }
+}
+
+TEST(Optimal, ABudgetStopsTheSearchWithTheGapLeft) {
+  const JobResult r = run("optimal", "mdc", small_conv(), Objective::kEnergy, 2, {}, Budget{20, 0});
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  EXPECT_FALSE(r.complete);
+  EXPECT_EQ(r.stop_reason.substr(0, 12), "budget; gap ") << r.stop_reason;
+  EXPECT_LE(r.evaluations, 20u);
+}
+
+}  // namespace
+}  // namespace mapex::host
