@@ -42,6 +42,7 @@ struct Directive {
   std::string dim;
   char cluster_type = 'P';
   int line = 0;  ///< line in the source file, 0 when built in code
+  int column = 0;
 };
 
 struct Layer {
@@ -53,6 +54,7 @@ struct Layer {
   std::int64_t stride_x = 1;
   std::vector<Directive> dataflow;
   int line = 0;
+  int column = 0;
 
   /// Size of dimension `name`, or 0 when absent.
   std::int64_t dim(const std::string& dim_name) const;
