@@ -51,24 +51,28 @@ TEST(FuzzFindings, ArchitectureOfOnlyCommentsIsLocatedAtLineOneColumnOne) {
 
 TEST(FuzzFindings, ControlCharactersInAKeyAreEscaped) {
   // A vertical tab and a form feed inside an unknown key.
-  const std::string w = write("vt.yaml", "network: n\nla\vy\fers: []\n");
+  const std::string w = write("vt.yaml",
+                              "network: n\nlayers:\n  - {name: f, type: fc, C: 4, K: 4}\n"
+                              "la\vy\fers: 1\n");
   const std::string e = expect_one_line(
       {"mapspace", "--workload", w, "--arch", kData + "/tiny_arch.yaml", "--no-valid-count"});
-  EXPECT_HAS(e, "fuzz_vt.yaml:2:1: ");
+  EXPECT_HAS(e, "fuzz_vt.yaml:4:1: ");
   EXPECT_HAS(e, "la\\x0by\\x0cers");
 }
 
 TEST(FuzzFindings, MaestroMessagesCarryAColumn) {
+  const std::string gemm =
+      "Network n {\nLayer L {\nType: GEMM\nDimensions { M: 4, N: 4, K: 4 }\n"
+      "Dataflow { SpatialMap(1,1) M; TemporalMap(4,4) N; TemporalMap(4,4) ";
+  const std::string ok = write("gemm_ok.m", gemm + "K; }\n}\n}\n");
+  const std::string bad = write("gemm.m", gemm + "Q; }\n}\n}\n");
   const std::string hw = write("hw.m", "num_pes:   0\n");
-  const std::string m =
-      write("gemm.m",
-            "Network n {\nLayer L {\nType: GEMM\nDimensions { M: 4, N: 4, K: 4 }\n"
-            "Dataflow { SpatialMap(1,1) M; TemporalMap(4,4) N; TemporalMap(4,4) Q; }\n}\n}\n");
-  EXPECT_HAS(expect_one_line({"evaluate", "--maestro", m, "--hw", hw}),
-             "fuzz_hw.m:1:12: key 'num_pes'");
   const std::string hw_ok = write("hw_ok.m", "num_pes: 4\n");
+  // The value starts in column 12.
+  EXPECT_HAS(expect_one_line({"evaluate", "--maestro", ok, "--hw", hw}),
+             "fuzz_hw.m:1:12: key 'num_pes'");
   // Q, the unknown dimension, is the 68th character of line 5.
-  EXPECT_HAS(expect_one_line({"evaluate", "--maestro", m, "--hw", hw_ok}),
+  EXPECT_HAS(expect_one_line({"evaluate", "--maestro", bad, "--hw", hw_ok}),
              "fuzz_gemm.m:5:68: key 'Dataflow'");
 }
 

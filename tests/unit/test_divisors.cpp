@@ -49,8 +49,9 @@ TEST(Divisors, EveryDivisorDividesAndNoneIsMissed) {
 // L1 / 4 PEs / L2 / DRAM. A prime bound above the fan-out: L1 and L2 tiles
 // in {1, p} with L1 <= L2, split 1: (1,1), (1,p), (p,p).
 TEST(Divisors, MapspaceOfAPrimeBoundAboveTheFanout) {
-  const std::int64_t p = 2147483647;  // 2^31 - 1
-  const Mapspace space(make_gemm("g", p, 1, 1), test::chip({4}));
+  const Operator op = make_gemm("g", 2147483647, 1, 1);  // 2^31 - 1
+  const Architecture arch = test::chip({4});
+  const Mapspace space(op, arch);
   EXPECT_EQ(space.num_chains(0), 3u);
 }
 
@@ -58,7 +59,9 @@ TEST(Divisors, MapspaceOfAPrimeBoundAboveTheFanout) {
 // with e1 + s <= e2 <= 31: sum over e1 < 30 of (32-e1)+(31-e1)+(30-e1) =
 // 1485, plus 3 for e1 = 30 and 1 for e1 = 31.
 TEST(Divisors, MapspaceOfTwoToThe31) {
-  const Mapspace space(make_gemm("g", std::int64_t{1} << 31, 1, 1), test::chip({4}));
+  const Operator op = make_gemm("g", std::int64_t{1} << 31, 1, 1);
+  const Architecture arch = test::chip({4});
+  const Mapspace space(op, arch);
   EXPECT_EQ(space.num_chains(0), 1489u);
   EXPECT_GT(space.size(), 0);
 }
