@@ -209,7 +209,9 @@ TEST(RandomSearcher, SecondsBudgetStopsTheSearchWithReasonBudget) {
   const Architecture arch = test::chip({4, 4}, 512);
   const JobResult r = random_search(op, arch, Budget{0, 0.2}, 3, {});
   ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
-  EXPECT_EQ(r.stop_reason, "budget");
+  // When the clock runs out during a batch's draws the reason also counts
+  // the rejected ones ("budget; ran out while drawing, ...").
+  EXPECT_EQ(r.stop_reason.substr(0, r.stop_reason.find(';')), "budget");
   EXPECT_FALSE(r.complete);
   EXPECT_GT(r.evaluations, 0u);
   // It stops when the budget is spent, not before (the clock starts with

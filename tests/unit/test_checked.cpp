@@ -220,7 +220,8 @@ TEST(CheckedMapping, SpansAreClampedToTheBoundNotWrapped) {
             "L1: {tile: {C: 2305843009213693952}}\nPEs: {split: {C: 4611686018427387904}}\n",
             "m.yaml", op, arch);
       },
-      "m.yaml: level 'PEs': split of C is 4611686018427387904 but tiles of 2305843009213693952 "
+      "m.yaml:2:14: key 'split': level 'PEs': split of C is 4611686018427387904 but tiles of "
+      "2305843009213693952 "
       "cover its bound 9223372036854775807 with fewer children");
 }
 
