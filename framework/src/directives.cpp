@@ -51,9 +51,17 @@ std::vector<std::int64_t> stacked_span(const Operator& op, const Architecture& a
   return m.span(op, arch, top);
 }
 
-[[noreturn]] void fail_at(const std::string& origin, int line, const std::string& key,
+/// Where in the text: a line and the column its directive starts at.
+struct At {
+  int line = 0;
+  int column = 0;
+};
+
+/// Fails at `at`: a directive (its line and column) or an At.
+template <class Where>
+[[noreturn]] void fail_at(const std::string& origin, const Where& at, const std::string& key,
                           const std::string& problem) {
-  throw InputError(SourceLocation{origin, line, 0}, key, problem);
+  throw InputError(SourceLocation{origin, at.line, at.column}, key, problem);
 }
 
 }  // namespace
@@ -187,23 +195,22 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
     const auto spatial = std::find(p.spatial.begin(), p.spatial.end(), index);
     if (index >= 0 && spatial != p.spatial.end()) {
       auto& slot = cluster[static_cast<size_t>(spatial - p.spatial.begin())];
-      if (slot)
-        fail_at(origin, ld.line, ld.level, layer + ": level '" + ld.level + "' given twice");
+      if (slot) fail_at(origin, ld, ld.level, layer + ": level '" + ld.level + "' given twice");
       slot = &ld;
       continue;
     }
     const auto pos = std::find(p.data.begin(), p.data.end(), index);
     if (index < 0 || pos == p.data.end() || pos + 1 == p.data.end())
-      fail_at(origin, ld.line, ld.level,
+      fail_at(origin, ld, ld.level,
               layer + ": '" + ld.level + "' is not a buffer level of architecture '" + arch.name() +
                   "' (DRAM holds whole tensors and takes no directives)");
     auto& slot = section[static_cast<size_t>(pos - p.data.begin())];
-    if (slot) fail_at(origin, ld.line, ld.level, layer + ": level '" + ld.level + "' given twice");
+    if (slot) fail_at(origin, ld, ld.level, layer + ": level '" + ld.level + "' given twice");
     slot = &ld;
   }
   for (size_t k = 0; k < section.size(); ++k)
     if (!section[k])
-      fail_at(origin, directives.line, arch.levels()[static_cast<size_t>(p.data[k])].name,
+      fail_at(origin, directives, arch.levels()[static_cast<size_t>(p.data[k])].name,
               layer + " has no directives for level '" +
                   arch.levels()[static_cast<size_t>(p.data[k])].name + "'");
 
@@ -217,25 +224,25 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
       for (size_t i = 0; i < op.tensors().size(); ++i)
         if (op.tensors()[i].name == td.tensor) t = static_cast<int>(i);
       if (t < 0)
-        fail_at(origin, td.line, td.tensor,
+        fail_at(origin, td, td.tensor,
                 layer + " has no tensor '" + td.tensor + "' at level '" + ld.level + "'");
       if (seen_tensor[static_cast<size_t>(t)]++)
-        fail_at(origin, td.line, td.tensor,
+        fail_at(origin, td, td.tensor,
                 "tensor{" + td.tensor + "} declared twice at level '" + ld.level + "'");
       std::vector<int> given(n, 0);
       for (const auto& [d, size] : td.sizes) {
         const auto du = static_cast<size_t>(d);
         const std::string& dim = op.dims()[du].name;
         if (!op.relevant(t, d))
-          fail_at(origin, td.line, dim,
+          fail_at(origin, td, dim,
                   "dimension " + dim + " does not index tensor '" + td.tensor + "'");
-        if (given[du]++) fail_at(origin, td.line, dim, "dimension " + dim + " given twice");
+        if (given[du]++) fail_at(origin, td, dim, "dimension " + dim + " given twice");
         if (size < 1 || size > op.dims()[du].bound)
-          fail_at(origin, td.line, dim,
+          fail_at(origin, td, dim,
                   "size " + std::to_string(size) + " of " + dim + " outside [1, " +
                       std::to_string(op.dims()[du].bound) + "]");
         if (tile[du] && tile[du] != size)
-          fail_at(origin, td.line, dim,
+          fail_at(origin, td, dim,
                   "tensor{" + td.tensor + "} has " + dim + "=" + std::to_string(size) +
                       " but another tensor at level '" + ld.level + "' has " + dim + "=" +
                       std::to_string(tile[du]));
@@ -243,14 +250,14 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
       }
       for (DimId d = 0; d < op.num_dims(); ++d)
         if (op.relevant(t, d) && !given[static_cast<size_t>(d)])
-          fail_at(origin, td.line, op.dims()[static_cast<size_t>(d)].name,
+          fail_at(origin, td, op.dims()[static_cast<size_t>(d)].name,
                   "tensor{" + td.tensor + "} at level '" + ld.level + "' gives no size for " +
                       op.dims()[static_cast<size_t>(d)].name);
     }
     for (size_t t = 0; t < op.tensors().size(); ++t)
       if (!seen_tensor[t])
         fail_at(
-            origin, ld.line, op.tensors()[t].name,
+            origin, ld, op.tensors()[t].name,
             layer + ": level '" + ld.level + "' declares no tensor{" + op.tensors()[t].name + "}");
     for (auto& v : tile)
       if (!v) v = 1;  // a dimension that indexes no tensor
@@ -276,18 +283,18 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
       const auto du = static_cast<size_t>(s.dim);
       const std::int64_t expected = below[du] * split[du];
       if (s.shift != expected)
-        fail_at(origin, s.line, op.dims()[du].name,
+        fail_at(origin, s, op.dims()[du].name,
                 "stack shifts " + op.dims()[du].name + " by " + std::to_string(s.shift) +
                     "; mapex stacks partition, so the shift must be the stacked span " +
                     std::to_string(expected));
-      if (s.repl < 1) fail_at(origin, s.line, "repl", "stack needs a positive unit count");
+      if (s.repl < 1) fail_at(origin, s, "repl", "stack needs a positive unit count");
       split[du] *= s.repl;
     }
   };
   for (size_t k = 0; k < section.size(); ++k) {
     const LevelDirectives& ld = *section[k];
     if (!ld.stacks.empty() && p.spatial[k] < 0)
-      fail_at(origin, ld.stacks.front().line, ld.level,
+      fail_at(origin, ld.stacks.front(), ld.level,
               "level '" + ld.level + "' has no array above it to stack over");
     if (p.spatial[k] < 0) continue;
     LevelMapping& lm = m.level(p.spatial[k]);
@@ -304,11 +311,11 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
       const auto du = static_cast<size_t>(u.dim);
       const std::string& dim = op.dims()[du].name;
       if (used[du]++)
-        fail_at(origin, u.line, dim,
+        fail_at(origin, u, dim,
                 "dimension " + dim + " updated twice at level '" + ld.level +
                     "'; mapex loops step each dimension once per level");
       if (u.step != span[du])
-        fail_at(origin, u.line, dim,
+        fail_at(origin, u, dim,
                 "update steps " + dim + " by " + std::to_string(u.step) +
                     "; the step must be the stacked span " + std::to_string(span[du]));
       inner_first.push_back(u.dim);
@@ -318,7 +325,7 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
       const auto du = static_cast<size_t>(d);
       if (used[du]) continue;
       if (ceil_div(tile[du], span[du]) > 1)
-        fail_at(origin, ld.line, op.dims()[du].name,
+        fail_at(origin, ld, op.dims()[du].name,
                 "level '" + ld.level + "': " + op.dims()[du].name + " grows from " +
                     std::to_string(span[du]) + " to " + std::to_string(tile[du]) + " at '" + above +
                     "' but no update steps along it");
@@ -345,7 +352,7 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
   }
 
   if (auto err = m.structural_error(op, arch))
-    fail_at(origin, directives.line, directives.layer, layer + ": " + *err);
+    fail_at(origin, directives, directives.layer, layer + ": " + *err);
 
   // shr is derived from the hardware: check what was written.
   for (size_t k = 0; k < section.size(); ++k)
@@ -354,7 +361,7 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
       while (op.tensors()[static_cast<size_t>(t)].name != td.tensor) ++t;
       const std::int64_t shr = sharing_factor(op, arch, m, p.data[k], t);
       if (td.shr != shr)
-        fail_at(origin, td.line, "shr",
+        fail_at(origin, td, "shr",
                 "tensor{" + td.tensor + "} at level '" + section[k]->level +
                     "' has shr=" + std::to_string(td.shr) + " but the chip and stacks give " +
                     std::to_string(shr) +
@@ -428,7 +435,7 @@ bool is_name(const std::string& s) {
 }
 
 /// Parses a positive integer; throws with the line otherwise.
-std::int64_t parse_count(const std::string& text, const std::string& origin, int line,
+std::int64_t parse_count(const std::string& text, const std::string& origin, const At& line,
                          const std::string& key) {
   std::int64_t v = 0;
   const std::string t = trim(text);
@@ -453,7 +460,8 @@ std::vector<std::string> split_args(const std::string& s) {
   return out;
 }
 
-DimId dim_of(const Operator& op, const std::string& name, const std::string& origin, int line) {
+DimId dim_of(const Operator& op, const std::string& name, const std::string& origin,
+             const At& line) {
   const DimId d = op.find_dim(name);
   if (d < 0) {
     std::string known;
@@ -465,7 +473,7 @@ DimId dim_of(const Operator& op, const std::string& name, const std::string& ori
 }
 
 /// The argument list of `word(...)`, or fails naming what is malformed.
-std::string arguments(const std::string& body, const std::string& origin, int line,
+std::string arguments(const std::string& body, const std::string& origin, const At& line,
                       const std::string& word) {
   const auto open = body.find('(');
   if (open == std::string::npos || body.back() != ')')
@@ -475,7 +483,7 @@ std::string arguments(const std::string& body, const std::string& origin, int li
 
 /// Splits `D+=k` into (D, k).
 std::pair<std::string, std::int64_t> increment(const std::string& arg, const std::string& origin,
-                                               int line, const std::string& word) {
+                                               const At& line, const std::string& word) {
   const auto pos = arg.find("+=");
   if (pos == std::string::npos) fail_at(origin, line, word, "expected DIM+=N, got '" + arg + "'");
   const std::string dim = trim(arg.substr(0, pos));
@@ -491,9 +499,11 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
   const Operator* op = nullptr;
   std::istringstream in(text);
   std::string raw;
-  int line = 0;
+  At line;
   while (std::getline(in, raw)) {
-    ++line;
+    ++line.line;
+    const auto start = raw.find_first_not_of(" \t");
+    line.column = start == std::string::npos ? 1 : static_cast<int>(start) + 1;
     const auto comment = raw.find_first_of("%#");
     const std::string s = trim(comment == std::string::npos ? raw : raw.substr(0, comment));
     if (s.empty()) continue;
@@ -505,7 +515,8 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
           fail_at(origin, line, name, "level section '" + name + "' outside a layer section");
         LevelDirectives ld;
         ld.level = name;
-        ld.line = line;
+        ld.line = line.line;
+        ld.column = line.column;
         out.back().levels.push_back(std::move(ld));
         continue;
       }
@@ -520,7 +531,8 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
         if (l.layer == name) fail_at(origin, line, name, "layer '" + name + "' given twice");
       LayerDirectives ly;
       ly.layer = name;
-      ly.line = line;
+      ly.line = line.line;
+      ly.column = line.column;
       out.push_back(std::move(ly));
       continue;
     }
@@ -532,7 +544,8 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
       if (close == std::string::npos) fail_at(origin, line, "tensor", "expected tensor{NAME}(...)");
       TensorDirective td;
       td.tensor = trim(s.substr(7, close - 7));
-      td.line = line;
+      td.line = line.line;
+      td.column = line.column;
       const std::string args = arguments(s.substr(close + 1), origin, line, "tensor");
       for (const auto& a : split_args(args)) {
         if (trim(a) == "bypass") {
@@ -558,7 +571,8 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
                 "dimension each), got " +
                     std::to_string(args.size()) + " arguments");
       StackDirective st;
-      st.line = line;
+      st.line = line.line;
+      st.column = line.column;
       auto [dim, shift] = increment(args[0], origin, line, "stack");
       st.dim = dim_of(*op, dim, origin, line);
       st.shift = shift;
@@ -571,7 +585,8 @@ std::vector<LayerDirectives> parse_directives(const std::string& text, const std
                 "expected update(DIM+=STEP) with one dimension (one loop per update), got " +
                     std::to_string(args.size()) + " arguments");
       UpdateDirective u;
-      u.line = line;
+      u.line = line.line;
+      u.column = line.column;
       auto [dim, step] = increment(args[0], origin, line, "update");
       u.dim = dim_of(*op, dim, origin, line);
       u.step = step;

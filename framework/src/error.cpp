@@ -3,11 +3,37 @@
 namespace mapex {
 namespace {
 
-std::string compose(const SourceLocation& where, const std::string& key,
-                    const std::string& problem) {
+/// Control characters from an input (a NUL, CR, VT or FF in a key or a
+/// value) as C escapes, so a message stays one printable line (issue 18).
+std::string escape_controls(const std::string& text) {
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      out += "\\x";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xf];
+    }
+  }
+  return out;
+}
+
+std::string compose(const SourceLocation& where, const std::string& raw_key,
+                    const std::string& raw_problem) {
+  const std::string key = escape_controls(raw_key);
+  const std::string problem = escape_controls(raw_problem);
   std::string out;
   if (!where.file.empty()) {
-    out += where.file;
+    out += escape_controls(where.file);
     if (where.line > 0) {
       out += ":" + std::to_string(where.line);
       if (where.column > 0) out += ":" + std::to_string(where.column);

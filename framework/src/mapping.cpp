@@ -594,14 +594,27 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
       yaml::fail(origin, tile ? *tile : node, "cluster", *error);
   };
 
+  // Per level: the node a structural error of the level is reported at
+  // (its split or tile map, else the level), and that key. Emplaced, as
+  // assigning a YAML::Node would rebind the node it was copied from.
+  std::vector<std::optional<YAML::Node>> level_node(arch.levels().size());
+  std::vector<std::string> level_key(arch.levels().size());
+  const auto remember = [&](size_t i, const YAML::Node& at, const std::string& key) {
+    level_node[i].emplace(at);
+    level_key[i] = key;
+  };
   for (size_t i = 0; i < arch.levels().size(); ++i) {
     const Level& level = arch.levels()[i];
     LevelMapping& lm = mapping.levels_[i];
     auto node = top.optional(level.name);
+    if (node) remember(i, *node, level.name);
     if (level.kind == LevelKind::kSpatial) {
       if (node) {
         yaml::Map m(origin, *node, "level '" + level.name + "'");
-        if (auto split = m.optional("split")) read_dim_map(*split, "split", lm.split);
+        if (auto split = m.optional("split")) {
+          read_dim_map(*split, "split", lm.split);
+          remember(i, *split, "split");
+        }
         if (auto axes = m.optional("axes")) read_axes(*axes, level, lm);
         if (auto order = m.optional("order")) read_order(*order, lm.order);
         if (auto cluster = m.optional("cluster")) read_cluster(*cluster, level, lm, child);
@@ -619,7 +632,10 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
     if (node) {
       yaml::Map m(origin, *node, "level '" + level.name + "'");
       if (level.kind == LevelKind::kBuffer) {
-        if (auto tile = m.optional("tile")) read_dim_map(*tile, "tile", lm.tile);
+        if (auto tile = m.optional("tile")) {
+          read_dim_map(*tile, "tile", lm.tile);
+          remember(i, *tile, "tile");
+        }
         if (auto keep = m.optional("keep")) {
           lm.keep = parse_keep(origin, *keep, op);
           if (auto error = keep_error(op, level, lm))
@@ -637,8 +653,14 @@ Mapping Mapping::parse(const std::string& yaml_text, const std::string& origin, 
     child = lm.tile;
   }
   top.finish();
-  if (auto error = mapping.structural_error(op, arch))
-    throw InputError(SourceLocation{origin, 0, 0}, "", *error);
+  if (auto error = mapping.structural_error(op, arch)) {
+    // structural_error names the level first ("level 'L1': ..."): report
+    // it where that level's tiles or splits were written.
+    for (size_t i = 0; i < arch.levels().size(); ++i)
+      if (level_node[i] && error->rfind("level '" + arch.levels()[i].name + "'", 0) == 0)
+        yaml::fail(origin, *level_node[i], level_key[i], *error);
+    yaml::fail(origin, root, "", *error);
+  }
   return mapping;
 }
 

@@ -7,7 +7,9 @@
 #include <map>
 #include <mapex/analysis.hpp>
 #include <mapex/checked.hpp>
+#include <mapex/divisors.hpp>
 #include <mapex/mapspace.hpp>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
@@ -31,6 +33,29 @@ struct Rules {
 bool divides_bound(std::int64_t a, std::int64_t b, std::int64_t bound) {
   const auto product = checked_mul(a, b);
   return product && *product <= bound && bound % *product == 0;
+}
+
+/// Most tile chains one dimension of a mapspace may have (a chain holds a
+/// tile or split per level). VGG16 conv3_1's K = 256 on an Eyeriss-like chip
+/// has 168,241 with edge tiles.
+constexpr std::size_t kMaxChains = 2'000'000;
+
+/// Most chains the sampler's per-state choice lists hold in all (a few
+/// hundred MB); draws from states beyond it scan the chains.
+constexpr std::size_t kMaxDrawEntries = 4'000'000;
+
+/// The divisors in `divs` (a bound's, ascending) that are multiples of
+/// `base` with a quotient of at most `max_quotient`, ascending: the
+/// factors-only spans above a span of `base` (Marvel §5.2).
+std::vector<std::int64_t> multiples_dividing(const std::vector<std::int64_t>& divs,
+                                             std::int64_t base, std::int64_t max_quotient) {
+  std::vector<std::int64_t> out;
+  for (auto it = std::lower_bound(divs.begin(), divs.end(), base); it != divs.end(); ++it) {
+    if (*it % base != 0) continue;
+    if (*it / base > max_quotient) break;
+    out.push_back(*it);
+  }
+  return out;
 }
 
 BigInt factorial(int k) {
@@ -351,30 +376,37 @@ struct Mapspace::Impl {
   /// step's span up to the bound (the parent's tile then holds T^out x s),
   /// and the clusters' split s, with c x s within the fan-out. Tiles
   /// dividing the bounds make every span divide the next (Marvel §5.2).
-  void add_cluster_chains(DimId d, std::int64_t bound, std::vector<std::int64_t>& prefix,
-                          std::vector<std::int64_t>& cluster, std::int64_t child_span, int level,
-                          Chains& out) const {
+  void add_cluster_chains(DimId d, std::int64_t bound, const std::vector<std::int64_t>& divs,
+                          std::vector<std::int64_t>& prefix, std::vector<std::int64_t>& cluster,
+                          std::int64_t child_span, int level, Chains& out) const {
     const std::int64_t fanout = arch.levels()[static_cast<size_t>(level)].fanout();
+    const auto with = [&](std::int64_t c, std::int64_t tile, std::int64_t s, std::int64_t span) {
+      prefix.push_back(s);
+      cluster.push_back(c);
+      cluster.push_back(tile);
+      add_chains(d, bound, divs, prefix, cluster, span, level + 1, out);
+      cluster.resize(cluster.size() - 2);
+      prefix.pop_back();
+    };
+    if (options.factors_only) {
+      // Steps, tiles and spans all divide the bound: walk its divisors.
+      for (std::int64_t step : multiples_dividing(divs, child_span, fanout))
+        for (std::int64_t tile : multiples_dividing(divs, step, bound / step))
+          for (std::int64_t span : multiples_dividing(divs, tile, fanout / (step / child_span)))
+            with(step / child_span, tile, span / tile, span);
+      return;
+    }
     // Products capped (checked.hpp) and counters advanced only below their
     // limit: bounds and fan-outs may be anywhere up to INT64_MAX.
     for (std::int64_t c = 0; c < fanout && mul_saturating(child_span, c) < bound;) {
       ++c;
       const std::int64_t step = mul_capped(child_span, c, bound);
-      if (options.factors_only && !divides_bound(child_span, c, bound)) continue;
       for (std::int64_t t = step - 1; t < bound;) {
         const std::int64_t tile = ++t;
-        if (options.factors_only && (tile % step != 0 || bound % tile != 0)) continue;
         for (std::int64_t s = 0;
              mul_saturating(c, s + 1) <= fanout && mul_saturating(tile, s) < bound;) {
           ++s;
-          const std::int64_t span = mul_capped(tile, s, bound);
-          if (options.factors_only && !divides_bound(tile, s, bound)) continue;
-          prefix.push_back(s);
-          cluster.push_back(c);
-          cluster.push_back(tile);
-          add_chains(d, bound, prefix, cluster, span, level + 1, out);
-          cluster.resize(cluster.size() - 2);
-          prefix.pop_back();
+          with(c, tile, s, mul_capped(tile, s, bound));
         }
       }
     }
@@ -385,44 +417,58 @@ struct Mapspace::Impl {
   Chains build_chains(DimId d) const {
     Chains c;
     const std::int64_t bound = op.dims()[static_cast<size_t>(d)].bound;
+    // Factors-only spaces take their tiles from the bound's divisors, found
+    // by factorisation: construction time then depends on the number of
+    // divisors, not on the bound (issue 18: W = 2^31 took minutes).
+    const std::vector<std::int64_t> divs =
+        options.factors_only ? divisors(bound) : std::vector<std::int64_t>{};
     std::vector<std::int64_t> prefix, cluster;
-    add_chains(d, bound, prefix, cluster, 1, 0, c);
+    add_chains(d, bound, divs, prefix, cluster, 1, 0, c);
     return c;
   }
 
-  void add_chains(DimId d, std::int64_t bound, std::vector<std::int64_t>& prefix,
-                  std::vector<std::int64_t>& cluster, std::int64_t child_span, int level,
-                  Chains& out) const {
+  void add_chains(DimId d, std::int64_t bound, const std::vector<std::int64_t>& divs,
+                  std::vector<std::int64_t>& prefix, std::vector<std::int64_t>& cluster,
+                  std::int64_t child_span, int level, Chains& out) const {
     if (level + 1 == L) {
       record(d, bound, prefix, cluster, out);
       return;
     }
     const Level& l = arch.levels()[static_cast<size_t>(level)];
     if (l.kind == LevelKind::kSpatial && cluster_on(level)) {
-      add_cluster_chains(d, bound, prefix, cluster, child_span, level, out);
+      add_cluster_chains(d, bound, divs, prefix, cluster, child_span, level, out);
       return;
     }
     if (l.kind == LevelKind::kSpatial) {
       cluster.push_back(1);
       cluster.push_back(child_span);
-      for (std::int64_t s = 0; s < l.fanout() && mul_saturating(child_span, s) < bound;) {
-        ++s;
-        const std::int64_t span = mul_capped(child_span, s, bound);
-        if (options.factors_only && !divides_bound(child_span, s, bound)) continue;
+      const auto split = [&](std::int64_t s, std::int64_t span) {
         prefix.push_back(s);
-        add_chains(d, bound, prefix, cluster, span, level + 1, out);
+        add_chains(d, bound, divs, prefix, cluster, span, level + 1, out);
         prefix.pop_back();
+      };
+      if (options.factors_only) {
+        for (std::int64_t span : multiples_dividing(divs, child_span, l.fanout()))
+          split(span / child_span, span);
+      } else {
+        for (std::int64_t s = 0; s < l.fanout() && mul_saturating(child_span, s) < bound;) {
+          ++s;
+          split(s, mul_capped(child_span, s, bound));
+        }
       }
       cluster.resize(cluster.size() - 2);
       return;
     }
-    for (std::int64_t t = child_span - 1; t < bound;) {
-      const std::int64_t tile = ++t;
-      if (options.factors_only && (tile % child_span != 0 || bound % tile != 0)) continue;
+    const auto tile_of = [&](std::int64_t tile) {
       prefix.push_back(tile);
-      add_chains(d, bound, prefix, cluster, tile, level + 1, out);
+      add_chains(d, bound, divs, prefix, cluster, tile, level + 1, out);
       prefix.pop_back();
+    };
+    if (options.factors_only) {
+      for (std::int64_t tile : multiples_dividing(divs, child_span, bound)) tile_of(tile);
+      return;
     }
+    for (std::int64_t t = child_span - 1; t < bound;) tile_of(++t);
   }
 
   void record(DimId d, std::int64_t bound, const std::vector<std::int64_t>& values,
@@ -477,6 +523,17 @@ struct Mapspace::Impl {
     out.parallel_ok.push_back(parallel_ok);
     out.limit_ok.push_back(limit_ok);
     ++out.count;
+    // With edge tiles every tile size up to the bound is a choice, and a
+    // bound with thousands of divisors has as many factors-only tiles per
+    // level, so the chains of such a dimension cannot all be held (issue
+    // 18: W = 2^31 ran for minutes); refuse the space instead.
+    if (out.count > kMaxChains)
+      throw InputError("layer '" + op.name() + "': dimension '" +
+                       op.dims()[static_cast<size_t>(d)].name + "' (bound " +
+                       std::to_string(bound) + ") has more than " + std::to_string(kMaxChains) +
+                       " tile chains (tile and split choices across the levels)" +
+                       (options.factors_only ? "" : " with edge tiles; use factors-only tiles") +
+                       "; the mapspace is too large to build");
   }
 
   /// Whether a level's factor of dimension d (its split, or its loop's
@@ -530,6 +587,48 @@ struct Mapspace::Impl {
   /// ResNet-50 layer), and searchers that only test membership
   /// (reject_reason) never need it; once_flag because cursors of one space
   /// run on several threads.
+  /// Sampling's choices at one dimension from one state, in chain order:
+  /// the chains with completions, the state each leads to, and the running
+  /// total of their completions. Drawing a chain is then a binary search
+  /// instead of a pass over every chain (168,241 for K = 256 with edge
+  /// tiles, 11 ms a draw), and picks the same chain as that pass.
+  struct DrawChoices {
+    std::vector<std::uint32_t> chain;
+    std::vector<std::uint64_t> next;
+    std::vector<BigInt> running;  ///< completions of chain[0..i]
+  };
+  /// Choices per (dimension, state) of the main table, built on first use;
+  /// at most kMaxDrawEntries chains in all, then draws scan.
+  mutable std::mutex draw_mutex;
+  mutable std::map<std::pair<DimId, std::uint64_t>, std::shared_ptr<const DrawChoices>> draws;
+  mutable std::size_t draw_entries = 0;
+
+  std::shared_ptr<const DrawChoices> draw_choices(const Table& t, DimId d, std::uint64_t s) const {
+    {
+      const std::lock_guard<std::mutex> lock(draw_mutex);
+      const auto it = draws.find({d, s});
+      if (it != draws.end()) return it->second;
+      if (draw_entries >= kMaxDrawEntries) return nullptr;
+    }
+    auto out = std::make_shared<DrawChoices>();
+    const auto& Wn = t.W[static_cast<size_t>(d) + 1];
+    BigInt running = 0;
+    for (std::size_t c = 0; c < chains[static_cast<size_t>(d)].count; ++c) {
+      if (!chain_allowed(t, d, c)) continue;
+      const auto next = step(t, s, d, c);
+      if (!next) continue;
+      const auto it = Wn.find(*next);
+      if (it == Wn.end() || it->second == 0) continue;
+      running += it->second;
+      out->chain.push_back(static_cast<std::uint32_t>(c));
+      out->next.push_back(*next);
+      out->running.push_back(running);
+    }
+    const std::lock_guard<std::mutex> lock(draw_mutex);
+    draw_entries += out->chain.size();
+    return draws.emplace(std::make_pair(d, s), std::move(out)).first->second;
+  }
+
   Table& counted() const {
     std::call_once(main_counted, [this] {
       main = layout(Rules{});
@@ -1495,6 +1594,15 @@ std::optional<Mapping> Mapspace::sample(std::mt19937_64& rng, int max_attempts) 
     std::uint64_t s = impl.init_state(t);
     for (DimId d = 0; d < n; ++d) {
       const auto du = static_cast<size_t>(d);
+      if (const auto choices = impl.draw_choices(t, d, s)) {
+        const auto& run = choices->running;
+        const auto at = std::upper_bound(run.begin(), run.end(), r) - run.begin();
+        if (at == static_cast<std::ptrdiff_t>(run.size())) return std::nullopt;  // r < W[d][s]
+        if (at > 0) r -= run[static_cast<size_t>(at - 1)];
+        pos[du] = choices->chain[static_cast<size_t>(at)];
+        s = choices->next[static_cast<size_t>(at)];
+        continue;
+      }
       const auto& Wn = t.W[du + 1];
       bool chosen = false;
       for (std::size_t c = 0; c < impl.chains[du].count && !chosen; ++c) {

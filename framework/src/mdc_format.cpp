@@ -72,6 +72,7 @@ struct Token {
   std::string text;
   int line = 0;
   bool negative = false;  ///< written with a leading '-' (a separator for MAESTRO)
+  int column = 0;         ///< 1-based, of the token's first character
 };
 
 // MAESTRO splits on blanks and the characters , - > ( ) : ; and a token
@@ -79,10 +80,12 @@ struct Token {
 std::vector<Token> tokenize(const std::string& text) {
   std::vector<Token> out;
   int line = 1;
+  std::size_t line_start = 0, start = 0;
   std::string cur;
   bool negative = false;
+  auto column = [&](std::size_t at) { return static_cast<int>(at - line_start) + 1; };
   auto flush = [&] {
-    if (!cur.empty()) out.push_back({cur, line, negative});
+    if (!cur.empty()) out.push_back({cur, line, negative, column(start)});
     cur.clear();
     negative = false;
   };
@@ -92,23 +95,27 @@ std::vector<Token> tokenize(const std::string& text) {
       while (i < text.size() && text[i] != '\n') ++i;
       flush();
       ++line;
+      line_start = i + 1;
       continue;
     }
     if (c == '\n') {
       flush();
       ++line;
+      line_start = i + 1;
     } else if (c == '-' && cur.empty() && i + 1 < text.size() &&
                std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
       // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
       // remembers it so that a negative size or offset is reported.
       negative = true;
+      start = i;
     } else if (c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '-' || c == '>' || c == '(' ||
                c == ')' || c == ':' || c == ';') {
       flush();
     } else if (c == '{' || c == '}') {
       flush();
-      out.push_back({std::string(1, c), line});
+      out.push_back({std::string(1, c), line, false, column(i)});
     } else {
+      if (cur.empty() && !negative) start = i;
       cur += c;
     }
   }
@@ -193,20 +200,21 @@ class Parser {
         fail(t, "", "expected 'Constant' or 'Network', got '" + t.text + "'");
       }
     }
-    if (!seen_network) fail_at(1, "Network", "no Network block found");
-    if (net.layers.empty()) fail_at(1, "Network", "the network has no layers");
+    if (!seen_network) fail_at(1, 1, "Network", "no Network block found");
+    if (net.layers.empty()) fail_at(1, 1, "Network", "the network has no layers");
     return net;
   }
 
  private:
   [[noreturn]] void fail(const Token& t, const std::string& key, const std::string& problem) const {
-    fail_at(t.line, key, problem);
+    fail_at(t.line, t.column, key, problem);
   }
-  [[noreturn]] void fail_at(int line, const std::string& key, const std::string& problem) const {
-    throw InputError(SourceLocation{origin_, line, 0}, key, problem);
+  [[noreturn]] void fail_at(int line, int column, const std::string& key,
+                            const std::string& problem) const {
+    throw InputError(SourceLocation{origin_, line, column}, key, problem);
   }
   bool at_end() const { return pos_ >= tokens_.size(); }
-  Token last() const { return tokens_.empty() ? Token{"", 1} : tokens_.back(); }
+  Token last() const { return tokens_.empty() ? Token{"", 1, false, 1} : tokens_.back(); }
   const Token& next() {
     if (at_end()) fail(last(), "", "unexpected end of file");
     return tokens_[pos_++];
@@ -284,6 +292,7 @@ class Parser {
   Layer parse_layer(const Token& layer_token, const std::vector<Layer>& previous) {
     Layer layer;
     layer.line = layer_token.line;
+    layer.column = layer_token.column;
     // MAESTRO splits names on '-' and keeps the last piece (Conv2d-1 is 1).
     layer.name = expect_any("a layer name").text;
     while (!at_end() && !peek_is("{") && !peek_is("}") && !is_section(tokens_[pos_].text))
@@ -368,7 +377,8 @@ class Parser {
              "layer '" + layer.name + "' has no Dataflow and no previous layer to copy it from");
       layer.dataflow = previous.back().dataflow;
       // A copied dataflow must still name this layer's dimensions.
-      for (const auto& d : layer.dataflow) check_directive_dim(layer, d, layer_token.line);
+      for (const auto& d : layer.dataflow)
+        check_directive_dim(layer, d, layer_token.line, layer_token.column);
     }
     return layer;
   }
@@ -402,14 +412,14 @@ class Parser {
       fail(at, "Dimensions", "layer '" + layer.name + "': X is smaller than the filter width S");
   }
 
-  void check_directive_dim(const Layer& layer, const Directive& d, int line) const {
+  void check_directive_dim(const Layer& layer, const Directive& d, int line, int column) const {
     if (d.kind == DirectiveKind::kCluster) return;
     bool known = layer.dim(d.dim) > 0;
     if (d.dim == "Y'" || d.dim == "Y") known = known || layer.dim("Y") > 0 || layer.dim("Y'") > 0;
     if (d.dim == "X'" || d.dim == "X") known = known || layer.dim("X") > 0 || layer.dim("X'") > 0;
     if (layer.type == LayerType::kGemm && (d.dim == "Y'" || d.dim == "X'")) known = false;
     if (!known)
-      fail_at(line, "Dataflow",
+      fail_at(line, column, "Dataflow",
               "directive on unknown dimension '" + d.dim + "'; layer '" + layer.name +
                   "' has no such dimension");
   }
@@ -418,6 +428,7 @@ class Parser {
     const Token t = next();
     Directive d;
     d.line = t.line;
+    d.column = t.column;
     if (t.text == "TemporalMap" || t.text == "SpatialMap") {
       d.kind = t.text == "TemporalMap" ? DirectiveKind::kTemporalMap : DirectiveKind::kSpatialMap;
       d.size = parse_value(layer, "size");
@@ -426,7 +437,7 @@ class Parser {
       if (is_directive_word(dim.text))
         fail(dim, "Dataflow", t.text + " needs a dimension after (size, offset)");
       d.dim = dim.text;
-      check_directive_dim(layer, d, dim.line);
+      check_directive_dim(layer, d, dim.line, dim.column);
     } else if (t.text == "Cluster") {
       d.kind = DirectiveKind::kCluster;
       d.size = parse_value(layer, "cluster size");
@@ -480,15 +491,21 @@ Hardware parse_hardware(const std::string& text, const std::string& origin) {
       return s.substr(b, e - b + 1);
     };
     if (trim(line).empty()) continue;
+    // Columns of the key and of the value, 1-based.
+    const int key_column = static_cast<int>(line.find_first_not_of(" \t\r")) + 1;
+    const SourceLocation at_key{origin, number, key_column};
     if (colon == std::string::npos)
-      throw InputError(SourceLocation{origin, number, 0}, "",
-                       "expected 'key: value', got '" + trim(line) + "'");
+      throw InputError(at_key, "", "expected 'key: value', got '" + trim(line) + "'");
     key = trim(line.substr(0, colon));
     value = trim(line.substr(colon + 1));
+    const auto value_start = line.find_first_not_of(" \t\r", colon + 1);
+    const SourceLocation at_value{
+        origin, number,
+        static_cast<int>(value_start == std::string::npos ? colon + 1 : value_start) + 1};
     const auto parsed = is_integer(value) ? to_int64(value) : std::nullopt;
     if (!parsed || *parsed <= 0)
       throw InputError(
-          SourceLocation{origin, number, 0}, key,
+          at_value, key,
           "expected a positive integer of at most " + kInt64Max + ", got '" + value + "'");
     const std::int64_t v = *parsed;
     if (key == "num_pes")
@@ -504,12 +521,12 @@ Hardware parse_hardware(const std::string& text, const std::string& origin) {
     else if (key == "NoC_NumHops" && v > kMaxNocHops)
       // The hop latency is added to every transfer's cycles: bounded so that
       // those sums cannot overflow (a latency of 2^63 cycles means nothing).
-      throw InputError(SourceLocation{origin, number, 0}, key,
+      throw InputError(at_value, key,
                        "expected at most " + std::to_string(kMaxNocHops) + " hops, got " + value);
     else if (key == "NoC_NumHops")
       hw.noc_latency = v;
     else
-      throw InputError(SourceLocation{origin, number, 0}, key,
+      throw InputError(at_key, key,
                        "unknown key; expected num_pes, l1_size_cstr, l2_size_cstr, noc_bw_cstr, "
                        "offchip_bw_cstr or NoC_NumHops");
   }
@@ -519,39 +536,42 @@ Hardware parse_hardware(const std::string& text, const std::string& origin) {
 Hardware load_hardware(const std::string& path) { return parse_hardware(read_file(path), path); }
 
 void validate(const Layer& layer, const Hardware& hw, const std::string& origin) {
-  auto fail = [&](int line, const std::string& key, const std::string& problem) {
-    throw InputError(SourceLocation{origin, line, 0}, key,
+  auto fail = [&](const auto& at, const std::string& key, const std::string& problem) {
+    throw InputError(SourceLocation{origin, at.line, at.column}, key,
                      "layer '" + layer.name + "': " + problem);
   };
   std::int64_t clusters = 1;
   int spatial = 0;
   int level = 0;
-  int level_line = layer.line;
-  auto close_level = [&](int line) {
+  struct At {
+    int line, column;
+  };
+  At level_at{layer.line, layer.column};
+  auto close_level = [&](At at) {
     if (spatial == 0)
-      fail(line, "Dataflow",
+      fail(at, "Dataflow",
            "cluster level " + std::to_string(level) + " has no SpatialMap; expected one or two");
     spatial = 0;
     ++level;
   };
   for (const auto& d : layer.dataflow) {
     if (d.kind == DirectiveKind::kCluster) {
-      close_level(d.line);
+      close_level({d.line, d.column});
       const auto product = checked_mul(clusters, d.size);
       if (!product)
-        fail(d.line, "Cluster",
+        fail(d, "Cluster",
              "clusters of more than " + kInt64Max + " PEs exceed the " +
                  std::to_string(hw.num_pes) + " PEs of the hardware");
       clusters = *product;
       if (clusters > hw.num_pes)
-        fail(d.line, "Cluster",
+        fail(d, "Cluster",
              "clusters of " + std::to_string(clusters) + " PEs exceed the " +
                  std::to_string(hw.num_pes) + " PEs of the hardware");
-      level_line = d.line;
+      level_at = {d.line, d.column};
       continue;
     }
     if (d.kind == DirectiveKind::kSpatialMap && ++spatial > 2)
-      fail(d.line, "SpatialMap",
+      fail(d, "SpatialMap",
            "a third SpatialMap in cluster level " + std::to_string(level) +
                "; expected one or two per level");
     // MAESTRO §III: a filter dimension mapped temporally must be mapped whole
@@ -560,13 +580,15 @@ void validate(const Layer& layer, const Hardware& hw, const std::string& origin)
         layer.type != LayerType::kGemm) {
       const std::int64_t full = layer.dim(d.dim);
       if (d.size != full || d.offset != full)
-        fail(d.line, "TemporalMap",
+        fail(d, "TemporalMap",
              "TemporalMap on " + d.dim + " must have size and offset " + std::to_string(full) +
                  " (the whole filter), got (" + std::to_string(d.size) + "," +
                  std::to_string(d.offset) + ")");
     }
   }
-  close_level(layer.dataflow.empty() ? level_line : layer.dataflow.back().line);
+  close_level(layer.dataflow.empty()
+                  ? level_at
+                  : At{layer.dataflow.back().line, layer.dataflow.back().column});
 }
 
 std::string format_dataflow(const std::vector<Directive>& dataflow, const std::string& indent) {

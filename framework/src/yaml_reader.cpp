@@ -34,7 +34,9 @@ YAML::Node load_file(const std::string& path) { return load_text(read_text(path)
 SourceLocation location(const std::string& file, const YAML::Node& node) {
   if (!node.IsDefined()) return SourceLocation{file, 0, 0};
   const YAML::Mark mark = node.Mark();
-  if (mark.line < 0) return SourceLocation{file, 0, 0};
+  // A null document (an empty file, or only comments) has no mark: its
+  // place is the start of the file.
+  if (mark.line < 0) return SourceLocation{file, 1, 1};
   return SourceLocation{file, mark.line + 1, mark.column + 1};
 }
 

@@ -60,12 +60,14 @@ class RandomSearch final : public mapex::Searcher {
     std::vector<mapex::Mapping> batch;
     for (;;) {
       batch.clear();
-      const std::size_t want = batch_want(progress);
+      const std::size_t want = batch_want(ctx, progress);
       for (std::size_t i = 0; i < want; ++i) {
-        auto m = ctx.mapspace().sample(rng, attempts_);
+        auto m = draw(ctx, rng, progress);
         if (!m) break;
         batch.push_back(std::move(*m));
       }
+      if (ctx.exhausted()) return {false, budget_reason(progress)};
+      progress.rejected = 0;
       if (batch.empty()) {
         // Every draw overflowed a buffer: when no mapping fits at all (the
         // enumeration finds none), the space is empty after capacity.
@@ -81,17 +83,48 @@ class RandomSearch final : public mapex::Searcher {
   }
 
  private:
-  /// Evaluations since the last improvement, in evaluation order.
+  /// Evaluations since the last improvement, in evaluation order, and the
+  /// draws of the current batch rejected because a buffer overflows.
   struct Progress {
     std::uint64_t streak = 0;
+    std::uint64_t rejected = 0;
   };
 
   /// Candidates for the next batch: never more than the victory condition
-  /// still allows, so the search stops exactly at it.
-  std::size_t batch_want(const Progress& progress) const {
-    if (!victory_) return batch_size_;
-    return static_cast<std::size_t>(
-        std::min<std::uint64_t>(batch_size_, victory_ - progress.streak));
+  /// or the evaluation budget still allow, so the search stops exactly at
+  /// them and draws (each up to max_attempts) no sample it cannot evaluate.
+  /// The samples drawn are a prefix of the full batch's, so the result is
+  /// the same as when the evaluation cut the batch short.
+  std::size_t batch_want(const mapex::SearchContext& ctx, const Progress& progress) const {
+    std::uint64_t want = batch_size_;
+    if (victory_) want = std::min<std::uint64_t>(want, victory_ - progress.streak);
+    const std::uint64_t max_evaluations = ctx.budget().max_evaluations;
+    if (max_evaluations)
+      want = std::min<std::uint64_t>(
+          want, max_evaluations - std::min(max_evaluations, ctx.evaluations()));
+    return static_cast<std::size_t>(std::max<std::uint64_t>(want, 1));
+  }
+
+  /// One sample: up to max_attempts uniform draws, one at a time (the same
+  /// draws as Mapspace::sample with that bound), so that a time budget also
+  /// bounds a long run of draws that overflow a buffer, as in a space with
+  /// edge tiles where nearly every draw does.
+  std::optional<mapex::Mapping> draw(const mapex::SearchContext& ctx, std::mt19937_64& rng,
+                                     Progress& progress) const {
+    for (int attempt = 0; attempt < attempts_; ++attempt) {
+      if (ctx.exhausted()) return std::nullopt;
+      if (auto m = ctx.mapspace().sample(rng, 1)) return m;
+      ++progress.rejected;
+    }
+    return std::nullopt;
+  }
+
+  /// The stop reason when the budget ran out while drawing a batch: says
+  /// how many of its draws were rejected, which is where the time went.
+  static std::string budget_reason(const Progress& progress) {
+    if (progress.rejected == 0) return "budget";
+    return "budget; ran out while drawing, after " + std::to_string(progress.rejected) +
+           " rejected samples (a buffer overflows)";
   }
 
   /// Evaluates one batch; the stop reason when the search must end.
@@ -124,7 +157,7 @@ class RandomSearch final : public mapex::Searcher {
     std::vector<mapex::Mapping> batch;
     for (;;) {
       batch.clear();
-      const std::size_t want = batch_want(progress);
+      const std::size_t want = batch_want(ctx, progress);
       bool streamed = false;
       while (batch.size() < want) {
         if (!cursor.next(m)) {

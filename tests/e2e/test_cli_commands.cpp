@@ -150,7 +150,9 @@ TEST(CliSearch, RandomStopsAtMaxSecondsWithReasonBudget) {
       cmd("search", tiny({"--searcher", "random", "--max-seconds", "0.3", "--format", "json"})));
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["stop_reason"], "budget");
+  // "budget; ran out while drawing, ..." when the clock ran out during draws.
+  const std::string reason = j["stop_reason"];
+  EXPECT_EQ(reason.substr(0, reason.find(';')), "budget");
   EXPECT_FALSE(j["complete"].get<bool>());
   EXPECT_GT(j["evaluations"].get<std::uint64_t>(), 0u);
   EXPECT_GE(j["wall_seconds"].get<double>(), 0.3);  // not before the budget is spent

@@ -381,7 +381,7 @@ TEST_F(BadInput, DirectivesFiles) {
                                 "    update(Q+=2)\n    update(P+=2)\n    update(K+=4)\n");
   for (const std::string command : {"directives", "evaluate"})
     EXPECT_HAS(expect_bad(args(command, {"--directives", bad})),
-               bad + ":3: key 'X': layer 'conv' has no tensor 'X'");
+               bad + ":3:5: key 'X': layer 'conv' has no tensor 'X'");
   const std::string other = write("other.kd", "fc:\n");
   EXPECT_HAS(expect_bad(args("directives", {"--directives", other})),
              "no section for layer 'conv'");

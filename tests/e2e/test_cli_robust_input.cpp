@@ -53,7 +53,7 @@ TEST(RobustInput, MaestroHardwareIntegerPastInt64) {
   const std::string hw = write("huge_hw.m", "num_pes: 99999999999999999999\n");
   const std::string e = expect_bad({"evaluate", "--maestro", mapping, "--hw", hw});
   EXPECT_HAS(e,
-             "robust_huge_hw.m:1: key 'num_pes': expected a positive integer of at most "
+             "robust_huge_hw.m:1:10: key 'num_pes': expected a positive integer of at most "
              "9223372036854775807, got '99999999999999999999'");
 }
 
@@ -63,13 +63,13 @@ TEST(RobustInput, MaestroDimensionPastInt64AndMacsPastInt64) {
   text.replace(text.find("K: 4 }"), 6, "K: 99999999999999999999 }");
   std::string e = expect_bad({"evaluate", "--maestro", write("huge_dim.m", text), "--hw", hw});
   EXPECT_HAS(e,
-             "robust_huge_dim.m:4: key 'dimension size': expected a positive dimension size "
+             "robust_huge_dim.m:4:29: key 'dimension size': expected a positive dimension size "
              "of at most 9223372036854775807, got '99999999999999999999'");
   // Each dimension fits; M x N x K does not.
   text = kGemm;
   text.replace(text.find("M: 4,"), 5, "M: 4611686018427387904,");
   e = expect_bad({"evaluate", "--maestro", write("huge_macs.m", text), "--hw", hw});
-  EXPECT_HAS(e, "robust_huge_macs.m:2: key 'Dimensions': layer 'L': its number of MACs exceeds");
+  EXPECT_HAS(e, "robust_huge_macs.m:2:1: key 'Dimensions': layer 'L': its number of MACs exceeds");
 }
 
 TEST(RobustInput, LoopnestCoefficientPastInt64) {

@@ -216,12 +216,27 @@ TEST(RandomSearcher, SecondsBudgetStopsTheSearchWithReasonBudget) {
   const Architecture arch = test::chip({4, 4}, 512);
   const JobResult r = random_search(op, arch, Budget{0, 0.2}, 3, {});
   ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
-  EXPECT_EQ(r.stop_reason, "budget");
+  // When the clock runs out during a batch's draws the reason also counts
+  // the rejected ones ("budget; ran out while drawing, ...").
+  EXPECT_EQ(r.stop_reason.substr(0, r.stop_reason.find(';')), "budget");
   EXPECT_FALSE(r.complete);
   EXPECT_GT(r.evaluations, 0u);
   // It stops when the budget is spent, not before (the clock starts with
   // the search, after this wall time's start).
   EXPECT_GE(r.wall_seconds, 0.2);
+}
+
+TEST(RandomSearcher, SecondsBudgetStopsDrawsThatAllOverflowABuffer) {
+  // A 1-byte L1 holds no tile, so every draw is rejected; with a billion
+  // draws allowed per sample only the clock can stop the search, and the
+  // reason says the time went on rejected draws (issue 18).
+  const Operator op = make_conv2d("c", Conv2dShape{1, 16, 32, 8, 8, 3, 3});
+  const Architecture arch = test::chip({4, 4}, 1);
+  const JobResult r = random_search(op, arch, Budget{0, 0.2}, 3, {{"max_attempts", "1000000000"}});
+  EXPECT_EQ(r.evaluations, 0u);
+  EXPECT_EQ(r.stop_reason.rfind("budget; ran out while drawing, after ", 0), 0u) << r.stop_reason;
+  EXPECT_NE(r.stop_reason.find(" rejected samples (a buffer overflows)"), std::string::npos)
+      << r.stop_reason;
 }
 
 TEST(RandomSearcher, VictoryConditionStopsAfterExactlyNSamplesWithoutImprovement) {

@@ -220,7 +220,8 @@ TEST(CheckedMapping, SpansAreClampedToTheBoundNotWrapped) {
             "L1: {tile: {C: 2305843009213693952}}\nPEs: {split: {C: 4611686018427387904}}\n",
             "m.yaml", op, arch);
       },
-      "m.yaml: level 'PEs': split of C is 4611686018427387904 but tiles of 2305843009213693952 "
+      "m.yaml:2:14: key 'split': level 'PEs': split of C is 4611686018427387904 but tiles of "
+      "2305843009213693952 "
       "cover its bound 9223372036854775807 with fewer children");
 }
 
@@ -244,21 +245,22 @@ TEST(CheckedMapping, SplitsBeyondTheFanoutDoNotWrapBelowIt) {
 
 TEST(CheckedMaestro, HugeIntegersAreLocatedInputErrors) {
   expect_input_error([] { mdc::parse_hardware("num_pes: 99999999999999999999\n", "hw.m"); },
-                     "hw.m:1: key 'num_pes': expected a positive integer of at most "
+                     "hw.m:1:10: key 'num_pes': expected a positive integer of at most "
                      "9223372036854775807, got '99999999999999999999'");
   // A hop latency of 2^63 - 1 cycles fits but overflows every transfer's sum.
   expect_input_error(
       [] { mdc::parse_hardware("num_pes: 4\nNoC_NumHops: 9223372036854775807\n", "hw.m"); },
-      "hw.m:2: key 'NoC_NumHops': expected at most 1000000000 hops");
+      "hw.m:2:14: key 'NoC_NumHops': expected at most 1000000000 hops");
   EXPECT_EQ(mdc::parse_hardware("num_pes: 4\nNoC_NumHops: 1000000000\n", "hw.m").noc_latency,
             1'000'000'000);
   const std::string head = "Network n {\nLayer L {\nType: GEMM\nDimensions { M: 4, N: 4, K: ";
   const std::string tail = " }\nDataflow { SpatialMap(1,1) M; }\n}\n}\n";
-  expect_input_error([&] { mdc::parse_mapping(head + "99999999999999999999" + tail, "m.m"); },
-                     "m.m:4: key 'dimension size': expected a positive dimension size of at most");
+  expect_input_error(
+      [&] { mdc::parse_mapping(head + "99999999999999999999" + tail, "m.m"); },
+      "m.m:4:29: key 'dimension size': expected a positive dimension size of at most");
   expect_input_error(
       [&] { mdc::parse_mapping("Constant BIG 99999999999999999999\n" + head + "4" + tail, "m.m"); },
-      "m.m:1: key 'Constant'");
+      "m.m:1:14: key 'Constant'");
   // Each dimension fits; their product (the MACs) does not.
   expect_input_error(
       [&] {
@@ -267,7 +269,7 @@ TEST(CheckedMaestro, HugeIntegersAreLocatedInputErrors) {
             "}\nDataflow { SpatialMap(1,1) M; }\n}\n}\n",
             "m.m");
       },
-      "m.m:2: key 'Dimensions': layer 'L': its number of MACs exceeds");
+      "m.m:2:1: key 'Dimensions': layer 'L': its number of MACs exceeds");
 }
 
 // ---- The final guard on metrics ----

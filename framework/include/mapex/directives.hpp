@@ -56,6 +56,7 @@ struct TensorDirective {
   std::int64_t shr = 1;
   bool bypass = false;  ///< the level does not hold the tensor
   int line = 0;         ///< 1-based line in the parsed text; 0 when generated
+  int column = 0;       ///< 1-based column of the directive; 0 when generated
 };
 
 /// `stack(dim+=shift, repl)`.
@@ -64,6 +65,7 @@ struct StackDirective {
   std::int64_t shift = 1;
   std::int64_t repl = 1;
   int line = 0;
+  int column = 0;
 };
 
 /// `update(dim+=step)`.
@@ -71,12 +73,14 @@ struct UpdateDirective {
   DimId dim = 0;
   std::int64_t step = 1;
   int line = 0;
+  int column = 0;
 };
 
 /// The directives of one buffer level of one layer.
 struct LevelDirectives {
   std::string level;
   int line = 0;
+  int column = 0;
   std::vector<TensorDirective> tensors;
   std::vector<StackDirective> stacks;
   std::vector<UpdateDirective> updates;  ///< innermost first
@@ -87,6 +91,7 @@ struct LevelDirectives {
 struct LayerDirectives {
   std::string layer;
   int line = 0;
+  int column = 0;
   std::vector<LevelDirectives> levels;
 };
 

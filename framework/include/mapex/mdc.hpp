@@ -43,6 +43,7 @@ struct Directive {
   std::string dim;
   char cluster_type = 'P';
   int line = 0;  ///< line in the source file, 0 when built in code
+  int column = 0;
 };
 
 struct Layer {
@@ -54,6 +55,7 @@ struct Layer {
   std::int64_t stride_x = 1;
   std::vector<Directive> dataflow;
   int line = 0;
+  int column = 0;
 
   /// Size of dimension `name`, or 0 when absent.
   std::int64_t dim(std::string_view dim_name) const;

@@ -37,6 +37,13 @@ std::string resolve(const std::string& base_file, const std::string& relative) {
   return (fs::path(base_file).parent_path() / p).lexically_normal().string();
 }
 
+/// Whether a named file exists; a name the system cannot even look up (too
+/// long, say) does not, instead of escaping as a filesystem_error.
+bool file_exists(const std::string& path) {
+  std::error_code error;
+  return fs::exists(path, error) && !error;
+}
+
 Budget read_budget(const std::string& file, const YAML::Node& node, Budget fallback) {
   yaml::Map m(file, node, "budget");
   Budget b = fallback;
@@ -258,7 +265,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
       m.finish();
     }
     use.path = resolve(path, yaml::as_string(path, file_node, "file"));
-    if (!fs::exists(use.path))
+    if (!file_exists(use.path))
       yaml::fail(path, file_node, "file", "workload file '" + use.path + "' does not exist");
     use.network = Network::load(use.path);
     std::vector<Network> variants;
@@ -316,7 +323,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
       m.finish();
     }
     const std::string arch_path = resolve(path, yaml::as_string(path, file_node, "file"));
-    if (!fs::exists(arch_path))
+    if (!file_exists(arch_path))
       yaml::fail(path, file_node, "file", "architecture file '" + arch_path + "' does not exist");
     const Architecture base = Architecture::load(arch_path);
     std::vector<Architecture> points;

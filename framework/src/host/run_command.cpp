@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <mapex/version.hpp>
 #include <set>
 #include <sstream>
@@ -162,12 +163,21 @@ PreparedRun prepare_run(const std::string& experiment_path, const Shard& shard) 
   check_plugins(run.experiment, *run.registry);
   run.plugins = instantiate(run.experiment, *run.registry);
   std::vector<Job> all = expand_jobs(run.experiment);
-  std::set<std::string> ids;
+  std::map<std::string, const Job*> ids;
   for (const auto& j : all)
-    if (!ids.insert(j.id).second)
-      throw InputError(SourceLocation{experiment_path, 0, 0}, "",
+    if (const auto [it, fresh] = ids.emplace(j.id, &j); !fresh) {
+      // The entry that repeats an earlier one: the searcher or cost model
+      // where the two jobs differ, else the experiment's first line.
+      const Job& first = *it->second;
+      SourceLocation where{experiment_path, 1, 1};
+      if (first.searcher != j.searcher)
+        where = run.experiment.searchers[static_cast<std::size_t>(j.searcher)].where;
+      else if (first.costmodel != j.costmodel)
+        where = run.experiment.costmodels[static_cast<std::size_t>(j.costmodel)].where;
+      throw InputError(where, "",
                        "two jobs are identical (job id " + j.id +
                            "): give repeated entries different labels or parameters");
+    }
   // Round-robin shards: neighbouring jobs (often of similar cost) spread
   // over the shards.
   for (const auto& j : all)

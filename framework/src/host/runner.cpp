@@ -84,10 +84,23 @@ JobResult run_search(const SearchRequest& r,
 
 PluginInstances instantiate(const Experiment& e, const PluginRegistry& registry) {
   PluginInstances p;
+  // A plugin's own range checks (victory_condition: -1) know no file: the
+  // entry's place in the experiment is added here.
+  const auto at_entry = [](const PluginUse& use, const auto& make) {
+    try {
+      return make();
+    } catch (const PluginError&) {
+      throw;
+    } catch (const InputError& err) {
+      if (!err.where().file.empty()) throw;
+      throw InputError(use.where, err.key(), err.problem());
+    }
+  };
   for (const auto& s : e.searchers)
-    p.searchers.push_back(registry.make_searcher(s.plugin, s.params));
+    p.searchers.push_back(at_entry(s, [&] { return registry.make_searcher(s.plugin, s.params); }));
   for (const auto& c : e.costmodels)
-    p.costmodels.push_back(registry.make_costmodel(c.plugin, c.params));
+    p.costmodels.push_back(
+        at_entry(c, [&] { return registry.make_costmodel(c.plugin, c.params); }));
   return p;
 }
 
