@@ -1,6 +1,7 @@
 // Moves inside a mapspace (mapex/moves.hpp).
 
 #include <algorithm>
+#include <mapex/divisors.hpp>
 #include <mapex/moves.hpp>
 #include <utility>
 
@@ -13,40 +14,14 @@ namespace {
 // cost a membership test each.
 constexpr int kMaxScan = 16;
 
-// Divisors of n, ascending. Trial division by every number up to a
-// million: a remaining cofactor above that is taken as prime, which leaves
-// out the divisors it would add with its own factors (no loop bound of a
-// real layer comes near it).
-std::vector<std::int64_t> divisors_of(std::int64_t n) {
-  std::vector<std::pair<std::int64_t, int>> primes;
-  std::int64_t rest = n;
-  for (std::int64_t p = 2; p <= 1'000'000 && p <= rest / p; ++p) {
-    int e = 0;
-    while (rest % p == 0) rest /= p, ++e;
-    if (e > 0) primes.emplace_back(p, e);
-  }
-  if (rest > 1) primes.emplace_back(rest, 1);
-  std::vector<std::int64_t> out{1};
-  for (const auto& [p, e] : primes) {
-    const std::size_t before = out.size();
-    std::int64_t power = 1;
-    for (int i = 0; i < e; ++i) {
-      power *= p;
-      for (std::size_t j = 0; j < before; ++j) out.push_back(out[j] * power);
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 std::vector<std::int64_t> candidate_values(std::int64_t bound, bool factors_only) {
-  if (factors_only) return divisors_of(bound);
+  if (factors_only) return divisors(bound);
   std::vector<std::int64_t> out;
   if (bound <= 4096) {
     for (std::int64_t v = 1; v <= bound; ++v) out.push_back(v);
     return out;
   }
-  out = divisors_of(bound);
+  out = divisors(bound);
   for (std::int64_t v = 1; v < bound; v *= 2) out.push_back(v);
   out.push_back(bound);
   std::sort(out.begin(), out.end());

@@ -57,6 +57,7 @@
 #include <cmath>
 #include <limits>
 #include <mapex/db_locality.hpp>
+#include <mapex/divisors.hpp>
 #include <mapex/mdc.hpp>
 #include <mapex/plugin.hpp>
 #include <numeric>
@@ -204,12 +205,10 @@ class Marvel final : public mapex::Searcher {
                                   "or fix some level-3 tile sizes");
     double considered = 0;
     std::uint64_t rejected = 0;
+    // From the bound's factorisation: a scan up to the bound takes minutes
+    // on a dimension of 2^31.
     std::vector<std::vector<std::int64_t>> divisors;
-    for (const auto& dim : op.dims()) {
-      auto& v = divisors.emplace_back();
-      for (std::int64_t x = 1; x <= dim.bound; ++x)
-        if (dim.bound % x == 0) v.push_back(x);
-    }
+    for (const auto& dim : op.dims()) divisors.push_back(mapex::divisors(dim.bound));
     const mapex::db::TileFilter reaches_p = [&](const std::vector<std::int64_t>& tile) {
       return p <= 0 || utilization_bound(op, arch, job, outer, divisors, tile) >= p - 1e-9;
     };
@@ -411,9 +410,19 @@ class Marvel final : public mapex::Searcher {
       }
       if (fixed > 0) {
         v.push_back(fixed);
+      } else if (base.factors_only) {
+        v = mapex::divisors(bound);
       } else {
-        for (std::int64_t t = 1; t <= bound; ++t)
-          if (!base.factors_only || bound % t == 0) v.push_back(t);
+        // Every size, as many as the bound: refused here past what the
+        // caller would refuse to enumerate anyway (and before listing them).
+        if (static_cast<double>(bound) > kMaxOffchipTiles)
+          throw mapex::InputError(mapex::SourceLocation{}, "factors_only",
+                                  "searcher 'marvel': dimension " +
+                                      op.dims()[static_cast<std::size_t>(d)].name + " (bound " +
+                                      std::to_string(bound) +
+                                      ") has too many level-3 tile sizes to enumerate; keep "
+                                      "factors_only=true or fix its level-3 tile size");
+        for (std::int64_t t = 1; t <= bound; ++t) v.push_back(t);
       }
       values.push_back(std::move(v));
     }

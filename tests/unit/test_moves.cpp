@@ -81,7 +81,11 @@ TEST(MapspaceMoves, ValuesAreTheDivisorsOrEverySize) {
   EXPECT_EQ(moves.values(1), (std::vector<std::int64_t>{1, 5}));
   MapspaceOptions edge;
   edge.factors_only = false;
-  const Mapspace edges(op, arch, edge);
+  // One buffer and DRAM: with edge tiles a bound of 6000 has 6000 tile
+  // chains here (a deeper chip has millions, which the space refuses).
+  const Architecture flat =
+      Architecture::make("flat", 1000, 8, 1, 1, {test::buffer("L1", 1 << 20), test::dram(100)});
+  const Mapspace edges(op, flat, edge);
   const MapspaceMoves edge_moves(edges);
   EXPECT_EQ(edge_moves.values(0).size(), 12u);
   // 6000 > 4096: its 40 divisors (2^4 x 3 x 5^3: 5 x 2 x 4), the powers
