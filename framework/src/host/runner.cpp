@@ -192,6 +192,9 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
           r.layer = op.name();
           r.architecture = au.arch.name();
           r.searcher = su.label;
+          r.searcher_plugin = su.plugin;
+          r.searcher_params = su.params;
+          r.budget = su.budget;
           r.costmodel = e.costmodels[static_cast<size_t>(job.costmodel)].label;
           r.num_pes = au.arch.num_pes();
           r.clock_mhz = au.arch.clock_mhz();

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mapex/metrics.hpp>
 #include <mapex/search.hpp>
 #include <memory>
@@ -27,7 +28,10 @@ struct JobResult {
   std::string workload;  ///< network name
   std::string layer;
   std::string architecture;
-  std::string searcher;   ///< label
+  std::string searcher;  ///< label
+  std::string searcher_plugin;
+  std::map<std::string, std::string> searcher_params;
+  Budget budget;          ///< the searcher's, as run
   std::string costmodel;  ///< label
   std::string objective;
   JobStatus status = JobStatus::kFailed;
