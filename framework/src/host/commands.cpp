@@ -242,15 +242,44 @@ Mapping load_directives(const std::string& path, const Network& net, const Opera
 /// every layer nn_dataflow scheduled as a mapping file, and the parameters
 /// under which tensor_centric (model=nn_dataflow) scores it as nn_dataflow
 /// did, with nn_dataflow's own figures beside them.
+// What `import -o DIR` would write over: one of the command's inputs
+// always, any other existing file unless it is a mapping an earlier import
+// wrote (its first line says so) or --force is given. Checked before any
+// file is written.
+void check_import_targets(const std::vector<std::string>& files,
+                          const std::vector<std::string>& inputs, bool force) {
+  namespace fs = boost::filesystem;
+  boost::system::error_code ec;
+  for (const auto& file : files) {
+    if (!fs::exists(file, ec)) continue;
+    for (const auto& input : inputs)
+      if (fs::equivalent(file, input, ec))
+        throw InputError(SourceLocation{file, 0, 0}, "-o",
+                         "is an input of this command; import refuses to write a mapping over it");
+    if (fs::is_directory(file, ec))
+      throw InputError(SourceLocation{file, 0, 0}, "-o",
+                       "is a directory; import writes a mapping file there");
+    std::ifstream in(file);
+    std::string first;
+    std::getline(in, first);
+    if (!force && first.find(" as scheduled in ") == std::string::npos)
+      throw InputError(SourceLocation{file, 0, 0}, "-o",
+                       "exists and is not a mapping mapex import wrote; import refuses to replace "
+                       "it (remove it, give another -o, or --force)");
+  }
+}
+
 int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc("mapex import nn_dataflow");
   std::string format, result, workload, arch_path, dir;
+  bool force = false;
   desc.add_options()("help,h", "show this help")("format", po::value(&format),
                                                  "the source tool: nn_dataflow")(
       "result", po::value(&result), "the tool's result (nn_dataflow: its JSON output)")(
       "workload", po::value(&workload), "the network it scheduled (mapex workload YAML)")(
       "arch", po::value(&arch_path), "the chip it scheduled on (mapex architecture YAML)")(
-      "output,o", po::value(&dir), "folder for the mapping files");
+      "output,o", po::value(&dir), "folder for the mapping files")(
+      "force", po::bool_switch(&force), "let -o replace files that mapex import did not write");
   po::positional_options_description positional;
   positional.add("format", 1).add("result", 1);
   const auto vm = parse(desc, positional, args);
@@ -275,11 +304,15 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   const Network net = Network::load(workload);
   const Architecture arch = Architecture::load(arch_path);
   const auto layers = ndf::import_result(result, net, arch);
+  std::vector<std::string> files;
+  for (const auto& il : layers)
+    files.push_back((boost::filesystem::path(dir) / (il.name + ".mapping.yaml")).string());
+  check_import_targets(files, {result, workload, arch_path}, force);
   boost::filesystem::create_directories(dir);
   out << "layer\tmapping\tparams\tnn_dataflow_energy_pj\tnn_dataflow_cycles\n";
   for (const auto& il : layers) {
     const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(il.name))].op;
-    const std::string file = (boost::filesystem::path(dir) / (il.name + ".mapping.yaml")).string();
+    const std::string& file = files[static_cast<size_t>(&il - layers.data())];
     std::ofstream f(file);
     f << "# " << il.name << " as scheduled in " << result
       << "\n# mapex evaluate --costmodel tensor_centric";

@@ -1,0 +1,222 @@
+// Result files (README.md, Result files): format 2's checked journal, damage
+// found before libhdf5 reads a byte, --resume keeping every intact job, the
+// advisory lock against a second writer, format 1 still read, and import's
+// -o refusing files it did not write. (The 300 seeded damaged copies are in
+// damaged_results.py.)
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/filesystem.hpp>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "cli_runner.hpp"
+#include "host/result_store.hpp"
+
+namespace mapex {
+namespace {
+
+using host::read_results;
+using host::ResultFile;
+using test::run_cli;
+using test::slurp;
+const std::string kData = MAPEX_TEST_DATA_DIR;
+const std::string kWork = MAPEX_TEST_WORK_DIR;
+
+#define EXPECT_HAS(haystack, needle)                    \
+  EXPECT_NE((haystack).find(needle), std::string::npos) \
+      << "missing '" << (needle) << "' in: " << (haystack)
+
+std::string write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// A fresh run of the four-job e2e experiment into `name` in the work folder.
+std::string fresh_run(const std::string& name) {
+  const std::string out = kWork + "/results_" + name + ".h5";
+  std::remove(out.c_str());
+  const auto r = run_cli({"run", kData + "/e2e_experiment.yaml", "-o", out, "--quiet"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  return out;
+}
+
+// Rows that do not depend on when a job ran.
+std::vector<std::string> results_of(const ResultFile& f) {
+  std::vector<std::string> out;
+  for (const auto& j : f.jobs)
+    out.push_back(j.job_id + " " + j.status + " " + std::to_string(j.latency_cycles) + " " +
+                  std::to_string(j.energy_pj) + " " + j.best_mapping);
+  return out;
+}
+
+TEST(ResultFile, Format2RoundTripsEveryColumnAndTheSearcherAsRun) {
+  const ResultFile f = read_results(fresh_run("roundtrip"));
+  ASSERT_EQ(f.jobs.size(), 4u);
+  EXPECT_EQ(f.attributes.at("format_version"), "2");
+  EXPECT_EQ(f.attributes.at("experiment_name"), "e2e");
+  for (const auto& j : f.jobs) {
+    EXPECT_EQ(j.searcher_plugin, j.searcher == "random" ? "random" : "exhaustive");
+    // Per-searcher budgets of tests/data/e2e_experiment.yaml.
+    EXPECT_EQ(j.max_evaluations, j.searcher == "random" ? 4000u : 2000u);
+    EXPECT_EQ(j.searcher_params,
+              j.searcher == "random" ? R"({"batch_size":"128"})" : std::string("{}"));
+    EXPECT_FALSE(j.trace.empty());  // the experiment keeps traces
+  }
+}
+
+TEST(ResultFile, ADamagedRecordIsLocatedAndResumeKeepsTheOtherJobs) {
+  const std::string out = fresh_run("damaged_record");
+  const ResultFile intact = read_results(out);
+  std::string bytes = slurp(out);
+  // The second job's record: find its id in the journal (before the HDF5
+  // part) and change a byte of it.
+  const auto at = bytes.find(intact.jobs[1].job_id);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at] = static_cast<char>(bytes[at] ^ 0x20);
+  write_bytes(out, bytes);
+
+  std::string damage;
+  const ResultFile salvaged = host::salvage_results(out, damage);
+  EXPECT_HAS(damage, "(record ");
+  EXPECT_EQ(salvaged.jobs.size(), 3u);
+  EXPECT_EQ(salvaged.attributes.at("experiment_name"), "e2e");
+
+  auto r = run_cli({"report", out});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "mapex: error: " + out + ": damaged at " + damage +
+                       "; `mapex run --resume` keeps its 3 intact jobs\n");
+  r = run_cli({"merge", out, "-o", kWork + "/results_damaged_merge.h5"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_HAS(r.err, "damaged at");
+
+  r = run_cli({"run", kData + "/e2e_experiment.yaml", "-o", out, "--resume", "--quiet"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.err, out + ": damaged at " + damage + "; keeping its 3 intact jobs");
+  const ResultFile resumed = read_results(out);
+  EXPECT_EQ(results_of(resumed), results_of(intact));
+  EXPECT_EQ(resumed.attributes.at("resumed"), "3 jobs kept from an earlier run");
+}
+
+TEST(ResultFile, ACutFileIsDamagedNotACrash) {
+  const std::string out = fresh_run("cut");
+  const std::string bytes = slurp(out);
+  write_bytes(out, bytes.substr(0, bytes.size() / 2));
+  const auto r = run_cli({"report", out});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_HAS(r.err, "damaged at byte " + std::to_string(bytes.size() / 2) + " (the file is " +
+                        std::to_string(bytes.size() / 2) + " bytes, its header says " +
+                        std::to_string(bytes.size()) + ")");
+}
+
+TEST(ResultFile, Format1StillReads) {
+  // Written by the previous mapex (a compound /jobs, no journal).
+  const std::string old = kData + "/results_format1.h5";
+  const ResultFile f = read_results(old);
+  ASSERT_EQ(f.jobs.size(), 4u);
+  EXPECT_EQ(f.attributes.count("format_version"), 0u);
+  EXPECT_EQ(f.attributes.at("experiment_name"), "e2e");
+  EXPECT_EQ(f.jobs[0].job_id, "99529aab5e3f45c3");
+  EXPECT_EQ(f.jobs[0].latency_cycles, 1152);
+  EXPECT_EQ(f.jobs[1].latency_cycles, 1536);
+  EXPECT_EQ(f.jobs[0].searcher_params, "");  // not stored in format 1
+  EXPECT_EQ(run_cli({"report", old}).status, 0);
+  // --resume into a copy keeps its jobs and writes format 2.
+  const std::string copy = kWork + "/results_format1_copy.h5";
+  write_bytes(copy, slurp(old));
+  const auto r = run_cli({"run", kData + "/e2e_experiment.yaml", "-o", copy, "--resume", "-q"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  const ResultFile resumed = read_results(copy);
+  EXPECT_EQ(resumed.attributes.at("format_version"), "2");
+  EXPECT_EQ(resumed.attributes.at("resumed"), "4 jobs kept from an earlier run");
+  EXPECT_EQ(results_of(resumed), results_of(f));
+  for (size_t i = 0; i < f.jobs.size(); ++i)  // kept, not run again
+    EXPECT_EQ(resumed.jobs[i].wall_seconds, f.jobs[i].wall_seconds);
+}
+
+TEST(ResultFile, ASecondWriterOfTheSameFileIsRefused) {
+  const std::string out = fresh_run("locked");
+  const std::string before = slurp(out);
+  // Another process holding the lock: this test.
+  const int fd = ::open((out + ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX | LOCK_NB), 0);
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"run", kData + "/e2e_experiment.yaml", "-o", out, "--quiet"},
+           {"run", kData + "/e2e_experiment.yaml", "-o", out, "--resume", "--quiet"},
+           {"merge", out, "-o", out}}) {
+    const auto r = run_cli(args);
+    EXPECT_EQ(r.status, 2) << args[0];
+    EXPECT_EQ(r.err, "mapex: error: " + out + ": is being written by another mapex (it holds " +
+                         out + ".lock); wait for it to end or give another -o\n");
+  }
+  EXPECT_EQ(slurp(out), before);
+  ::close(fd);
+  EXPECT_EQ(run_cli({"merge", out, "-o", out}).status, 0);
+}
+
+TEST(ResultFile, TwoConcurrentRunsOfOneFile) {
+  // A run of a few seconds, and a second one started while it writes.
+  const std::string exp =
+      test::write_work_file("results_slow.yaml",
+                            "name: slow\nseed: 3\nbudget: {evaluations: 100000000, seconds: 3}\n"
+                            "workloads: [" +
+                                kData + "/tiny_net.yaml]\narchitectures: [" + kData +
+                                "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
+  const std::string out = kWork + "/results_concurrent.h5";
+  std::remove(out.c_str());
+  const std::string log = kWork + "/results_concurrent_first.err";
+  const std::string first = test::shell_quote(MAPEX_BINARY) + " run " + test::shell_quote(exp) +
+                            " -o " + test::shell_quote(out) + " -j 1 --quiet >/dev/null 2>" +
+                            test::shell_quote(log) + " & wait $!";
+  std::thread runner([&] { EXPECT_EQ(std::system(first.c_str()), 0) << slurp(log); });
+  for (int i = 0; i < 200 && !boost::filesystem::exists(out + ".lock"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const auto second = run_cli({"run", exp, "-o", out, "-j", "1", "--quiet"});
+  runner.join();
+  EXPECT_EQ(second.status, 2);
+  EXPECT_HAS(second.err, out + ": is being written by another mapex");
+  // The first run's jobs are all there; its lock is gone.
+  EXPECT_EQ(read_results(out).jobs.size(), 2u);
+  EXPECT_FALSE(boost::filesystem::exists(out + ".lock"));
+}
+
+TEST(ImportOutput, RefusesFilesItDidNotWriteUnlessForced) {
+  const std::string dir = kWork + "/results_import";
+  boost::filesystem::remove_all(dir);
+  const std::vector<std::string> args{
+      "import",
+      "nn_dataflow",
+      std::string(MAPEX_NNDF_REFDATA) + "/mlp_m_b64_intra.json",
+      "--workload",
+      kData + "/nn_dataflow/mlp_m.yaml",
+      "--arch",
+      std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/kapla_multinode.yaml",
+      "-o",
+      dir};
+  ASSERT_EQ(run_cli(args).status, 0);
+  // Its own mappings are replaced on a second import.
+  EXPECT_EQ(run_cli(args).status, 0);
+  write_bytes(dir + "/fc2.mapping.yaml", "my notes\n");
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "mapex: error: " + dir +
+                       "/fc2.mapping.yaml: key '-o': exists and is not a mapping mapex import "
+                       "wrote; import refuses to replace it (remove it, give another -o, or "
+                       "--force)\n");
+  EXPECT_EQ(slurp(dir + "/fc2.mapping.yaml"), "my notes\n");
+  auto forced = args;
+  forced.push_back("--force");
+  EXPECT_EQ(run_cli(forced).status, 0);
+  EXPECT_NE(slurp(dir + "/fc2.mapping.yaml"), "my notes\n");
+}
+
+}  // namespace
+}  // namespace mapex
