@@ -220,3 +220,59 @@ TEST(ImportOutput, RefusesFilesItDidNotWriteUnlessForced) {
 
 }  // namespace
 }  // namespace mapex
+
+namespace mapex {
+namespace {
+
+// Starts `mapex ARGS` with stdout and stderr in files; returns its pid.
+pid_t spawn_cli(const std::vector<std::string>& args, const std::string& out,
+                const std::string& err) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(o, 1);
+    ::dup2(e, 2);
+    std::vector<char*> argv{const_cast<char*>(MAPEX_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(MAPEX_BINARY, argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+TEST(SearchInterrupt, SigintPrintsTheBestMappingSoFarMarkedInterrupted) {
+  // A random search with a minute of budget, interrupted after a second.
+  const std::string out = kWork + "/search_sigint.out", err = kWork + "/search_sigint.err";
+  for (const std::string format : {"table", "json"}) {
+    const pid_t pid = spawn_cli({"search", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                 "conv", "--arch", kData + "/tiny_arch.yaml", "--searcher",
+                                 "random", "--max-seconds", "60", "-j", "1", "--format", format},
+                                out, err);
+    ASSERT_GT(pid, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    ASSERT_EQ(::kill(pid, SIGINT), 0);
+    int status = 0;
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+    ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+    EXPECT_EQ(WEXITSTATUS(status), 130);
+    const std::string printed = slurp(out), said = slurp(err);
+    EXPECT_HAS(said, "mapex: interrupted by SIGINT after ");
+    EXPECT_HAS(said, "evaluations: printed the best mapping found so far");
+    if (format == "table") {
+      EXPECT_HAS(printed, "INTERRUPTED: the best mapping found until then");
+      EXPECT_HAS(printed, "best: ");
+      EXPECT_HAS(printed, "DRAM:");  // the mapping itself
+    } else {
+      EXPECT_HAS(printed, "\"interrupted\": true");
+      EXPECT_HAS(printed, "\"stop_reason\": \"interrupted\"");
+      EXPECT_HAS(printed, "\"mapping_yaml\"");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mapex

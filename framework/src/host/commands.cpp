@@ -5,6 +5,7 @@
 
 #include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
+#include <csignal>
 #include <ctime>
 #include <fstream>
 #include <functional>
@@ -498,7 +499,7 @@ struct ConstraintFlags {
   }
 };
 
-int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
+int cmd_search(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("mapex search");
   std::string workload, arch_path, layer, searcher, costmodel, objective, format;
   std::vector<std::string> params, costmodel_params;
@@ -547,9 +548,17 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   request.budget = Budget{max_evaluations, max_seconds};
   request.mapspace = constraints.build();
   resolve(request.mapspace, op, arch);  // contradictions are bad input (exit 2)
+  // SIGINT / SIGTERM end the search at its next batch; its best so far is
+  // printed, marked as interrupted, as `mapex run` keeps its finished jobs.
+  request.stop = &stop_flag();
   JobResult r;
-  tbb::task_arena arena(threads > 0 ? threads : tbb::this_task_arena::max_concurrency());
-  arena.execute([&] { r = run_search(request); });
+  int caught = 0;
+  {
+    SignalGuard guard;
+    tbb::task_arena arena(threads > 0 ? threads : tbb::this_task_arena::max_concurrency());
+    arena.execute([&] { r = run_search(request); });
+    caught = stop_signal();
+  }
   if (r.status == JobStatus::kFailed && r.bad_input) throw InputError(r.error);
   if (r.status == JobStatus::kFailed) throw Error("search failed: " + r.error);
 
@@ -566,6 +575,7 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     j["wall_seconds"] = r.wall_seconds;
     j["complete"] = r.complete;
     j["stop_reason"] = r.stop_reason;
+    j["interrupted"] = r.interrupted;
     j["roofline_peak_cycles"] = r.roofline_peak_cycles;
     if (!r.pareto.empty()) {
       auto front = nlohmann::ordered_json::array();
@@ -589,7 +599,11 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     out << op.name() << " on " << arch.name() << " by " << searcher << " under " << costmodel
         << " (" << objective << ")\n";
     out << "evaluations " << r.evaluations << " in " << std::setprecision(3) << r.wall_seconds
-        << " s; " << (r.complete ? "whole space covered" : "stopped: " + r.stop_reason) << "\n";
+        << " s; "
+        << (r.complete      ? "whole space covered"
+            : r.interrupted ? "INTERRUPTED: the best mapping found until then"
+                            : "stopped: " + r.stop_reason)
+        << "\n";
     if (r.status == JobStatus::kOk) {
       out << "best: " << r.mapping_summary << "\n\n";
       print_metrics_table(r.best, out);
@@ -604,6 +618,14 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     } else {
       out << r.error << "\n";
     }
+  }
+  if (caught != 0) {
+    err << "mapex: interrupted by " << (caught == SIGINT ? "SIGINT" : "SIGTERM") << " after "
+        << r.evaluations << " evaluations: "
+        << (r.status == JobStatus::kOk ? "printed the best mapping found so far"
+                                       : "no valid mapping found so far")
+        << "\n";
+    return 128 + caught;
   }
   return r.status == JobStatus::kOk ? kExitOk : kExitFailed;
 }
@@ -830,7 +852,7 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "run") return run_command(args, out, err);
     if (command == "merge") return merge_command(args, out, err);
     if (command == "evaluate") return cmd_evaluate(args, out);
-    if (command == "search") return cmd_search(args, out);
+    if (command == "search") return cmd_search(args, out, err);
     if (command == "mapspace") return cmd_mapspace(args, out);
     if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);

@@ -40,10 +40,15 @@ JobResult run_search(const SearchRequest& r,
     const Mapspace space(*r.op, *r.arch, resolve(r.mapspace, *r.op, *r.arch));
     SearchContext ctx(*r.op, *r.arch, space, *bound, r.objective, r.seed, r.budget);
     if (on_evaluations) ctx.set_progress_callback(on_evaluations);
+    if (r.stop) ctx.set_stop_flag(r.stop);
     const SearchOutcome outcome = r.searcher->search(ctx);
     result.evaluations = ctx.evaluations();
     result.complete = outcome.complete;
     result.stop_reason = outcome.stop_reason;
+    if (ctx.stopped() && !outcome.complete) {
+      result.interrupted = true;
+      result.stop_reason = "interrupted";
+    }
     if (r.keep_trace) result.trace = ctx.trace();
     for (const auto& p : ctx.pareto())
       result.pareto.push_back(

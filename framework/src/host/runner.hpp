@@ -63,6 +63,9 @@ struct JobResult {
   double power_mw = 0;
   /// Improvements of the best-so-far; kept only when traces are asked for.
   std::vector<TracePoint> trace;
+  /// The stop flag ended the search (SearchRequest::stop): `best` is the
+  /// best found until then.
+  bool interrupted = false;
 };
 
 /// Everything one search needs, resolved.
@@ -76,6 +79,9 @@ struct SearchRequest {
   Budget budget;
   std::uint64_t seed = 0;
   bool keep_trace = false;
+  /// When set and true, the search ends at its next batch keeping its best
+  /// so far (SearchContext::set_stop_flag).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// Runs one search on the calling thread (evaluations fan out to TBB).
