@@ -339,7 +339,11 @@ void ResultWriter::flush() {
 void ResultWriter::append(const std::vector<JobRow>& rows) {
   rows_.insert(rows_.end(), rows.begin(), rows.end());
   pending_ = true;
-  if (std::chrono::steady_clock::now() >= next_commit_) commit();
+  commit_if_due();
+}
+
+void ResultWriter::commit_if_due() {
+  if (pending_ && std::chrono::steady_clock::now() >= next_commit_) commit();
 }
 
 void ResultWriter::mark_pareto(const std::vector<std::uint64_t>& file_rows) {
@@ -537,7 +541,8 @@ ResultFile salvage_results(const std::string& path, std::string& damage) {
   ResultFile out;
   switch (checked.kind) {
     case FileKind::kNotResult:
-      throw InputError(SourceLocation{path, 0, 0}, "", "is not a mapex result file");
+      throw InputError(SourceLocation{path, 0, 0}, "",
+                       "cannot read as a mapex result file: it is neither format 2 nor HDF5");
     case FileKind::kFormat1:
       out = read_format1(path, size);
       break;

@@ -59,9 +59,9 @@ class ResultWriter {
   ResultWriter& operator=(const ResultWriter&) = delete;
 
   /// Appends rows (and their traces). The file is rewritten at once, or,
-  /// when commits have become slow (a large file), as soon as the last
-  /// commit's time has passed twice over, so a run spends at most about a
-  /// third of its writer's time writing.
+  /// when commits have become slow (a large file), once the last commit's
+  /// time has passed twice over (append or commit_if_due), so a run spends
+  /// at most about a third of its writer's time writing.
   void append(const std::vector<JobRow>& rows);
   void append(const JobRow& row) { append(std::vector<JobRow>{row}); }
   /// Sets the pareto column of the rows at these file positions to 1 and
@@ -70,6 +70,9 @@ class ResultWriter {
   std::uint64_t rows() const { return rows_.size(); }
   /// Commits now if anything is pending.
   void flush();
+  /// Commits if anything is pending and the last commit was long enough
+  /// ago; called while the writer waits for jobs.
+  void commit_if_due();
 
  private:
   void commit();

@@ -359,6 +359,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     for (const auto& r : rows) progress.job_finished(r);
   };
   options.on_evaluations = [&](std::uint64_t n) { progress.evaluations(n); };
+  options.on_wait = [&] { opened.writer->commit_if_due(); };
   RunSummary summary;
   {
     SignalGuard guard;

@@ -220,7 +220,13 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
   std::vector<JobResult> batch;
   bool end = false;
   while (!end) {
-    std::optional<JobResult> item = finished.pop();
+    std::optional<JobResult> item;
+    if (options.on_wait) {
+      while (!finished.pop_until(std::chrono::steady_clock::now() + options.wait_period, item))
+        options.on_wait();
+    } else {
+      item = finished.pop();
+    }
     batch.clear();
     if (item)
       batch.push_back(std::move(*item));

@@ -113,6 +113,11 @@ struct RunOptions {
   /// How long the writer keeps collecting finished jobs before it hands
   /// them over (one append and one flush per batch).
   std::chrono::milliseconds batch_window{20};
+  /// Called on the caller's thread every `wait_period` while no job
+  /// finishes, so the writer can commit rows it held back
+  /// (ResultWriter::commit_if_due).
+  std::function<void()> on_wait;
+  std::chrono::milliseconds wait_period{100};
 };
 
 struct RunSummary {
