@@ -12,11 +12,14 @@ through `mapex merge` and `mapex run --resume`), each with a timeout:
 - run --resume exits 0, and the file then holds every job of the experiment
   with the valid file's results.
 
-Then replays the kept regression inputs (tests/data/damaged_results/*.h5:
-damaged files that crash or hang libhdf5 itself, found by this test with
-h5dump) through report, which must exit 2.
+Then 100 damaged copies of a format-1 file (FORMAT1, no checksums: read by
+libhdf5 in a child process): exit 0 or 2 with one line, never a signal or a
+hang. Then replays the kept regression inputs (tests/data/damaged_results/
+*.h5: damaged files that crash or hang libhdf5 itself, found with h5dump
+for format 2 and with the previous mapex for format 1) through report,
+which must exit 2.
 
-Usage: damaged_results.py MAPEX EXPERIMENT.yaml WORKDIR REGRESSION_DIR [CASES]
+Usage: damaged_results.py MAPEX EXPERIMENT.yaml WORKDIR REGRESSION_DIR CASES FORMAT1
 """
 import glob
 import os
@@ -30,7 +33,8 @@ TIMEOUT_SECONDS = 60
 
 def run(args, cwd):
     try:
-        p = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=TIMEOUT_SECONDS)
+        p = subprocess.run(args, cwd=cwd, capture_output=True, text=True, errors="replace",
+                           timeout=TIMEOUT_SECONDS)
     except subprocess.TimeoutExpired:
         return None
     return p
@@ -67,7 +71,8 @@ def check_refusal(p, what, path, failures):
 def main():
     mapex, experiment, work = sys.argv[1], sys.argv[2], sys.argv[3]
     regressions = sys.argv[4]
-    cases = int(sys.argv[5]) if len(sys.argv) > 5 else 300
+    cases = int(sys.argv[5])
+    format1 = sys.argv[6]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     valid = os.path.join(work, "valid.h5")
@@ -110,6 +115,15 @@ def main():
         if not failures:
             os.remove(path)
 
+    old = open(format1, "rb").read()
+    for case in range(100):
+        path = os.path.join(work, f"damaged_format1_{case}.h5")
+        open(path, "wb").write(damage(old, case))
+        check_refusal(run([mapex, "report", path, "--format", "csv"], work), "report", path,
+                      failures)
+        if not failures:
+            os.remove(path)
+
     for path in sorted(glob.glob(os.path.join(regressions, "*.h5"))):
         p = report_csv(mapex, path, work)
         check_refusal(p, "report", path, failures)
@@ -118,6 +132,7 @@ def main():
 
     print(f"{cases} damaged copies: {counts['intact']} read as intact (same table), "
           f"{counts['damaged']} refused with exit 2, {counts['resumed']} resumed; "
+          f"100 damaged format-1 copies; "
           f"{len(glob.glob(os.path.join(regressions, '*.h5')))} regression inputs replayed")
     for f in failures:
         print("FAIL:", f)

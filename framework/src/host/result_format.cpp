@@ -398,6 +398,20 @@ std::string assemble_result_file(const std::map<std::string, std::string>& attri
   return out;
 }
 
+std::string encode_records(const std::map<std::string, std::string>& attributes,
+                           const std::vector<JobRow>& rows) {
+  return journal(attributes, rows);
+}
+
+CheckedFile decode_records(const std::string& bytes) {
+  Records found = scan_records(bytes, 0, bytes.size());
+  CheckedFile out;
+  out.kind = FileKind::kIntact;
+  out.attributes = std::move(found.attributes);
+  out.rows = std::move(found.rows);
+  return out;
+}
+
 CheckedFile check_result_bytes(const std::string& bytes) {
   CheckedFile out;
   if (bytes.size() >= 8 && std::memcmp(bytes.data(), kHdf5Signature, 8) == 0) {

@@ -118,6 +118,13 @@ struct CheckedFile {
   std::vector<JobRow> rows;  ///< in file order, traces attached
 };
 
+/// The records of these attributes and rows alone, without a header: how
+/// the process that reads a format-1 file hands its content back.
+std::string encode_records(const std::map<std::string, std::string>& attributes,
+                           const std::vector<JobRow>& rows);
+/// Every record of `bytes` whose checksum holds (encode_records' inverse).
+CheckedFile decode_records(const std::string& bytes);
+
 /// Checks every byte of `bytes` (a whole file) and decodes the records.
 /// Never trusts a size it has not bounded by the file's size.
 CheckedFile check_result_bytes(const std::string& bytes);
