@@ -276,3 +276,70 @@ TEST(SearchInterrupt, SigintPrintsTheBestMappingSoFarMarkedInterrupted) {
 
 }  // namespace
 }  // namespace mapex
+
+namespace mapex {
+namespace {
+
+// A small file written in-process: two jobs with traces.
+std::string small_result_file() {
+  const std::string path = kWork + "/results_small.h5";
+  std::remove(path.c_str());
+  std::vector<host::JobRow> rows(2);
+  rows[0].job_id = "0123456789abcdef";
+  rows[0].status = "ok";
+  rows[0].latency_cycles = 42;
+  rows[0].trace = {{1, 50}, {3, 42}};
+  rows[1].job_index = 1;
+  rows[1].job_id = "fedcba9876543210";
+  rows[1].status = "failed";
+  rows[1].error = "a plugin threw";
+  { host::ResultWriter writer(path, {{"experiment_name", "small"}, {"plugin_abi", "3"}}, rows); }
+  return slurp(path);
+}
+
+TEST(ResultBytes, EveryChangeOfOneByteAnywhereIsFound) {
+  const std::string bytes = small_result_file();
+  ASSERT_EQ(host::check_result_bytes(bytes).kind, host::FileKind::kIntact);
+  ASSERT_EQ(host::check_result_bytes(bytes).rows.size(), 2u);
+  // Header, records, padding and HDF5 part alike: no byte is unchecked.
+  for (std::size_t at = 0; at < bytes.size(); ++at) {
+    for (const unsigned char flip : {0x01, 0x80, 0xff}) {
+      std::string damaged = bytes;
+      damaged[at] = static_cast<char>(damaged[at] ^ flip);
+      const auto checked = host::check_result_bytes(damaged);
+      ASSERT_EQ(checked.kind, host::FileKind::kDamaged) << "byte " << at << " ^ " << int(flip);
+      ASSERT_FALSE(checked.damage.empty());
+    }
+  }
+  // Cut anywhere, or grown: damaged too.
+  for (std::size_t size = 8; size < bytes.size(); size += 97)
+    ASSERT_EQ(host::check_result_bytes(bytes.substr(0, size)).kind, host::FileKind::kDamaged)
+        << size;
+  EXPECT_EQ(host::check_result_bytes(bytes + "x").kind, host::FileKind::kDamaged);
+}
+
+TEST(ResultBytes, SalvageKeepsTheRecordsThatHold) {
+  const std::string bytes = small_result_file();
+  // The first job's record: its id is in it.
+  std::string damaged = bytes;
+  const auto at = damaged.find("0123456789abcdef");
+  ASSERT_NE(at, std::string::npos);
+  damaged[at + 3] = 'X';
+  const auto checked = host::check_result_bytes(damaged);
+  EXPECT_EQ(checked.kind, host::FileKind::kDamaged);
+  EXPECT_EQ(checked.damage, "byte " + std::to_string(bytes.rfind("MXRC", at)) + " (record 2 of 3)");
+  ASSERT_EQ(checked.rows.size(), 1u);
+  EXPECT_EQ(checked.rows[0].error, "a plugin threw");
+  ASSERT_TRUE(checked.attributes.has_value());
+  EXPECT_EQ(checked.attributes->at("experiment_name"), "small");
+  // Its signature gone: still recognised by its records, as damaged.
+  damaged = bytes;
+  damaged.replace(0, 8, "XXXXXXXX");
+  EXPECT_EQ(host::check_result_bytes(damaged).kind, host::FileKind::kDamaged);
+  EXPECT_EQ(host::check_result_bytes(damaged).rows.size(), 2u);
+  // Text that is not ours is not a result file.
+  EXPECT_EQ(host::check_result_bytes("name: e2e\nseed: 7\n").kind, host::FileKind::kNotResult);
+}
+
+}  // namespace
+}  // namespace mapex
