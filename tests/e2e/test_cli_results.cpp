@@ -281,8 +281,9 @@ namespace mapex {
 namespace {
 
 // A small file written in-process: two jobs with traces.
-std::string small_result_file() {
-  const std::string path = kWork + "/results_small.h5";
+std::string small_result_file(const std::string& name) {
+  // One file per test: ctest runs the tests in parallel.
+  const std::string path = kWork + "/results_small_" + name + ".h5";
   std::remove(path.c_str());
   std::vector<host::JobRow> rows(2);
   rows[0].job_id = "0123456789abcdef";
@@ -298,7 +299,7 @@ std::string small_result_file() {
 }
 
 TEST(ResultBytes, EveryChangeOfOneByteAnywhereIsFound) {
-  const std::string bytes = small_result_file();
+  const std::string bytes = small_result_file("every_byte");
   ASSERT_EQ(host::check_result_bytes(bytes).kind, host::FileKind::kIntact);
   ASSERT_EQ(host::check_result_bytes(bytes).rows.size(), 2u);
   // Header, records, padding and HDF5 part alike: no byte is unchecked.
@@ -319,7 +320,7 @@ TEST(ResultBytes, EveryChangeOfOneByteAnywhereIsFound) {
 }
 
 TEST(ResultBytes, SalvageKeepsTheRecordsThatHold) {
-  const std::string bytes = small_result_file();
+  const std::string bytes = small_result_file("salvage");
   // The first job's record: its id is in it.
   std::string damaged = bytes;
   const auto at = damaged.find("0123456789abcdef");
