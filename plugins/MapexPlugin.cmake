@@ -1,13 +1,15 @@
-# mapex_add_plugin(<name> SOURCES <files>... [OUTPUT_DIRECTORY <dir>])
+# mapex_add_plugin(<name> SOURCES <files>... [OUTPUT_DIRECTORY <dir>] [NO_INSTALL])
 #
 # Builds a mapex plugin: a MODULE library compiled against the public
 # headers of the core library only, with hidden visibility so that the one
 # entry point (MAPEX_PLUGIN in mapex/plugin.hpp) is all it exports. In the
 # mapex tree it lands in the build's plugin directory, where `mapex` finds
 # it; out of tree, in OUTPUT_DIRECTORY or the current binary directory
-# (point MAPEX_PLUGIN_PATH there).
+# (point MAPEX_PLUGIN_PATH there). `cmake --install` puts it in
+# lib/mapex/plugins under the prefix, where an installed `mapex` finds it
+# when the prefixes are the same; NO_INSTALL keeps it out (test plugins).
 function(mapex_add_plugin name)
-  cmake_parse_arguments(ARG "" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
+  cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "mapex_add_plugin(${name}): SOURCES is required")
   endif()
@@ -34,4 +36,7 @@ function(mapex_add_plugin name)
     LIBRARY_OUTPUT_DIRECTORY ${out}
     BUILD_RPATH "$ORIGIN/../..;$<TARGET_FILE_DIR:mapex::core>"
     INSTALL_RPATH "$ORIGIN/../..")
+  if(NOT ARG_NO_INSTALL)
+    install(TARGETS ${name} LIBRARY DESTINATION lib/mapex/plugins)
+  endif()
 endfunction()

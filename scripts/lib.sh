@@ -11,6 +11,7 @@ MAPEX_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format python3 python3-h5py python3-numpy python3-pandas python3-matplotlib
   libopenmpi-dev openmpi-bin
+  pybind11-dev python3-dev python3-onnx python3-yaml
 )
 
 mapex_install_dependencies() {

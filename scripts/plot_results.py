@@ -3,7 +3,7 @@
 
     plot_results.py layers      RESULTS.h5 -o layers.png       per-layer latency and energy by searcher
     plot_results.py pareto      RESULTS.h5 -o pareto.png       latency-energy points, Pareto front per layer
-    plot_results.py convergence RESULTS.h5 -o convergence.png  best-so-far vs evaluations (needs traces: true)
+    plot_results.py convergence RESULTS.h5 -o convergence.png  best-so-far vs evaluations, a panel per layer (needs traces: true)
     plot_results.py dse         RESULTS.h5 -o dse.png          area and power vs throughput, coloured by PEs
 
 Uses Debian's h5py, pandas and matplotlib: run with /usr/bin/python3.
@@ -81,12 +81,15 @@ def plot_pareto(jobs, traces, args):
     latency = np.where(ok["latency_seconds"] > 0, ok["latency_seconds"], ok["latency_cycles"])
     unit = "s" if (ok["latency_seconds"] > 0).all() else "cycles"
     ok = ok.assign(latency=latency, group=ok["layer"] + " / " + ok["searcher"])
+    styles = series_styles(ok["group"])
     fig, ax = plt.subplots(figsize=(7, 5))
     for name, g in ok.groupby("group", sort=False):
-        points = ax.scatter(g["latency"], g["energy_pj"], s=14, alpha=0.5, label=name)
+        colour, marker = styles[name]
+        ax.scatter(g["latency"], g["energy_pj"], s=14, alpha=0.5, color=colour, marker=marker,
+                   label=name)
         front = g[g["pareto"] == 1].sort_values("latency")
-        ax.plot(front["latency"], front["energy_pj"], "-*", color=points.get_facecolor()[0],
-                markersize=10)
+        ax.plot(front["latency"], front["energy_pj"], "-", color=colour)
+        ax.plot(front["latency"], front["energy_pj"], "*", color=colour, markersize=10)
     ax.set_xlabel(f"latency ({unit})")
     ax.set_ylabel("energy (pJ)")
     ax.set_xscale("log")
@@ -96,31 +99,70 @@ def plot_pareto(jobs, traces, args):
     return fig
 
 
+def series_styles(names):
+    """A colour and marker per series name, distinct for up to 70 series
+    (ten colours, then the same colours with the next marker), so series
+    past the tenth do not repeat an earlier one's look."""
+    colours = plt.get_cmap("tab10").colors
+    markers = ["o", "s", "^", "D", "v", "P", "X"]
+    return {name: (colours[i % len(colours)], markers[(i // len(colours)) % len(markers)])
+            for i, name in enumerate(dict.fromkeys(names))}
+
+
 def plot_convergence(jobs, traces, args):
     if traces.empty:
         fail(f"{args.results}: no traces stored; run the experiment with 'traces: true'")
     ok = ok_jobs(jobs, args.results)
-    layer = args.layer or ok["layer"].iloc[0]
-    chosen = ok[ok["layer"] == layer].head(args.max_jobs)
-    fig, ax = plt.subplots(figsize=(7, 5))
-    for _, job in chosen.iterrows():
-        t = traces[traces["job_id"] == job["job_id"]].sort_values("evaluation")
-        if t.empty:
-            continue
-        # Extend the last best value to the job's final evaluation count.
-        xs = list(t["evaluation"]) + [max(job["evaluations"], t["evaluation"].iloc[-1])]
-        ys = list(t["value"]) + [t["value"].iloc[-1]]
-        ax.step(xs, ys, where="post", label=f"{job['searcher']} on {job['architecture']}")
-    ax.set_xlabel("evaluations")
-    ax.set_ylabel(f"best {chosen['objective'].iloc[0]} so far")
-    ax.set_xscale("log")
-    ax.set_title(f"Search convergence, layer {layer}")
-    ax.legend(fontsize="x-small")
+    ok = ok[ok["job_id"].isin(set(traces["job_id"]))]
+    if ok.empty:
+        fail(f"{args.results}: no valid job has a trace")
+    layers = list(dict.fromkeys(ok["workload"] + "/" + ok["layer"]))
+    if args.layer:
+        layers = [name for name in layers if name.split("/", 1)[1] == args.layer]
+        if not layers:
+            fail(f"{args.results}: no traced job of layer '{args.layer}'")
+    shown = layers[:args.max_layers]
+    ok = ok.assign(layer_name=ok["workload"] + "/" + ok["layer"],
+                   series=ok["searcher"] + " (" + ok["costmodel"] + ") on " + ok["architecture"])
+    styles = series_styles(ok[ok["layer_name"].isin(shown)]["series"])
+    cols = min(3, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
+    for ax, layer in zip(axes.flat, shown):
+        for _, job in ok[ok["layer_name"] == layer].iterrows():
+            t = traces[traces["job_id"] == job["job_id"]].sort_values("evaluation")
+            # Extend the last best value to the job's final evaluation count,
+            # so a search that stopped improving early still shows its length.
+            xs = list(t["evaluation"]) + [max(job["evaluations"], t["evaluation"].iloc[-1])]
+            ys = list(t["value"]) + [t["value"].iloc[-1]]
+            colour, marker = styles[job["series"]]
+            ax.step(xs, ys, where="post", color=colour, label=job["series"])
+            ax.plot(xs[-1], ys[-1], marker=marker, color=colour)
+        # Both axes logarithmic: improvements come fast at first and the
+        # tail differs by percents, which a linear axis flattens away.
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(layer, fontsize="small")
+        ax.set_xlabel("evaluations")
+        ax.set_ylabel(f"best {ok['objective'].iloc[0]} so far")
+    for ax in list(axes.flat)[len(shown):]:
+        ax.set_visible(False)
+    handles = [plt.Line2D([], [], color=c, marker=m, label=name) for name, (c, m) in styles.items()]
+    more = f" (first {len(shown)} of {len(layers)} layers)" if len(shown) < len(layers) else ""
+    fig.suptitle(f"Search convergence{more}")
+    fig.tight_layout()
+    # The legend to the right of the panels (savefig's tight box keeps it):
+    # series names carry sweep labels and would cover the panels.
+    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="x-small")
     return fig
 
 
 def plot_dse(jobs, traces, args):
     ok = ok_jobs(jobs, args.results)
+    points = ok.drop_duplicates(subset=["architecture"])
+    if len(points) < 2 or "area_mm2" not in ok or (ok["area_mm2"] <= 0).all():
+        fail(f"{args.results}: {len(points)} design point(s) with an area; a design-space plot "
+             "needs a hardware sweep (an experiment with 'sweep:' over architectures)")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, metric, label in ((axes[0], "area_mm2", "area (mm$^2$)"),
                               (axes[1], "power_mw", "power (mW)")):
@@ -144,8 +186,9 @@ def main():
     parser.add_argument("results")
     parser.add_argument("-o", "--output", required=True, help="PNG file to write")
     parser.add_argument("--architecture", help="layers: the architecture (default: the first)")
-    parser.add_argument("--layer", help="convergence: the layer (default: the first)")
-    parser.add_argument("--max-jobs", type=int, default=12, help="convergence: lines at most")
+    parser.add_argument("--layer", help="convergence: only this layer (default: every layer)")
+    parser.add_argument("--max-layers", type=int, default=12,
+                        help="convergence: panels at most, one per layer")
     args = parser.parse_args()
     jobs, traces = load(args.results)
     plot = {"layers": plot_layers, "pareto": plot_pareto, "convergence": plot_convergence,

@@ -4,6 +4,7 @@
 #include <mapex/architecture.hpp>
 #include <mapex/checked.hpp>
 #include <mapex/operator.hpp>
+#include <mapex/timeloop.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -479,6 +480,15 @@ WordWidths parse_word_widths(const std::string& origin, yaml::Map& top) {
 }  // namespace
 
 Architecture Architecture::load(const std::string& path) {
+  // A Timeloop architecture (with its ERT when in the same file) is read
+  // as the chip it describes (README, "Timeloop files").
+  if (timeloop::is_timeloop_file(path)) {
+    const auto imported = timeloop::import_files({path});
+    if (imported.arch_yaml.empty())
+      throw InputError(SourceLocation{path, 0, 0}, "architecture",
+                       "missing: this Timeloop file has no architecture");
+    return parse(imported.arch_yaml, timeloop::converted_origin(path));
+  }
   return parse(yaml::read_text(path), path);
 }
 

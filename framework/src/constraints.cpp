@@ -3,6 +3,7 @@
 #include <mapex/checked.hpp>
 #include <mapex/constraints.hpp>
 #include <mapex/mapping.hpp>
+#include <mapex/timeloop.hpp>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -762,6 +763,9 @@ ConstraintSpec parse_constraint_spec(const std::string& file, const YAML::Node& 
 }
 
 ConstraintSpec load_constraint_spec(const std::string& path) {
+  // Timeloop constraints, read with the problem and architecture in the
+  // same file (README, "Timeloop files").
+  if (timeloop::is_timeloop_file(path)) return timeloop::load_constraints({path});
   const YAML::Node root = yaml::load_file(path);
   return parse_constraint_spec(path, root);
 }

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <mapex/checked.hpp>
 #include <mapex/mapping.hpp>
+#include <mapex/timeloop.hpp>
 #include <numeric>
 #include <sstream>
 
@@ -503,6 +504,7 @@ std::string Mapping::summary(const Operator& op, const Architecture& arch) const
 }
 
 Mapping Mapping::load(const std::string& path, const Operator& op, const Architecture& arch) {
+  if (timeloop::is_timeloop_file(path)) return timeloop::load_mapping(path, op, arch);
   return parse(yaml::read_text(path), path, op, arch);
 }
 

@@ -3,6 +3,7 @@
 #include <mapex/checked.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/network.hpp>
+#include <mapex/timeloop.hpp>
 #include <optional>
 #include <set>
 
@@ -195,7 +196,18 @@ int Network::find_layer(const std::string& name) const {
   return -1;
 }
 
-Network Network::load(const std::string& path) { return parse(yaml::read_text(path), path); }
+Network Network::load(const std::string& path) {
+  // A Timeloop problem is read as the loop nest it describes (README,
+  // "Timeloop files").
+  if (timeloop::is_timeloop_file(path)) {
+    const auto imported = timeloop::import_files({path});
+    if (imported.workload_yaml.empty())
+      throw InputError(SourceLocation{path, 0, 0}, "problem",
+                       "missing: this Timeloop file has no problem");
+    return parse(imported.workload_yaml, timeloop::converted_origin(path));
+  }
+  return parse(yaml::read_text(path), path);
+}
 
 Network Network::parse(const std::string& yaml_text, const std::string& origin) {
   const YAML::Node root = yaml::load_text(yaml_text, origin);

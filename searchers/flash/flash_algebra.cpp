@@ -529,4 +529,13 @@ std::uint64_t section52_pruned(std::int64_t n, std::int64_t alpha, std::int64_t 
   return total;
 }
 
+std::uint64_t section52_range_product(std::int64_t n, std::int64_t alpha, std::int64_t beta) {
+  const double nn = static_cast<double>(n);
+  const auto out_b = static_cast<std::uint64_t>(
+      floor_clamped(outer_bound_maeri(nn, static_cast<double>(beta)), n));
+  const auto in_b =
+      static_cast<std::uint64_t>(floor_clamped(inner_bound_maeri(static_cast<double>(alpha)), n));
+  return out_b * out_b * in_b * in_b;
+}
+
 }  // namespace mapex::flash

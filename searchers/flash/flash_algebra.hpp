@@ -205,5 +205,11 @@ std::uint64_t section52_baseline(std::int64_t n, std::int64_t alpha, std::int64_
 /// The same tuples restricted to the ranges of Eq. 3 and Eq. 4 (T_N' = the
 /// N extent of one step, N): the pruned count by FLASH's stated bounds.
 std::uint64_t section52_pruned(std::int64_t n, std::int64_t alpha, std::int64_t beta);
+/// The pruned count read as a plain product of the four ranges of Eq. 3
+/// (T_M^out, T_K^out) and Eq. 4 (T_M^in, T_N^in), without holding Eq. 1-2
+/// per tuple: bound_3^2 x bound_4^2. The paper's 14,992,384 is such a
+/// product (88^2 x 44^2); Eq. 4 gives 44 when S1's 512 B are counted as
+/// alpha = 4,096 (bits).
+std::uint64_t section52_range_product(std::int64_t n, std::int64_t alpha, std::int64_t beta);
 
 }  // namespace mapex::flash

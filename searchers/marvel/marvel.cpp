@@ -1,6 +1,20 @@
 // The Marvel searcher (Chatarasi et al., TACO 2021, §5): the decoupled
 // off-chip / on-chip search.
 //
+// Names. The paper numbers tiling levels (§4, "Multi-level tiling tile
+// sizes"), mapex numbers the chip's levels; on a three-level chip
+// (L1 / PE array / L2 / DRAM):
+//   paper                          mapex
+//   level-1 tile                   the L1 tile (innermost buffer)
+//   level-2 tile (parallelism)     the span of the PE array: L1 tile x split
+//   level-3 tile                   the tile of the global buffer right below
+//                                  DRAM (`outer`, here called global_buffer)
+//   level-2 inter-tile order       the loop order of the global buffer's
+//                                  level (over level-2 tiles)
+//   level-3 inter-tile order       DRAM's loop order (over level-3 tiles)
+// so the comments below use the paper's level numbers for tiles and
+// orders and the chip's names (L1, L2) for buffers.
+//
 // 1. Off-chip sub-space (§5.1): every level-3 tile (the buffer right below
 //    DRAM) with every DRAM layout, scored by the distinct-block model
 //    (mapex/db_locality.hpp) under the L2 constraint with double buffering;
@@ -174,7 +188,7 @@ class Marvel final : public mapex::Searcher {
     // level-3 tile is kept only when its on-chip space, under this job's
     // split rules, can still reach the utilisation bound p (§5.2 prunes the
     // on-chip space by p, so a tile that cannot reach it has nothing left).
-    const auto& l2 = arch.levels()[static_cast<std::size_t>(outer)];
+    const auto& global_buffer = arch.levels()[static_cast<std::size_t>(outer)];
     const std::int64_t block_bytes =
         s_.block_bytes > 0 ? s_.block_bytes
                            : arch.levels()[static_cast<std::size_t>(dram)].block_bytes;
@@ -200,23 +214,24 @@ class Marvel final : public mapex::Searcher {
       return p <= 0 || utilization_bound(op, arch, job, outer, divisors, tile) >= p - 1e-9;
     };
     auto offchip =
-        mapex::db::search_offchip(model, values, mapex::db::usable_bytes(l2), s_.offchip_candidates,
-                                  reaches_p, &considered, &rejected);
+        mapex::db::search_offchip(model, values, mapex::db::usable_bytes(global_buffer),
+                                  s_.offchip_candidates, reaches_p, &considered, &rejected);
     // No fitting tile lets this variant reach p: search the DB-best tiles
     // anyway, so the on-chip step can say (and record) that p is unmet.
     const bool tile_reaches_p = !offchip.empty();
     if (offchip.empty())
-      offchip = mapex::db::search_offchip(model, values, mapex::db::usable_bytes(l2),
+      offchip = mapex::db::search_offchip(model, values, mapex::db::usable_bytes(global_buffer),
                                           s_.offchip_candidates, &considered);
     if (offchip.empty()) {
       const auto minimal = mapex::db::minimal_choice(model, values);
-      throw mapex::InputError("architecture '" + arch.name() + "': " + l2.name + " (" +
-                              std::to_string(l2.size_bytes) + " B" +
-                              (l2.double_buffered ? ", half of it per double-buffered tile" : "") +
-                              ") cannot hold even a minimal level-3 tile of '" + op.name() + "' (" +
-                              dims_text(op, minimal.tile) + "): its distinct DRAM blocks need " +
-                              std::to_string(static_cast<long long>(minimal.required_bytes)) +
-                              " B with " + std::to_string(block_bytes) + " B blocks");
+      throw mapex::InputError(
+          "architecture '" + arch.name() + "': " + global_buffer.name + " (" +
+          std::to_string(global_buffer.size_bytes) + " B" +
+          (global_buffer.double_buffered ? ", half of it per double-buffered tile" : "") +
+          ") cannot hold even a minimal level-3 tile of '" + op.name() + "' (" +
+          dims_text(op, minimal.tile) + "): its distinct DRAM blocks need " +
+          std::to_string(static_cast<long long>(minimal.required_bytes)) + " B with " +
+          std::to_string(block_bytes) + " B blocks");
     }
 
     // §5.2: the on-chip sub-space under the kept off-chip mappings.
@@ -507,9 +522,9 @@ class Marvel final : public mapex::Searcher {
       // Level-2 order = level-3 order for the tiling steps, unless the
       // style constrains it.
       MapspaceOptions tiling = bases.back();
-      auto& l2_rule = tiling.levels[static_cast<std::size_t>(outer)];
-      l2_rule.orders = {representative_order(op, l2_rule, choice.order)};
-      l2_rule.stationary.clear();
+      auto& level2_order_rule = tiling.levels[static_cast<std::size_t>(outer)];
+      level2_order_rule.orders = {representative_order(op, level2_order_rule, choice.order)};
+      level2_order_rule.stationary.clear();
       tilings.push_back(std::move(tiling));
     }
 

@@ -36,4 +36,23 @@ if [ $status -ne 2 ] || [[ "$err" != *"no traces stored"* ]]; then
   echo "convergence without traces: expected exit 2 and 'no traces stored', got $status: $err" >&2
   exit 1
 fi
+# One chip: the design-space plot refuses (nothing to compare) with exit 2;
+# the convergence plot draws a panel for each of the two layers.
+"$mapex" run "$(dirname "$experiment")/e2e_experiment.yaml" -o "$work/one_chip.h5" --quiet >/dev/null
+set +e
+err=$(/usr/bin/python3 "$script" dse "$work/one_chip.h5" -o "$work/none.png" 2>&1)
+status=$?
+set -e
+if [ $status -ne 2 ] || [[ "$err" != *"design point"* ]]; then
+  echo "dse on one chip: expected exit 2 and 'design point', got $status: $err" >&2
+  exit 1
+fi
+/usr/bin/python3 "$script" convergence "$work/one_chip.h5" -o "$work/two_layers.png"
+/usr/bin/python3 - "$work/two_layers.png" <<'PY'
+import sys
+import matplotlib.image
+height, width = matplotlib.image.imread(sys.argv[1]).shape[:2]
+# Two panels side by side: wider than tall.
+assert width > 1.5 * height, f"expected two panels side by side, got {width}x{height}"
+PY
 echo "all plots rendered"

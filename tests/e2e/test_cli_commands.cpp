@@ -156,6 +156,15 @@ TEST(CliSearch, RandomStopsAtMaxSecondsWithReasonBudget) {
   EXPECT_GE(j["wall_seconds"].get<double>(), 0.3);  // not before the budget is spent
 }
 
+TEST(CliMapspace, JsonNamesTheDimensionsInOrder) {
+  // Scripts pin loop orders through a constraints file, which must name
+  // every dimension: the JSON says which, in the operator's order.
+  const auto json = run_cli(cmd("mapspace", tiny({"--format", "json"})));
+  ASSERT_EQ(json.status, 0) << json.err;
+  const auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j["dimensions"], nlohmann::json::parse(R"(["N","K","C","P","Q","R","S"])"));
+}
+
 TEST(CliMapspace, ExplainShowsTheEdgeTilePruningStep) {
   const auto json = run_cli(cmd("mapspace", tiny({"--explain", "--format", "json"})));
   ASSERT_EQ(json.status, 0) << json.err;

@@ -218,6 +218,77 @@ TEST(ImportOutput, RefusesFilesItDidNotWriteUnlessForced) {
   EXPECT_NE(slurp(dir + "/fc2.mapping.yaml"), "my notes\n");
 }
 
+TEST(ImportOutput, OnnxRefusesTheModelAndForeignFilesBeforeImporting) {
+  // Refused before the model is read, so any file stands for it.
+  const std::string model = write_bytes(kWork + "/results_model.onnx", "not onnx\n");
+  const std::string notes = write_bytes(kWork + "/results_onnx_notes.yaml", "my notes\n");
+  auto r = run_cli({"import", "onnx", model, "-o", model});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "mapex: error: " + model +
+                       ": key '-o': is the model being imported; refusing to write over it\n");
+  r = run_cli({"import", "onnx", model, "-o", notes});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_HAS(r.err, notes + ": key '-o': exists and was not written by mapex import onnx");
+  EXPECT_EQ(slurp(model), "not onnx\n");
+  EXPECT_EQ(slurp(notes), "my notes\n");
+  // --force lets it try (and the importer then refuses the model itself).
+  r = run_cli({"import", "onnx", model, "-o", notes, "--force"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err.find("was not written by"), std::string::npos) << r.err;
+}
+
+TEST(ImportOutput, TimeloopImportAndExportRefuseTheirInputsAndForeignFiles) {
+  const std::string tl = kData + "/timeloop/";
+  const std::string dir = kWork + "/results_tl_import";
+  boost::filesystem::remove_all(dir);
+  boost::filesystem::create_directories(dir);
+  // An input named like a file the import writes, in the folder it writes to.
+  const std::string arch = dir + "/arch.yaml";
+  write_bytes(arch, slurp(tl + "ws16_arch.yaml"));
+  const std::vector<std::string> args{
+      "import", "timeloop", tl + "gemm_prob.yaml", arch, tl + "ws16_map.yaml", "-o", dir};
+  auto r = run_cli(args);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "mapex: error: " + arch +
+                       ": key '-o': is an input of this command; refusing to write over it\n");
+  EXPECT_EQ(slurp(arch), slurp(tl + "ws16_arch.yaml"));
+  // Into another folder: written, then replaced by a second import; a file
+  // of the user's in its place is refused unless --force.
+  const std::string out = kWork + "/results_tl_import_out";
+  boost::filesystem::remove_all(out);
+  auto into = args;
+  into.back() = out;
+  ASSERT_EQ(run_cli(into).status, 0);
+  EXPECT_EQ(run_cli(into).status, 0);
+  write_bytes(out + "/mapping.yaml", "my notes\n");
+  r = run_cli(into);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_HAS(r.err, out + "/mapping.yaml: key '-o': exists and was not written by this command");
+  EXPECT_EQ(slurp(out + "/mapping.yaml"), "my notes\n");
+  into.push_back("--force");
+  EXPECT_EQ(run_cli(into).status, 0);
+  // export -o: never over its inputs; over a Timeloop mapping (an earlier
+  // export) yes; over anything else only with --force.
+  const std::vector<std::string> exp{
+      "export", "timeloop",         "--workload", out + "/workload.yaml",
+      "--arch", out + "/arch.yaml", "--mapping",  out + "/mapping.yaml",
+      "-o"};
+  auto over_input = exp;
+  over_input.push_back(out + "/arch.yaml");
+  r = run_cli(over_input);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_HAS(r.err, "is an input of this command");
+  const std::string exported = kWork + "/results_tl_exported.yaml";
+  write_bytes(exported, "my notes\n");
+  auto to_file = exp;
+  to_file.push_back(exported);
+  EXPECT_EQ(run_cli(to_file).status, 2);
+  EXPECT_EQ(slurp(exported), "my notes\n");
+  std::remove(exported.c_str());
+  EXPECT_EQ(run_cli(to_file).status, 0);
+  EXPECT_EQ(run_cli(to_file).status, 0);  // its own earlier export
+}
+
 }  // namespace
 }  // namespace mapex
 

@@ -101,6 +101,14 @@ TEST(FlashCounts, Section52PrunedCountIsOursAndReported) {
   EXPECT_EQ(fl::section52_pruned(256, 512, 102400), 1491750u);
 }
 
+// The plain product of the Eq. 3-4 ranges: floor(sqrt(102400/2 + 256^2) -
+// 256) = 85 for the outer sizes, floor(sqrt((512+2)/2) - 1) = 15 and, with
+// S1 in bits, floor(sqrt((4096+2)/2) - 1) = 44 for the inner ones.
+TEST(FlashCounts, Section52RangeProductIsTheSquaredBounds) {
+  EXPECT_EQ(fl::section52_range_product(256, 512, 102400), 85ull * 85 * 15 * 15);
+  EXPECT_EQ(fl::section52_range_product(256, 4096, 102400), 85ull * 85 * 44 * 44);
+}
+
 TEST(FlashDataflows, StylesHaveTable2OrdersAndClusterSizes) {
   const fl::Problem p{{8192, 8192, 8192}};
   EXPECT_EQ(fl::dataflows(fl::Style::kEyeriss, p, 256).size(), 12u);  // 1..12

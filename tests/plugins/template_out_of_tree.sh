@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds plugins/template against a mapex build tree with nothing but its
+# Builds a plugin template against a mapex build tree with nothing but its
 # own CMakeLists.txt, then checks that mapex lists it and evaluates with it.
 set -euo pipefail
 template="$1" mapex_build="$2" work="$3" mapex="$4" data="$5" cxx="$6"

@@ -11,7 +11,7 @@
 /// are loaded with RTLD_NOW | RTLD_LOCAL and never unloaded, so every object
 /// a plugin makes may outlive its last use by the host.
 ///
-/// Writing a plugin: see plugins/README.md and plugins/template/.
+/// Writing a plugin: see plugins/README.md and plugins/templates/.
 
 #include <boost/config.hpp>
 #include <cstddef>

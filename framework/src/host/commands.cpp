@@ -3,6 +3,7 @@
 #include <tbb/task_arena.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <csignal>
@@ -16,12 +17,14 @@
 #include <mapex/directives.hpp>
 #include <mapex/mapspace.hpp>
 #include <mapex/nn_dataflow_import.hpp>
+#include <mapex/timeloop.hpp>
 #include <mapex/version.hpp>
 #include <sstream>
 
 #include "host/experiment.hpp"
 #include "host/json_output.hpp"
 #include "host/mdc_commands.hpp"
+#include "host/onnx_command.hpp"
 #include "host/plugin_registry.hpp"
 #include "host/progress.hpp"
 #include "host/report.hpp"
@@ -29,6 +32,7 @@
 #include "host/run_command.hpp"
 #include "host/runner.hpp"
 #include "host/schedule_command.hpp"
+#include "host/timeloop_commands.hpp"
 
 namespace mapex::host {
 namespace po = boost::program_options;
@@ -60,6 +64,9 @@ const char* const kUsage =
     "           [--maestro-compat]\n"
     "  check    --workload W [--layer L]\n"
     "  import   nn_dataflow RESULT.json --workload W --arch A -o DIR\n"
+    "  import   timeloop FILE.yaml [FILE.yaml ...] -o DIR\n"
+    "  export   timeloop --workload W --arch A --mapping M [--layer L] [-o FILE]\n"
+    "  import   onnx MODEL.onnx -o NET.yaml [--batch N]\n"
     "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
     "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
     "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
@@ -271,6 +278,7 @@ void check_import_targets(const std::vector<std::string>& files,
 }
 
 int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
+  if (!args.empty() && args.front() == "timeloop") return cmd_import_timeloop(args, out);
   po::options_description desc("mapex import nn_dataflow");
   std::string format, result, workload, arch_path, dir;
   bool force = false;
@@ -460,6 +468,9 @@ struct ConstraintFlags {
   bool explore_bypass = false;
   double min_utilization = -1;
   std::string style, file;
+  /// The command's workload and architecture files: Timeloop constraints
+  /// are read together with the Timeloop ones among them.
+  std::vector<std::string> timeloop_context;
 
   void add(po::options_description& desc) {
     desc.add_options()("constraints", po::value(&file),
@@ -476,11 +487,21 @@ struct ConstraintFlags {
         "enumerate keep/bypass of every tensor at every buffer level");
   }
 
+  ConstraintSpec timeloop_constraints() const {
+    std::vector<std::string> files;
+    for (const auto& f : timeloop_context)
+      if (f != file && std::find(files.begin(), files.end(), f) == files.end() &&
+          timeloop::is_timeloop_file(f))
+        files.push_back(f);
+    files.push_back(file);
+    return timeloop::load_constraints(files);
+  }
+
   ConstraintSpec build() const {
     ConstraintSpec spec;
     if (!file.empty()) {
       require_file(file, "constraints");
-      spec = load_constraint_spec(file);
+      spec = timeloop::is_timeloop_file(file) ? timeloop_constraints() : load_constraint_spec(file);
     }
     if (!style.empty()) {
       spec.style = style;
@@ -546,6 +567,7 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out, std::ost
   request.objective = parse_objective(objective);
   request.seed = seed;
   request.budget = Budget{max_evaluations, max_seconds};
+  constraints.timeloop_context = {workload, arch_path};
   request.mapspace = constraints.build();
   resolve(request.mapspace, op, arch);  // contradictions are bad input (exit 2)
   // SIGINT / SIGTERM end the search at its next batch; its best so far is
@@ -692,6 +714,7 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   const Network net = Network::load(workload);
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
+  constraints.timeloop_context = {workload, arch_path};
   const Mapspace space(op, arch, resolve(constraints.build(), op, arch));
   const auto steps = space.count_steps(!no_valid_count);
   const BigInt valid = steps.back().size;
@@ -721,6 +744,9 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
     j["layer"] = op.name();
     j["architecture"] = arch.name();
     j["style"] = space.options().style;
+    auto dims_json = nlohmann::ordered_json::array();
+    for (const auto& dim : op.dims()) dims_json.push_back(dim.name);
+    j["dimensions"] = dims_json;
     auto steps_json = nlohmann::ordered_json::array();
     for (const auto& st : steps)
       steps_json.push_back({{"rule", st.rule}, {"mappings", st.size.str()}});
@@ -856,7 +882,10 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "mapspace") return cmd_mapspace(args, out);
     if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);
+    if (command == "import" && !args.empty() && args[0] == "onnx")
+      return onnx_import_command({args.begin() + 1, args.end()}, out, err);
     if (command == "import") return cmd_import(args, out);
+    if (command == "export") return cmd_export(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
     if (command == "report") return cmd_report(args, out);

@@ -6,7 +6,7 @@
 //
 // Copy this folder to start a plugin: keep one descriptor and one
 // MAPEX_PLUGIN line per shared object, include only <mapex/...> headers,
-// and build with mapex_add_plugin (see ../README.md).
+// and build with mapex_add_plugin (see ../../README.md).
 
 #include <mapex/analysis.hpp>
 #include <mapex/plugin.hpp>

@@ -1,0 +1,184 @@
+// Simulated annealing over the mapspace (Kirkpatrick, Gelatt and Vecchi,
+// Science 1983), the black-box baseline mapper studies put beside the
+// seed searchers.
+//
+// A start is the best of one batch drawn uniformly from the space. Each
+// step proposes `batch_size` random neighbours of the current mapping
+// (mapex/moves.hpp: one tile or split moved to the nearest admitted value,
+// or two running loops swapped), evaluates them together, and takes the
+// best of them as the proposal; the proposal replaces the current mapping
+// when it is better, or with probability exp(-delta / T) when it is worse,
+// where delta is the difference of the objective's logarithms (so the
+// schedule means the same on any layer: at T = 0.1 a move 10% worse is
+// taken about two times in five). T falls geometrically from
+// `initial_temperature` to `final_temperature` over the steps: `steps`
+// when given, else as many as the evaluation budget allows, else 1,000.
+//
+// Candidates are drawn on the searching thread with the job's seed and
+// evaluated through the framework, which returns them in order, so a seed
+// gives the same result at any thread count.
+
+#include <cmath>
+#include <limits>
+#include <mapex/moves.hpp>
+#include <mapex/plugin.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Settings {
+  std::size_t batch_size;
+  double initial_temperature;
+  double final_temperature;
+  std::uint64_t steps;
+};
+
+class Annealing final : public mapex::Searcher {
+ public:
+  explicit Annealing(Settings s) : s_(s) {}
+
+  mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
+    const mapex::Mapspace& space = ctx.mapspace();
+    if (space.size() == 0) return {true, mapex::kEmptyMapspace};
+    const mapex::MapspaceMoves moves(space);
+    std::mt19937_64 rng(ctx.seed());
+    const std::uint64_t steps = schedule_length(ctx);
+
+    std::optional<mapex::Mapping> current;
+    double value = kInf;
+    // The start: the best of one uniform batch (invalid draws are skipped).
+    if (!restart(ctx, rng, current, value)) return stop(ctx, "no mapping drawn from the space");
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    std::vector<mapex::Mapping> batch;
+    for (std::uint64_t k = 0; k < steps; ++k) {
+      if (ctx.exhausted()) return stop(ctx, "budget");
+      const double t = temperature(k, steps);
+      batch.clear();
+      for (std::size_t i = 0; i < s_.batch_size; ++i)
+        if (auto n = moves.random_neighbour(*current, rng)) batch.push_back(std::move(*n));
+      if (batch.empty()) {
+        // No admitted move from here: start again elsewhere.
+        if (!restart(ctx, rng, current, value)) return stop(ctx, "no mapping drawn from the space");
+        continue;
+      }
+      const std::vector<mapex::Metrics> metrics = ctx.evaluate(batch);
+      std::size_t best = 0;
+      double best_value = kInf;
+      for (std::size_t i = 0; i < metrics.size(); ++i) {
+        const double v = mapex::objective_value(metrics[i], ctx.objective());
+        if (v < best_value) best_value = v, best = i;
+      }
+      // Drawn every step, used or not, so the stream of draws does not
+      // depend on the outcomes' order of arrival.
+      const double u = unit(rng);
+      if (accept(value, best_value, t, u)) {
+        current = batch[best];
+        value = best_value;
+      }
+      if (metrics.size() < batch.size()) return stop(ctx, "budget");
+    }
+    return stop(ctx, "schedule done");
+  }
+
+ private:
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+  Settings s_;
+
+  std::uint64_t schedule_length(const mapex::SearchContext& ctx) const {
+    if (s_.steps > 0) return s_.steps;
+    const std::uint64_t budget = ctx.budget().max_evaluations;
+    if (budget > 0) return std::max<std::uint64_t>(1, budget / s_.batch_size);
+    return 1000;
+  }
+
+  double temperature(std::uint64_t k, std::uint64_t steps) const {
+    const double f = steps > 1 ? static_cast<double>(k) / static_cast<double>(steps - 1) : 1.0;
+    return s_.initial_temperature * std::pow(s_.final_temperature / s_.initial_temperature, f);
+  }
+
+  // Metropolis on the logarithm of the objective. An invalid current
+  // mapping (value +inf) takes any valid proposal; an invalid proposal is
+  // never taken.
+  static bool accept(double current, double proposal, double t, double u) {
+    if (!std::isfinite(proposal)) return false;
+    if (!std::isfinite(current) || proposal <= current) return true;
+    const double delta = std::log(proposal) - std::log(current);
+    return u < std::exp(-delta / t);
+  }
+
+  // A fresh start: the best valid mapping of one uniform batch. False when
+  // the space yields no draw at all or the budget ran out.
+  bool restart(mapex::SearchContext& ctx, std::mt19937_64& rng,
+               std::optional<mapex::Mapping>& current, double& value) const {
+    std::vector<mapex::Mapping> draws;
+    for (std::size_t i = 0; i < s_.batch_size; ++i)
+      if (auto m = ctx.mapspace().sample(rng)) draws.push_back(std::move(*m));
+    if (draws.empty()) return false;
+    const std::vector<mapex::Metrics> metrics = ctx.evaluate(draws);
+    if (metrics.empty()) return false;
+    std::size_t best = 0;
+    double best_value = kInf;
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+      const double v = mapex::objective_value(metrics[i], ctx.objective());
+      if (v < best_value) best_value = v, best = i;
+    }
+    current = draws[best];
+    value = best_value;
+    return true;
+  }
+
+  static mapex::SearchOutcome stop(const mapex::SearchContext& ctx, const std::string& why) {
+    return {false, ctx.exhausted() ? std::string("budget") : why};
+  }
+};
+
+const mapex::ParamSpec kParams[] = {
+    {"batch_size", mapex::ParamType::kInt, "16",
+     "Neighbours proposed per step, evaluated together; the best is the proposal."},
+    {"initial_temperature", mapex::ParamType::kDouble, "0.1",
+     "Temperature of the first step, in units of the objective's natural logarithm."},
+    {"final_temperature", mapex::ParamType::kDouble, "0.001",
+     "Temperature of the last step (geometric cooling between the two)."},
+    {"steps", mapex::ParamType::kInt, "0",
+     "Annealing steps; 0: the evaluation budget / batch_size, or 1000 without one."},
+};
+
+mapex::Searcher* make(const mapex::Params& params) {
+  const std::int64_t batch = params.get_int("batch_size"), steps = params.get_int("steps");
+  const double t0 = params.get_double("initial_temperature"),
+               t1 = params.get_double("final_temperature");
+  if (batch < 1 || batch > 65536)
+    throw mapex::InputError(mapex::SourceLocation{}, "batch_size",
+                            "searcher 'annealing' needs batch_size in [1, 65536]");
+  if (steps < 0)
+    throw mapex::InputError(mapex::SourceLocation{}, "steps",
+                            "searcher 'annealing' needs steps >= 0 (0: from the budget)");
+  if (!(t0 > 0) || !std::isfinite(t0))
+    throw mapex::InputError(mapex::SourceLocation{}, "initial_temperature",
+                            "searcher 'annealing' needs a finite initial_temperature > 0");
+  if (!(t1 > 0) || !(t1 <= t0))
+    throw mapex::InputError(mapex::SourceLocation{}, "final_temperature",
+                            "searcher 'annealing' needs 0 < final_temperature <= "
+                            "initial_temperature");
+  return new Annealing(
+      Settings{static_cast<std::size_t>(batch), t0, t1, static_cast<std::uint64_t>(steps)});
+}
+
+const mapex::PluginDescriptor kDescriptor{
+    mapex::kPluginAbiVersion,
+    MAPEX_BUILD_ID,
+    mapex::PluginKind::kSearcher,
+    "annealing",
+    "1.0.0",
+    "Simulated annealing over mapspace moves, with a seeded geometric schedule",
+    kParams,
+    std::size(kParams),
+    nullptr,
+    &make};
+
+}  // namespace
+
+MAPEX_PLUGIN(kDescriptor)
