@@ -34,11 +34,36 @@ namespace {
 constexpr const char* kDimNames[kNumDims] = {"N", "G", "K",  "C",  "R", "S",
                                              "Y", "X", "Y'", "X'", "M"};
 
+// By characters, not by comparing strings with each of kDimNames: the plan
+// is rebuilt for every layer, and the name compares were about a tenth of
+// it.
 int dim_id(const std::string& name, LayerType type) {
-  for (int d = 0; d < kNumDims; ++d)
-    if (name == kDimNames[d]) return d;
   (void)type;
-  return -1;
+  if (name.size() == 2 && name[1] == '\'')
+    return name[0] == 'Y' ? kYo : (name[0] == 'X' ? kXo : -1);
+  if (name.size() != 1) return -1;
+  switch (name[0]) {
+    case 'N':
+      return kN;
+    case 'G':
+      return kG;
+    case 'K':
+      return kK;
+    case 'C':
+      return kC;
+    case 'R':
+      return kR;
+    case 'S':
+      return kS;
+    case 'Y':
+      return kY;
+    case 'X':
+      return kX;
+    case 'M':
+      return kM;
+    default:
+      return -1;
+  }
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
@@ -245,11 +270,9 @@ struct Case {
   // partial unit (edge_pe) has the edge tile.
   bool single_edge_unit() const { return P.maestro_compat && L.num_edge_sub == 1; }
 
-  bool coupled(int t, int d) const {
-    for (int i = 0; i < P.num_coupled[t]; ++i)
-      if (P.coupled[t][i] == d) return true;
-    return false;
-  }
+  // A bit test: asked for every directive of every case, a scan of the
+  // tensor's coupled dimensions was a visible part of the analysis.
+  bool coupled(int t, int d) const { return (P.coupled_mask[t] >> d) & 1U; }
   bool edge(int i) const { return st[i]->is_edge(); }
 
   // Tile of one sub-unit for an input tensor (no reuse).
@@ -522,6 +545,14 @@ struct SubResult {
   double unshared[kNumTensors] = {1, 1, 1};
 };
 
+// An inline compare: the cache is probed once per iteration case, and a
+// call into the C library's memcmp for 88 bytes cost more than the probe.
+bool same_dims(const std::int64_t* a, const std::int64_t* b) {
+  bool same = true;
+  for (int d = 0; d < kNumDims; ++d) same = same && a[d] == b[d];
+  return same;
+}
+
 struct CacheEntry {
   int level = -1;
   std::int64_t dims[kNumDims];
@@ -557,9 +588,7 @@ struct Analyser {
 
   SubResult sub_level(int li, const std::int64_t* dims) {
     for (int c = 0; c < cache_used; ++c)
-      if (cache[c].level == li &&
-          std::memcmp(cache[c].dims, dims, sizeof(std::int64_t) * kNumDims) == 0)
-        return cache[c].r;
+      if (cache[c].level == li && same_dims(cache[c].dims, dims)) return cache[c].r;
     const SubResult r = level(li, dims, nullptr);
     if (cache_used < kCacheSize) {
       cache[cache_used].level = li;
@@ -635,18 +664,23 @@ struct Analyser {
     const bool shared_net = P.hw.multicast && P.hw.reduction;
     long double words_whole[kNumTensors] = {0, 0, 0}, words_unshared[kNumTensors] = {0, 0, 0};
     int digit[kMaxDirectives];
+    int raw[kMaxDirectives];  // the mixed-radix digits of n-1, counted up
+    for (int i = 0; i < L.num_dirs; ++i) raw[i] = 0;
     int case_id = 0;
     for (std::int64_t n = 0; n < total_cases; ++n) {
       // MAESTRO's enumeration order: case 0 is all-Init; after it, the
       // mixed-radix digits of n-1 shifted by one (last directive fastest).
+      // The digits are counted up rather than divided out of n (two integer
+      // divisions per directive and case were a tenth of the analysis).
       if (n == 0) {
         for (int i = 0; i < L.num_dirs; ++i) digit[i] = 0;
       } else {
-        std::int64_t t = n - 1;
-        for (int i = L.num_dirs - 1; i >= 0; --i) {
-          digit[i] = static_cast<int>((t % lists[i].n + 1) % lists[i].n);
-          t /= lists[i].n;
-        }
+        if (n > 1)
+          for (int i = L.num_dirs - 1; i >= 0; --i) {
+            if (++raw[i] < lists[i].n) break;
+            raw[i] = 0;
+          }
+        for (int i = 0; i < L.num_dirs; ++i) digit[i] = raw[i] + 1 == lists[i].n ? 0 : raw[i] + 1;
       }
       std::int64_t occ = 1;
       for (int i = 0; i < L.num_dirs; ++i) {
@@ -908,7 +942,11 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
   // Tensors and their coupled dimensions (MAESTRO §III, Table 1).
   auto set = [&](int t, std::initializer_list<int> dims) {
     p.num_coupled[t] = 0;
-    for (int d : dims) p.coupled[t][p.num_coupled[t]++] = d;
+    p.coupled_mask[t] = 0;
+    for (int d : dims) {
+      p.coupled[t][p.num_coupled[t]++] = d;
+      p.coupled_mask[t] |= 1U << d;
+    }
   };
   switch (layer.type) {
     case LayerType::kGemm:

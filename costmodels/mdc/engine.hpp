@@ -48,6 +48,7 @@ struct Plan {
   // Coupled dimensions of each tensor in MAESTRO's order.
   int coupled[kNumTensors][6];
   int num_coupled[kNumTensors];
+  unsigned coupled_mask[kNumTensors];  // bit d: dimension d is coupled to the tensor
   Level levels[kMaxLevels];
   int num_levels = 0;
   std::int64_t full_dims[kNumDims];  // level-0 dims incl. Y', X'

@@ -6,6 +6,8 @@
 // movement comes from the framework's loop-nest analysis (mapex/analysis.hpp).
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <mapex/analysis.hpp>
 #include <mapex/plugin.hpp>
 
@@ -52,11 +54,20 @@ class BoundRoofline final : public mapex::BoundCostModel {
 
   // The same two figures as evaluate, summed in the same order (so they are
   // bit-identical), on per-thread scratch that keeps its storage between
-  // mappings. The framework calls precheck first.
+  // mappings. The framework calls precheck first. Incremental along the
+  // enumeration stream: it emits every loop order of one tiling in a row,
+  // so the tiling part of the analysis is redone only when the tiling
+  // differs from the previous mapping's on this thread for this model.
   mapex::Score score(const mapex::Mapping& mapping) const override {
-    thread_local mapex::NestAnalysis a;
-    thread_local std::vector<mapex::LevelCost> costs;
-    mapex::analyse_into(op_, arch_, mapping, a);
+    thread_local Scratch scratch;
+    if (scratch.owner != id_ || !mapex::same_tiling(scratch.tiled, mapping)) {
+      mapex::analyse_tiling_into(op_, arch_, mapping, scratch.a);
+      scratch.tiled = mapping;
+      scratch.owner = id_;
+    }
+    mapex::analyse_traffic_into(op_, arch_, mapping, scratch.a);
+    const mapex::NestAnalysis& a = scratch.a;
+    std::vector<mapex::LevelCost>& costs = scratch.costs;
     mapex::level_costs(op_, arch_, a, costs);
     mapex::Score s{true, a.compute_cycles, a.macs * arch_.mac_energy_pj()};
     for (const auto& c : costs) {
@@ -67,9 +78,24 @@ class BoundRoofline final : public mapex::BoundCostModel {
   }
 
  private:
+  // Per-thread state of score(): the analysis and the mapping whose tiling
+  // it holds, tagged with the bound model that made it (an id, not an
+  // address: a new model may reuse a freed one's).
+  struct Scratch {
+    std::uint64_t owner = 0;
+    mapex::Mapping tiled;
+    mapex::NestAnalysis a;
+    std::vector<mapex::LevelCost> costs;
+  };
+  static std::uint64_t next_id() {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
+  }
+
   const mapex::Operator& op_;
   const mapex::Architecture& arch_;
   bool check_capacity_;
+  std::uint64_t id_ = next_id();
 };
 
 class Roofline final : public mapex::CostModel {

@@ -247,8 +247,26 @@ void reshape(std::vector<std::vector<T>>& v, size_t rows, size_t cols, const T& 
 
 }  // namespace
 
+bool same_tiling(const Mapping& x, const Mapping& y) {
+  if (x.levels().size() != y.levels().size()) return false;
+  for (size_t i = 0; i < x.levels().size(); ++i) {
+    const LevelMapping& a = x.levels()[i];
+    const LevelMapping& b = y.levels()[i];
+    if (a.tile != b.tile || a.split != b.split || a.cluster.split != b.cluster.split ||
+        a.cluster.tile != b.cluster.tile)
+      return false;
+  }
+  return true;
+}
+
 void analyse_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                   NestAnalysis& a) {
+  analyse_tiling_into(op, arch, mapping, a);
+  analyse_traffic_into(op, arch, mapping, a);
+}
+
+void analyse_tiling_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                         NestAnalysis& a) {
   const size_t n = static_cast<size_t>(op.num_dims());
   const int L = arch.num_levels();
   const auto Lu = static_cast<size_t>(L);
@@ -325,6 +343,13 @@ void analyse_into(const Operator& op, const Architecture& arch, const Mapping& m
         a.step_counts[i][d] = a.tile_counts[i + 1][d];
       }
   }
+}
+
+void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                          NestAnalysis& a) {
+  const size_t n = static_cast<size_t>(op.num_dims());
+  const int L = arch.num_levels();
+  const auto Lu = static_cast<size_t>(L);
   const Context cx{op, arch, mapping, n, a.tile_counts, a};
 
   boost::container::small_vector<int, 8> data_levels;

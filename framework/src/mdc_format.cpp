@@ -34,7 +34,7 @@ std::string to_string(LayerType type) {
   return "CONV";
 }
 
-std::int64_t Layer::dim(const std::string& dim_name) const {
+std::int64_t Layer::dim(std::string_view dim_name) const {
   for (const auto& [n, v] : dims)
     if (n == dim_name) return v;
   return 0;

@@ -90,7 +90,8 @@ Mapping MapspaceMoves::with_value(const Mapping& m, int l, DimId d, std::int64_t
   return out;
 }
 
-std::optional<Mapping> MapspaceMoves::step(const Mapping& m, int l, DimId d, int dir) const {
+std::optional<Mapping> MapspaceMoves::step(const Mapping& m, int l, DimId d, int dir,
+                                           int stride) const {
   const auto kind = space_->arch().levels()[static_cast<std::size_t>(l)].kind;
   const std::int64_t now = current_value(m.level(l), kind, d);
   const auto& vals = values(d);
@@ -102,13 +103,17 @@ std::optional<Mapping> MapspaceMoves::step(const Mapping& m, int l, DimId d, int
     --i;
   else if (i < static_cast<std::ptrdiff_t>(vals.size()) && vals[static_cast<std::size_t>(i)] == now)
     ++i;
+  std::optional<Mapping> found;
+  int left = stride;
   for (int scanned = 0;
-       scanned < kMaxScan && i >= 0 && i < static_cast<std::ptrdiff_t>(vals.size());
+       scanned < kMaxScan * stride && i >= 0 && i < static_cast<std::ptrdiff_t>(vals.size());
        ++scanned, i += dir) {
     Mapping next = with_value(m, l, d, vals[static_cast<std::size_t>(i)]);
-    if (admitted(next)) return next;
+    if (!admitted(next)) continue;
+    found = std::move(next);
+    if (--left == 0) break;
   }
-  return std::nullopt;
+  return found;
 }
 
 bool MapspaceMoves::loops(const Mapping& m, int l, DimId d) const {
@@ -141,7 +146,7 @@ std::vector<Mapping> MapspaceMoves::neighbours(const Mapping& m) const {
 }
 
 std::optional<Mapping> MapspaceMoves::random_neighbour(const Mapping& m, std::mt19937_64& rng,
-                                                       int max_attempts) const {
+                                                       int max_attempts, int max_stride) const {
   const int dims = space_->op().num_dims();
   // Every tile or split slot and every level's order weigh alike.
   const auto slots = movable_levels_.size() * static_cast<std::size_t>(dims);
@@ -153,7 +158,9 @@ std::optional<Mapping> MapspaceMoves::random_neighbour(const Mapping& m, std::mt
       const int l = movable_levels_[pick / static_cast<std::size_t>(dims)];
       const auto d = static_cast<DimId>(pick % static_cast<std::size_t>(dims));
       const int dir = std::bernoulli_distribution(0.5)(rng) ? 1 : -1;
-      if (auto next = step(m, l, d, dir)) return next;
+      const int stride =
+          max_stride > 1 ? std::uniform_int_distribution<int>(1, max_stride)(rng) : 1;
+      if (auto next = step(m, l, d, dir, stride)) return next;
       continue;
     }
     const int l = order_levels_[pick - slots];

@@ -34,6 +34,9 @@ struct Settings {
   double initial_temperature;
   double final_temperature;
   std::uint64_t steps;
+  std::uint64_t initial_samples;
+  int max_stride;
+  std::uint64_t patience;
 };
 
 class Annealing final : public mapex::Searcher {
@@ -49,19 +52,28 @@ class Annealing final : public mapex::Searcher {
 
     std::optional<mapex::Mapping> current;
     double value = kInf;
-    // The start: the best of one uniform batch (invalid draws are skipped).
-    if (!restart(ctx, rng, current, value)) return stop(ctx, "no mapping drawn from the space");
+    // The start: the best of `initial_samples` uniform draws, so the chain
+    // begins where random sampling would have got with that many.
+    if (!restart(ctx, rng, start_samples(ctx), current, value))
+      return stop(ctx, "no mapping drawn from the space");
     std::uniform_real_distribution<double> unit(0.0, 1.0);
     std::vector<mapex::Mapping> batch;
+    double chain_best = value;
+    std::uint64_t since_improvement = 0;
     for (std::uint64_t k = 0; k < steps; ++k) {
       if (ctx.exhausted()) return stop(ctx, "budget");
       const double t = temperature(k, steps);
       batch.clear();
       for (std::size_t i = 0; i < s_.batch_size; ++i)
-        if (auto n = moves.random_neighbour(*current, rng)) batch.push_back(std::move(*n));
-      if (batch.empty()) {
-        // No admitted move from here: start again elsewhere.
-        if (!restart(ctx, rng, current, value)) return stop(ctx, "no mapping drawn from the space");
+        if (auto n = moves.random_neighbour(*current, rng, 64, s_.max_stride))
+          batch.push_back(std::move(*n));
+      // No admitted move from here, or a chain that stopped improving:
+      // start again from a fresh batch.
+      if (batch.empty() || (s_.patience > 0 && since_improvement >= s_.patience)) {
+        if (!restart(ctx, rng, s_.batch_size, current, value))
+          return stop(ctx, "no mapping drawn from the space");
+        chain_best = value;
+        since_improvement = 0;
         continue;
       }
       const std::vector<mapex::Metrics> metrics = ctx.evaluate(batch);
@@ -78,6 +90,12 @@ class Annealing final : public mapex::Searcher {
         current = batch[best];
         value = best_value;
       }
+      if (value < chain_best) {
+        chain_best = value;
+        since_improvement = 0;
+      } else {
+        ++since_improvement;
+      }
       if (metrics.size() < batch.size()) return stop(ctx, "budget");
     }
     return stop(ctx, "schedule done");
@@ -87,10 +105,23 @@ class Annealing final : public mapex::Searcher {
   static constexpr double kInf = std::numeric_limits<double>::infinity();
   Settings s_;
 
+  // Draws for the start: the parameter, else 5% of an evaluation budget
+  // (at least one batch), else 256.
+  std::uint64_t start_samples(const mapex::SearchContext& ctx) const {
+    if (s_.initial_samples > 0) return s_.initial_samples;
+    const std::uint64_t budget = ctx.budget().max_evaluations;
+    if (budget > 0) return std::max<std::uint64_t>(s_.batch_size, budget / 20);
+    return 256;
+  }
+
+  // Steps: the parameter, else what the evaluation budget leaves after the
+  // start, else 1,000.
   std::uint64_t schedule_length(const mapex::SearchContext& ctx) const {
     if (s_.steps > 0) return s_.steps;
     const std::uint64_t budget = ctx.budget().max_evaluations;
-    if (budget > 0) return std::max<std::uint64_t>(1, budget / s_.batch_size);
+    const std::uint64_t start = start_samples(ctx);
+    if (budget > start) return (budget - start + s_.batch_size - 1) / s_.batch_size;
+    if (budget > 0) return 1;
     return 1000;
   }
 
@@ -109,25 +140,26 @@ class Annealing final : public mapex::Searcher {
     return u < std::exp(-delta / t);
   }
 
-  // A fresh start: the best valid mapping of one uniform batch. False when
-  // the space yields no draw at all or the budget ran out.
-  bool restart(mapex::SearchContext& ctx, std::mt19937_64& rng,
+  // A fresh start: the best valid mapping of `count` uniform draws,
+  // evaluated a batch at a time. False when the space yields no draw at
+  // all or the budget ran out before the first batch.
+  bool restart(mapex::SearchContext& ctx, std::mt19937_64& rng, std::uint64_t count,
                std::optional<mapex::Mapping>& current, double& value) const {
+    bool any = false;
+    value = kInf;
     std::vector<mapex::Mapping> draws;
-    for (std::size_t i = 0; i < s_.batch_size; ++i)
-      if (auto m = ctx.mapspace().sample(rng)) draws.push_back(std::move(*m));
-    if (draws.empty()) return false;
-    const std::vector<mapex::Metrics> metrics = ctx.evaluate(draws);
-    if (metrics.empty()) return false;
-    std::size_t best = 0;
-    double best_value = kInf;
-    for (std::size_t i = 0; i < metrics.size(); ++i) {
-      const double v = mapex::objective_value(metrics[i], ctx.objective());
-      if (v < best_value) best_value = v, best = i;
+    for (std::uint64_t done = 0; done < count && !ctx.exhausted();) {
+      draws.clear();
+      for (std::size_t i = 0; i < s_.batch_size && done < count; ++i, ++done)
+        if (auto m = ctx.mapspace().sample(rng)) draws.push_back(std::move(*m));
+      if (draws.empty()) break;
+      const std::vector<mapex::Metrics> metrics = ctx.evaluate(draws);
+      for (std::size_t i = 0; i < metrics.size(); ++i) {
+        const double v = mapex::objective_value(metrics[i], ctx.objective());
+        if (!any || v < value) current = draws[i], value = v, any = true;
+      }
     }
-    current = draws[best];
-    value = best_value;
-    return true;
+    return any;
   }
 
   static mapex::SearchOutcome stop(const mapex::SearchContext& ctx, const std::string& why) {
@@ -143,7 +175,14 @@ const mapex::ParamSpec kParams[] = {
     {"final_temperature", mapex::ParamType::kDouble, "0.001",
      "Temperature of the last step (geometric cooling between the two)."},
     {"steps", mapex::ParamType::kInt, "0",
-     "Annealing steps; 0: the evaluation budget / batch_size, or 1000 without one."},
+     "Annealing steps; 0: what the evaluation budget leaves after the start / batch_size, or "
+     "1000 without one."},
+    {"initial_samples", mapex::ParamType::kInt, "0",
+     "Uniform draws whose best is the start; 0: 5% of the evaluation budget, or 256."},
+    {"max_stride", mapex::ParamType::kInt, "4",
+     "A tile or split moves to the s-th nearest admitted value, s uniform in [1, max_stride]."},
+    {"patience", mapex::ParamType::kInt, "100",
+     "Steps without improving the chain's best before a restart from a fresh batch; 0: never."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) {
@@ -163,8 +202,21 @@ mapex::Searcher* make(const mapex::Params& params) {
     throw mapex::InputError(mapex::SourceLocation{}, "final_temperature",
                             "searcher 'annealing' needs 0 < final_temperature <= "
                             "initial_temperature");
-  return new Annealing(
-      Settings{static_cast<std::size_t>(batch), t0, t1, static_cast<std::uint64_t>(steps)});
+  const std::int64_t samples = params.get_int("initial_samples"),
+                     stride = params.get_int("max_stride"), patience = params.get_int("patience");
+  if (samples < 0)
+    throw mapex::InputError(mapex::SourceLocation{}, "initial_samples",
+                            "searcher 'annealing' needs initial_samples >= 0 (0: from the budget)");
+  if (stride < 1 || stride > 1024)
+    throw mapex::InputError(mapex::SourceLocation{}, "max_stride",
+                            "searcher 'annealing' needs max_stride in [1, 1024]");
+  if (patience < 0)
+    throw mapex::InputError(mapex::SourceLocation{}, "patience",
+                            "searcher 'annealing' needs patience >= 0 (0: never restart)");
+  return new Annealing(Settings{static_cast<std::size_t>(batch), t0, t1,
+                                static_cast<std::uint64_t>(steps),
+                                static_cast<std::uint64_t>(samples), static_cast<int>(stride),
+                                static_cast<std::uint64_t>(patience)});
 }
 
 const mapex::PluginDescriptor kDescriptor{

@@ -171,12 +171,12 @@ TEST_F(BadInput, MissingArchitectureFile) {
 
 TEST_F(BadInput, UnknownPlugin) {
   std::string text = kGood;
-  text.replace(text.find("searchers: [random]"), 19, "searchers: [annealing]");
+  text.replace(text.find("searchers: [random]"), 19, "searchers: [tabu_search]");
   const std::string e = run_bad("unknown_plugin.yaml", text);
   EXPECT_HAS(e, "unknown_plugin.yaml:5:13");
   EXPECT_HAS(e,
-             "unknown searcher 'annealing' (known: exhaustive, flash, kapla, marvel, nn_dataflow, "
-             "random)");
+             "unknown searcher 'tabu_search' (known: annealing, exhaustive, flash, genetic, kapla, "
+             "marvel, nn_dataflow, random)");
 }
 
 TEST_F(BadInput, UnknownSearcherParameter) {

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <boost/filesystem.hpp>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -177,7 +177,7 @@ TEST(ResultFile, TwoConcurrentRunsOfOneFile) {
                             " -o " + test::shell_quote(out) + " -j 1 --quiet >/dev/null 2>" +
                             test::shell_quote(log) + " & wait $!";
   std::thread runner([&] { EXPECT_EQ(std::system(first.c_str()), 0) << slurp(log); });
-  for (int i = 0; i < 200 && !boost::filesystem::exists(out + ".lock"); ++i)
+  for (int i = 0; i < 200 && !std::filesystem::exists(out + ".lock"); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const auto second = run_cli({"run", exp, "-o", out, "-j", "1", "--quiet"});
   runner.join();
@@ -185,12 +185,12 @@ TEST(ResultFile, TwoConcurrentRunsOfOneFile) {
   EXPECT_HAS(second.err, out + ": is being written by another mapex");
   // The first run's jobs are all there; its lock is gone.
   EXPECT_EQ(read_results(out).jobs.size(), 2u);
-  EXPECT_FALSE(boost::filesystem::exists(out + ".lock"));
+  EXPECT_FALSE(std::filesystem::exists(out + ".lock"));
 }
 
 TEST(ImportOutput, RefusesFilesItDidNotWriteUnlessForced) {
   const std::string dir = kWork + "/results_import";
-  boost::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir);
   const std::vector<std::string> args{
       "import",
       "nn_dataflow",
@@ -240,8 +240,8 @@ TEST(ImportOutput, OnnxRefusesTheModelAndForeignFilesBeforeImporting) {
 TEST(ImportOutput, TimeloopImportAndExportRefuseTheirInputsAndForeignFiles) {
   const std::string tl = kData + "/timeloop/";
   const std::string dir = kWork + "/results_tl_import";
-  boost::filesystem::remove_all(dir);
-  boost::filesystem::create_directories(dir);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
   // An input named like a file the import writes, in the folder it writes to.
   const std::string arch = dir + "/arch.yaml";
   write_bytes(arch, slurp(tl + "ws16_arch.yaml"));
@@ -255,7 +255,7 @@ TEST(ImportOutput, TimeloopImportAndExportRefuseTheirInputsAndForeignFiles) {
   // Into another folder: written, then replaced by a second import; a file
   // of the user's in its place is refused unless --force.
   const std::string out = kWork + "/results_tl_import_out";
-  boost::filesystem::remove_all(out);
+  std::filesystem::remove_all(out);
   auto into = args;
   into.back() = out;
   ASSERT_EQ(run_cli(into).status, 0);

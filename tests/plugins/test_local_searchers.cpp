@@ -36,6 +36,9 @@ TEST(LocalSearchers, BadParametersAreRefusedWithTheirKey) {
   EXPECT_EQ(refused_key("annealing", {{"initial_temperature", "0"}}), "initial_temperature");
   EXPECT_EQ(refused_key("annealing", {{"initial_temperature", "inf"}}), "initial_temperature");
   EXPECT_EQ(refused_key("annealing", {{"final_temperature", "0.5"}}), "final_temperature");
+  EXPECT_EQ(refused_key("annealing", {{"initial_samples", "-1"}}), "initial_samples");
+  EXPECT_EQ(refused_key("annealing", {{"max_stride", "0"}}), "max_stride");
+  EXPECT_EQ(refused_key("annealing", {{"patience", "-3"}}), "patience");
   EXPECT_EQ(refused_key("genetic", {{"population", "1"}}), "population");
   EXPECT_EQ(refused_key("genetic", {{"generations", "-2"}}), "generations");
   EXPECT_EQ(refused_key("genetic", {{"elite", "1"}}), "elite");
@@ -71,8 +74,9 @@ TEST(LocalSearchers, AnEvaluationBudgetIsSpentInFull) {
 }
 
 TEST(LocalSearchers, AGivenScheduleEndsOnItsOwn) {
-  // 1 start batch + 5 steps of 4 neighbours; 8 + 3 generations x 6 children.
-  const JobResult a = run("annealing", Budget{}, {{"steps", "5"}, {"batch_size", "4"}});
+  // 4 start draws + 5 steps of 4 neighbours; 8 + 3 generations x 6 children.
+  const JobResult a =
+      run("annealing", Budget{}, {{"steps", "5"}, {"batch_size", "4"}, {"initial_samples", "4"}});
   EXPECT_EQ(a.stop_reason, "schedule done");
   EXPECT_LE(a.evaluations, 4u + 5u * 4u);
   const JobResult g = run("genetic", Budget{}, {{"generations", "3"}, {"population", "8"}});

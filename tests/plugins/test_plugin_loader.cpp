@@ -3,7 +3,9 @@
 // parameters all give clear errors; the good plugins still load.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <string>
 
 #include "host/plugin_registry.hpp"
@@ -74,10 +76,45 @@ TEST(PluginLoader, DuplicateNamesNameBothFiles) {
   EXPECT_NO_THROW(r.find("exhaustive", PluginKind::kSearcher));
 }
 
+// A command loads only the plugins it names (load_plugins_named): the
+// file NAME.so of each directory, nothing else.
+TEST(PluginLoader, NamedLoadingLoadsOnlyTheNamedPlugins) {
+  const PluginRegistry r = load_plugins_named({"roofline", "exhaustive"});
+  ASSERT_EQ(r.plugins().size(), 2u);
+  EXPECT_NO_THROW(r.find("roofline", PluginKind::kCostModel));
+  EXPECT_NO_THROW(r.find("exhaustive", PluginKind::kSearcher));
+  EXPECT_TRUE(r.problems().empty());
+}
+
+// A name without a file of that name (a typo here) falls back to the full
+// scan: the error lists every known plugin, as load_plugins' does.
+TEST(PluginLoader, NamedLoadingFallsBackToTheFullScan) {
+  const PluginRegistry named = load_plugins_named({"tabu_search"});
+  const PluginRegistry all = load_plugins();
+  EXPECT_EQ(named.plugins().size(), all.plugins().size());
+  const std::string message = error_of([&] { named.find("tabu_search", PluginKind::kSearcher); });
+  EXPECT_NE(message.find("unknown searcher 'tabu_search'"), std::string::npos) << message;
+  EXPECT_NE(message.find("exhaustive"), std::string::npos) << message;
+}
+
+// NAME.so in two directories of the path is still a duplicate.
+TEST(PluginLoader, NamedLoadingReportsTheSameNameInTwoDirectories) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mapex_named_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string original = load_plugins_named({"roofline"}).plugins().front().path;
+  std::filesystem::copy_file(original, dir / "roofline.so",
+                             std::filesystem::copy_options::overwrite_existing);
+  const PluginRegistry r = load_plugins_named({"roofline"}, {dir.string()});
+  const std::string message = error_of([&] { r.find("roofline", PluginKind::kCostModel); });
+  std::filesystem::remove_all(dir);
+  EXPECT_NE(message.find("more than one file"), std::string::npos) << message;
+}
+
 TEST(PluginLoader, UnknownNameListsKnownOnes) {
   const PluginRegistry r = load_plugins();
-  const std::string message = error_of([&] { r.find("annealing", PluginKind::kSearcher); });
-  EXPECT_NE(message.find("unknown searcher 'annealing'"), std::string::npos) << message;
+  const std::string message = error_of([&] { r.find("tabu_search", PluginKind::kSearcher); });
+  EXPECT_NE(message.find("unknown searcher 'tabu_search'"), std::string::npos) << message;
   EXPECT_NE(message.find("exhaustive"), std::string::npos) << message;
   const std::string kind = error_of([&] { r.find("roofline", PluginKind::kSearcher); });
   EXPECT_NE(kind.find("is a costmodel, expected a searcher"), std::string::npos) << kind;

@@ -108,8 +108,25 @@ std::optional<std::string> capacity_error(const Operator& op, const Architecture
 /// Runs the analysis. The mapping must be structurally valid.
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping);
 /// The same into `out`, reusing its storage: a sweep keeps one per thread.
+/// It is analyse_tiling_into followed by analyse_traffic_into.
 void analyse_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                   NestAnalysis& out);
+/// The part of the analysis that depends only on the tiling (buffer tiles,
+/// spatial splits, cluster tiles and splits): span, tiles, time, the tile,
+/// cluster and step counts, macs and compute_cycles.
+void analyse_tiling_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                         NestAnalysis& out);
+/// The rest (traffic, mac_traffic, noc_down, noc_up, required_bytes,
+/// keeps), from the loop orders and keep choices, on an `out` whose tiling
+/// part was computed for a mapping with the same tiling (same_tiling).
+/// The enumeration streams every loop order of one tiling in a row
+/// (mapspace.hpp, Cursor), so a sweep redoes only this part for most
+/// mappings and gets the same numbers as analyse_into.
+void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                          NestAnalysis& out);
+/// Whether two mappings of one operator and architecture share the inputs of
+/// analyse_tiling_into.
+bool same_tiling(const Mapping& a, const Mapping& b);
 
 /// The roofline peak of an operator on an architecture, independent of any
 /// mapping: every MAC unit busy every cycle, and every tensor crossing each

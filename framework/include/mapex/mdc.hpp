@@ -19,6 +19,7 @@
 #include <mapex/mapping.hpp>
 #include <mapex/operator.hpp>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -55,7 +56,7 @@ struct Layer {
   int line = 0;
 
   /// Size of dimension `name`, or 0 when absent.
-  std::int64_t dim(const std::string& dim_name) const;
+  std::int64_t dim(std::string_view dim_name) const;
   /// The true number of MACs (output size from the strides, floor).
   std::int64_t true_macs() const;
 };

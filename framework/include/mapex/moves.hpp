@@ -50,9 +50,12 @@ class BOOST_SYMBOL_VISIBLE MapspaceMoves {
 
   /// One neighbour drawn at random: a move kind, a level and a dimension
   /// (or two loops) drawn uniformly, tried until the space admits one, at
-  /// most `max_attempts` times. Nothing when every attempt was refused.
+  /// most `max_attempts` times. Nothing when every attempt was refused. A
+  /// tile or split moves to the nearest admitted value, or with `max_stride`
+  /// above 1 to the s-th nearest in its direction, s drawn uniformly from
+  /// [1, max_stride] (longer jumps for a search that should not stay local).
   std::optional<Mapping> random_neighbour(const Mapping& m, std::mt19937_64& rng,
-                                          int max_attempts = 64) const;
+                                          int max_attempts = 64, int max_stride = 1) const;
 
   /// A child of two mappings of the space: each dimension's tiles and
   /// splits at every level come from one parent, each level's loop order
@@ -71,8 +74,9 @@ class BOOST_SYMBOL_VISIBLE MapspaceMoves {
   /// The mapping with level `l`'s tile or split of `d` set to `value`.
   Mapping with_value(const Mapping& m, int l, DimId d, std::int64_t value) const;
   /// The nearest admitted mapping stepping `d` at level `l` down (dir -1)
-  /// or up (+1) through values(d).
-  std::optional<Mapping> step(const Mapping& m, int l, DimId d, int dir) const;
+  /// or up (+1) through values(d); with `stride` s, the s-th admitted one
+  /// (or the farthest found when fewer are).
+  std::optional<Mapping> step(const Mapping& m, int l, DimId d, int dir, int stride = 1) const;
   /// Whether dimension `d` runs more than one trip at data level `l`.
   bool loops(const Mapping& m, int l, DimId d) const;
 };

@@ -4,10 +4,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <boost/filesystem.hpp>
+#include <atomic>
 #include <boost/program_options.hpp>
 #include <csignal>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iomanip>
@@ -26,17 +27,13 @@
 #include "host/mdc_commands.hpp"
 #include "host/onnx_command.hpp"
 #include "host/plugin_registry.hpp"
-#include "host/progress.hpp"
-#include "host/report.hpp"
-#include "host/result_store.hpp"
-#include "host/run_command.hpp"
 #include "host/runner.hpp"
-#include "host/schedule_command.hpp"
+#include "host/store_commands.hpp"
 #include "host/timeloop_commands.hpp"
 
 namespace mapex::host {
 namespace po = boost::program_options;
-namespace fs = boost::filesystem;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -256,8 +253,7 @@ Mapping load_directives(const std::string& path, const Network& net, const Opera
 // file is written.
 void check_import_targets(const std::vector<std::string>& files,
                           const std::vector<std::string>& inputs, bool force) {
-  namespace fs = boost::filesystem;
-  boost::system::error_code ec;
+  std::error_code ec;
   for (const auto& file : files) {
     if (!fs::exists(file, ec)) continue;
     for (const auto& input : inputs)
@@ -307,7 +303,7 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   require_file(arch_path, "architecture");
   // -o names a folder; an existing file there would make create_directories
   // throw a filesystem error after the import's work, so refuse it first.
-  if (boost::filesystem::exists(dir) && !boost::filesystem::is_directory(dir))
+  if (fs::exists(dir) && !fs::is_directory(dir))
     throw InputError(SourceLocation{dir, 0, 0}, "-o",
                      "exists and is not a directory; expected the folder for the mapping files");
   const Network net = Network::load(workload);
@@ -315,9 +311,9 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   const auto layers = ndf::import_result(result, net, arch);
   std::vector<std::string> files;
   for (const auto& il : layers)
-    files.push_back((boost::filesystem::path(dir) / (il.name + ".mapping.yaml")).string());
+    files.push_back((fs::path(dir) / (il.name + ".mapping.yaml")).string());
   check_import_targets(files, {result, workload, arch_path}, force);
-  boost::filesystem::create_directories(dir);
+  fs::create_directories(dir);
   out << "layer\tmapping\tparams\tnn_dataflow_energy_pj\tnn_dataflow_cycles\n";
   for (const auto& il : layers) {
     const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(il.name))].op;
@@ -417,7 +413,7 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   const Architecture arch = Architecture::load(arch_path);
   const Mapping mapping = directives_path.empty() ? load_mapping(mapping_path, op, arch)
                                                   : load_directives(directives_path, net, op, arch);
-  const PluginRegistry registry = load_plugins();
+  const PluginRegistry registry = load_plugins_named({costmodel});
   const auto model = registry.make_costmodel(costmodel, parse_params(params));
   const auto bound = bind_located(*model, op, arch, arch_path);
   if (auto refused = bound->unsupported(mapping))
@@ -520,6 +516,41 @@ struct ConstraintFlags {
   }
 };
 
+// SIGINT / SIGTERM during `search`: a flag the search polls at its next
+// batch (SearchContext::set_stop_flag); a second signal ends mapex at once.
+std::atomic<bool> g_search_stop{false};
+std::atomic<int> g_search_signal{0};
+extern "C" void mapex_on_search_signal(int signal_number) {
+  g_search_signal.store(signal_number);
+  g_search_stop.store(true);
+}
+std::atomic<bool>& search_stop_flag() { return g_search_stop; }
+int search_stop_signal() { return g_search_signal.load(); }
+
+class SearchSignalGuard {
+ public:
+  SearchSignalGuard() {
+    g_search_stop.store(false);
+    g_search_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = mapex_on_search_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~SearchSignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  SearchSignalGuard(const SearchSignalGuard&) = delete;
+  SearchSignalGuard& operator=(const SearchSignalGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
 int cmd_search(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("mapex search");
   std::string workload, arch_path, layer, searcher, costmodel, objective, format;
@@ -556,7 +587,7 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out, std::ost
   const Network net = Network::load(workload);
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
-  const PluginRegistry registry = load_plugins();
+  const PluginRegistry registry = load_plugins_named({searcher, costmodel});
   const auto searcher_obj = registry.make_searcher(searcher, parse_params(params));
   const auto model = registry.make_costmodel(costmodel, parse_params(costmodel_params));
   SearchRequest request;
@@ -572,14 +603,14 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out, std::ost
   resolve(request.mapspace, op, arch);  // contradictions are bad input (exit 2)
   // SIGINT / SIGTERM end the search at its next batch; its best so far is
   // printed, marked as interrupted, as `mapex run` keeps its finished jobs.
-  request.stop = &stop_flag();
+  request.stop = &search_stop_flag();
   JobResult r;
   int caught = 0;
   {
-    SignalGuard guard;
+    SearchSignalGuard guard;
     tbb::task_arena arena(threads > 0 ? threads : tbb::this_task_arena::max_concurrency());
     arena.execute([&] { r = run_search(request); });
-    caught = stop_signal();
+    caught = search_stop_signal();
   }
   if (r.status == JobStatus::kFailed && r.bad_input) throw InputError(r.error);
   if (r.status == JobStatus::kFailed) throw Error("search failed: " + r.error);
@@ -844,43 +875,23 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
   return kExitOk;
 }
 
-int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("mapex report");
-  std::string path, format;
-  ReportOptions options;
-  desc.add_options()("help,h", "show this help")("results", po::value(&path)->required(),
-                                                 "result file (HDF5)")(
-      "format", po::value(&format)->default_value("markdown"), "markdown or csv")(
-      "table", po::value(&options.table)->default_value("all"),
-      "all (markdown), jobs, summary (geometric means per group) or dse (design points)")(
-      "baseline", po::value(&options.baseline),
-      "ratios to this baseline: searcher=NAME, costmodel=NAME or architecture=NAME");
-  po::positional_options_description positional;
-  positional.add("results", 1);
-  const auto vm = parse(desc, positional, args);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitOk;
-  }
-  const TableFormat table = parse_table_format(format);
-  require_file(path, "result");
-  print_report(read_results(path), table, out, options);
-  return kExitOk;
-}
-
 }  // namespace
+
+const char* cli_usage() { return kUsage; }
+
+bool is_store_command(const std::string& command) {
+  return command == "run" || command == "merge" || command == "report" || command == "schedule";
+}
 
 int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   try {
     if (argc < 2) throw UsageError(std::string("no command given\n") + kUsage);
     const std::string command = argv[1];
     const std::vector<std::string> args(argv + 2, argv + argc);
-    if (command == "run") return run_command(args, out, err);
-    if (command == "merge") return merge_command(args, out, err);
+    if (is_store_command(command)) return call_store_command(command, args, out, err);
     if (command == "evaluate") return cmd_evaluate(args, out);
     if (command == "search") return cmd_search(args, out, err);
     if (command == "mapspace") return cmd_mapspace(args, out);
-    if (command == "schedule") return cmd_schedule(args, out);
     if (command == "directives") return cmd_directives(args, out);
     if (command == "import" && !args.empty() && args[0] == "onnx")
       return onnx_import_command({args.begin() + 1, args.end()}, out, err);
@@ -888,7 +899,6 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "export") return cmd_export(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
-    if (command == "report") return cmd_report(args, out);
     if (command == "version" || command == "--version") {
       out << "mapex " << version() << " (plugin ABI " << kPluginAbiVersion << ")\n";
       return kExitOk;

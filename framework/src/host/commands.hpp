@@ -6,6 +6,9 @@
 
 namespace mapex::host {
 
+/// The usage text of `mapex` (all commands), printed after a usage error.
+const char* cli_usage();
+
 int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 }  // namespace mapex::host

@@ -1,8 +1,8 @@
 #include "host/experiment.hpp"
 
-#include <boost/filesystem.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <set>
 
@@ -12,7 +12,7 @@
 #include "yaml_reader.hpp"
 
 namespace mapex::host {
-namespace fs = boost::filesystem;
+namespace fs = std::filesystem;
 
 std::uint64_t stable_hash(const std::string& text) {
   std::uint64_t h = 1469598103934665603ULL;

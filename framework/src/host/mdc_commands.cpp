@@ -1,7 +1,8 @@
 #include "host/mdc_commands.hpp"
 
-#include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
+#include <charconv>
+#include <filesystem>
 #include <iomanip>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
@@ -48,10 +49,34 @@ const Column kColumns[] = {
     {"compute_delay_avg", &mdc::Result::compute_delay_avg},
 };
 
+/// Appends `v` as `%.15g` prints it (what `<< std::setprecision(15)` gives):
+/// std::to_chars, without a stream per number.
+void append_number(std::string& text, double v) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, v, std::chars_format::general, 15);
+  text.append(buffer, end.ptr);
+}
+
 std::string number(double v) {
-  std::ostringstream s;
-  s << std::setprecision(15) << v;
-  return s.str();
+  std::string text;
+  append_number(text, v);
+  return text;
+}
+
+/// The CSV table, built in one string and written at once.
+void print_csv(const std::vector<mdc::Result>& results, std::ostream& out) {
+  std::string text = "layer_name";
+  for (const auto& c : kColumns) (text += ',') += c.name;
+  text += '\n';
+  for (const auto& r : results) {
+    text += r.layer_name;
+    for (const auto& c : kColumns) {
+      text += ',';
+      append_number(text, r.*c.field);
+    }
+    text += '\n';
+  }
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
 }  // namespace
@@ -63,11 +88,11 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
     throw InputError("--format expects table, csv or json, got '" + format + "'");
   for (const auto& [path, what] :
        {std::pair{mapping_path, "mapping"}, std::pair{hw_path, "hardware"}})
-    if (!boost::filesystem::exists(path))
+    if (!std::filesystem::exists(path))
       throw InputError(SourceLocation{path, 0, 0}, "", std::string(what) + " file does not exist");
   const mdc::Network net = mdc::load_mapping(mapping_path);
   const mdc::Hardware hw = mdc::load_hardware(hw_path);
-  const PluginRegistry registry = load_plugins();
+  const PluginRegistry registry = load_plugins_named({costmodel});
   const auto model = registry.make_costmodel(costmodel, params);
   const auto* evaluator = dynamic_cast<const mdc::DirectiveEvaluator*>(model.get());
   if (evaluator == nullptr)
@@ -99,14 +124,7 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
     }
     out << j.dump(2) << "\n";
   } else if (format == "csv") {
-    out << "layer_name";
-    for (const auto& c : kColumns) out << "," << c.name;
-    out << "\n";
-    for (const auto& r : results) {
-      out << r.layer_name;
-      for (const auto& c : kColumns) out << "," << number(r.*c.field);
-      out << "\n";
-    }
+    print_csv(results, out);
   } else {
     out << "network " << net.name << " on " << hw.num_pes << " PEs (NoC " << hw.noc_bw
         << " elements/cycle, off-chip " << hw.offchip_bw << ") by " << costmodel << "\n\n";
@@ -147,7 +165,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
     return 0;
   }
   if (workload.empty()) throw InputError("mapex check: --workload is required");
-  if (!boost::filesystem::exists(workload))
+  if (!std::filesystem::exists(workload))
     throw InputError(SourceLocation{workload, 0, 0}, "", "workload file does not exist");
   const Network net = Network::load(workload);
   if (!layer.empty() && net.find_layer(layer) < 0)

@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <boost/dll/runtime_symbol_info.hpp>
-#include <boost/filesystem.hpp>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <mapex/error.hpp>
@@ -16,7 +16,7 @@
 extern char** environ;
 
 namespace mapex::host {
-namespace fs = boost::filesystem;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -129,7 +129,7 @@ int onnx_import_command(const std::vector<std::string>& args, std::ostream& out,
                      "is a directory; expected the network YAML file to write");
   // Never over the model; over an earlier import's network (its first line
   // says so) yes; over any other file only with --force.
-  boost::system::error_code ec;
+  std::error_code ec;
   if (fs::exists(a.output, ec)) {
     if (fs::equivalent(a.output, a.model, ec))
       throw InputError(SourceLocation{a.output, 0, 0}, "-o",

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <boost/dll/runtime_symbol_info.hpp>
 #include <boost/dll/shared_library.hpp>
-#include <boost/filesystem.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 namespace mapex::host {
-namespace fs = boost::filesystem;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -83,7 +83,7 @@ std::vector<std::string> PluginRegistry::default_search_path() {
 
 void PluginRegistry::scan(const std::vector<std::string>& directories) {
   for (const auto& dir : directories) {
-    boost::system::error_code ec;
+    std::error_code ec;
     if (!fs::is_directory(dir, ec)) continue;
     std::vector<std::string> files;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
@@ -101,7 +101,7 @@ void PluginRegistry::scan(const std::vector<std::string>& directories) {
 }
 
 void PluginRegistry::load_file(const std::string& path) {
-  boost::system::error_code ec;
+  std::error_code ec;
   const std::string canonical = fs::canonical(path, ec).string();
   if (ec) throw PluginError(path + ": no such plugin file");
   for (const auto& p : plugins_)
@@ -175,6 +175,31 @@ PluginRegistry load_plugins(const std::vector<std::string>& extra) {
   auto dirs = PluginRegistry::default_search_path();
   dirs.insert(dirs.end(), extra.begin(), extra.end());
   registry.scan(dirs);
+  return registry;
+}
+
+PluginRegistry load_plugins_named(const std::vector<std::string>& names,
+                                  const std::vector<std::string>& extra) {
+  PluginRegistry registry;
+  auto dirs = PluginRegistry::default_search_path();
+  dirs.insert(dirs.end(), extra.begin(), extra.end());
+  bool all_found = true;
+  for (const auto& name : names) {
+    bool found = false;
+    for (const auto& dir : dirs) {
+      const fs::path file = fs::path(dir) / (name + ".so");
+      std::error_code ec;
+      if (!fs::is_regular_file(file, ec)) continue;
+      try {
+        registry.load_file(file.string());
+      } catch (const PluginError&) {
+        continue;  // the full scan below records it as a problem
+      }
+      for (const auto& p : registry.plugins()) found = found || name == p.descriptor->name;
+    }
+    all_found = all_found && found;
+  }
+  if (!all_found) registry.scan(dirs);
   return registry;
 }
 

@@ -63,4 +63,14 @@ class PluginRegistry {
 /// A registry scanned over the default search path plus `extra` directories.
 PluginRegistry load_plugins(const std::vector<std::string>& extra = {});
 
+/// A registry holding only the plugins a command names: `NAME.so` from every
+/// directory of the search path (so a name provided twice is still reported
+/// as a duplicate). Loading all nine plugins costs a command about as much
+/// as its own work on a one-layer file. When a name has no such file (a
+/// plugin whose file is named otherwise, or a typo), it falls back to the
+/// full scan, so lookups and their error messages are those of
+/// `load_plugins`.
+PluginRegistry load_plugins_named(const std::vector<std::string>& names,
+                                  const std::vector<std::string>& extra = {});
+
 }  // namespace mapex::host

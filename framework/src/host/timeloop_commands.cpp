@@ -1,7 +1,7 @@
 #include "host/timeloop_commands.hpp"
 
-#include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
+#include <filesystem>
 #include <fstream>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
@@ -34,7 +34,7 @@ po::variables_map parse_args(const po::options_description& desc,
 }
 
 void require_file(const std::string& path, const char* what) {
-  if (!boost::filesystem::is_regular_file(path))
+  if (!std::filesystem::is_regular_file(path))
     throw InputError(SourceLocation{path, 0, 0}, what, "no such file");
 }
 
@@ -44,8 +44,8 @@ void require_file(const std::string& path, const char* what) {
 // Checked before anything is written.
 void check_target(const std::string& path, const std::vector<std::string>& inputs,
                   const std::string& mark, bool force) {
-  namespace fs = boost::filesystem;
-  boost::system::error_code ec;
+  namespace fs = std::filesystem;
+  std::error_code ec;
   if (!fs::exists(path, ec)) return;
   for (const auto& input : inputs)
     if (fs::equivalent(path, input, ec))
@@ -90,7 +90,7 @@ int cmd_import_timeloop(const std::vector<std::string>& args, std::ostream& out)
   if (files.empty() || dir.empty())
     throw InputError("import timeloop needs FILE.yaml ... and -o DIR");
   for (const auto& f : files) require_file(f, "timeloop file");
-  if (boost::filesystem::exists(dir) && !boost::filesystem::is_directory(dir))
+  if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir))
     throw InputError(SourceLocation{dir, 0, 0}, "-o",
                      "exists and is not a directory; expected the folder for the mapex files");
   const auto imported = timeloop::import_files(files);
@@ -102,19 +102,19 @@ int cmd_import_timeloop(const std::vector<std::string>& args, std::ostream& out)
     (void)net;
     (void)arch;
   }
+  std::filesystem::create_directories(dir);
   // The same Timeloop content gives the same files, whatever the file
   // names (import, export, import again round-trips byte for byte).
   const std::string header = "# imported from Timeloop by mapex import timeloop\n";
   for (const char* name : {"workload.yaml", "arch.yaml", "constraints.yaml", "mapping.yaml"})
-    check_target((boost::filesystem::path(dir) / name).string(), files, header, force);
-  boost::filesystem::create_directories(dir);
+    check_target((std::filesystem::path(dir) / name).string(), files, header, force);
   for (const auto& [name, text] :
        {std::pair<const char*, const std::string*>{"workload.yaml", &imported.workload_yaml},
         {"arch.yaml", &imported.arch_yaml},
         {"constraints.yaml", &imported.constraints_yaml},
         {"mapping.yaml", &imported.mapping_yaml}}) {
     if (text->empty()) continue;
-    const std::string path = (boost::filesystem::path(dir) / name).string();
+    const std::string path = (std::filesystem::path(dir) / name).string();
     write_file(path, header + *text);
     out << path << "\n";
   }
