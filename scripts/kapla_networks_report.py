@@ -10,7 +10,8 @@ import os
 import re
 import sys
 
-import h5py
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mapex_results import read_attributes, read_jobs  # noqa: E402  (both result-file formats)
 
 SCENARIOS = [
     ("training", "Fig. 7: training, multi-node chip, batch 64", 2.2, 518),
@@ -24,9 +25,8 @@ TABLE5 = [(64, 4, 8, 32, 4.4), (64, 4, 8, 64, 2.7), (64, 4, 8, 128, 1.5), (8, 4,
 
 
 def attrs(path):
-    with h5py.File(path, "r") as f:
-        a = {k: (v.decode() if isinstance(v, bytes) else str(v)) for k, v in f.attrs.items()}
-        a["rows"] = len(f["jobs"]) if "jobs" in f else 0
+    a = {k: str(v) for k, v in read_attributes(path).items()}
+    a["rows"] = len(read_jobs(path))
     if a.get("kind") != "schedule":
         sys.exit(f"{path}: not a schedule result file (attribute kind is not 'schedule')")
     return a

@@ -14,11 +14,14 @@ searches only. An R job that kept no mapping shows "none kept".
 Usage: kapla_report.py RESULTS.h5 ... -o docs/results/kapla.md"""
 import argparse
 import collections
+import os
 import re
 import statistics
 import sys
 
-import h5py
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mapex_results import read_attributes, read_jobs  # noqa: E402  (both result-file formats)
+
 
 # KAPLA's headline figures for K against its exhaustive baseline B, by
 # (mode, edge chip): training on the multi-node chip (Fig. 7, Table IV),
@@ -58,29 +61,30 @@ def text(v):
 def read(paths):
     rows = []
     for path in paths:
-        with h5py.File(path, "r") as f:
-            experiment = text(f.attrs["experiment_name"])
-            objective = "energy"
-            yaml_text = text(f.attrs["experiment_yaml"])
-            for line in yaml_text.splitlines():
-                if line.startswith("objective:"):
-                    objective = line.split(":", 1)[1].split("#")[0].strip()
-            for r in f["jobs"][...]:
-                rows.append({
-                    "experiment": experiment,
-                    "objective": objective,
-                    "workload": text(r["workload"]),
-                    "layer": text(r["layer"]),
-                    "arch": text(r["architecture"]),
-                    "searcher": text(r["searcher"]),
-                    "status": text(r["status"]),
-                    "energy": float(r["energy_pj"]),
-                    "latency": float(r["latency_cycles"]),
-                    "evaluations": int(r["evaluations"]),
-                    "seconds": float(r["wall_seconds"]),
-                    "complete": bool(r["complete"]) if "complete" in r.dtype.names else False,
-                    "stop_reason": text(r["stop_reason"]) if "stop_reason" in r.dtype.names else "",
-                })
+        attributes = read_attributes(path)
+        experiment = text(attributes["experiment_name"])
+        objective = "energy"
+        yaml_text = text(attributes["experiment_yaml"])
+        for line in yaml_text.splitlines():
+            if line.startswith("objective:"):
+                objective = line.split(":", 1)[1].split("#")[0].strip()
+        jobs = read_jobs(path)
+        for r in jobs.to_dict("records"):
+            rows.append({
+                "experiment": experiment,
+                "objective": objective,
+                "workload": text(r["workload"]),
+                "layer": text(r["layer"]),
+                "arch": text(r["architecture"]),
+                "searcher": text(r["searcher"]),
+                "status": text(r["status"]),
+                "energy": float(r["energy_pj"]),
+                "latency": float(r["latency_cycles"]),
+                "evaluations": int(r["evaluations"]),
+                "seconds": float(r["wall_seconds"]),
+                "complete": bool(r["complete"]) if "complete" in r else False,
+                "stop_reason": text(r["stop_reason"]) if "stop_reason" in r else "",
+            })
     return rows
 
 
@@ -94,8 +98,7 @@ def run_times(paths):
                 elapsed, user, system = (float(x) for x in f.read().split()[:3])
         except (OSError, ValueError):
             continue
-        with h5py.File(path, "r") as f:
-            out[text(f.attrs["experiment_name"])] = (elapsed, user + system)
+        out[text(read_attributes(path)["experiment_name"])] = (elapsed, user + system)
     return out
 
 

@@ -209,13 +209,9 @@ def load_searched(path):
     """The searched run's jobs as the fixed run's columns: network, layer,
     style, latency, energy (MAESTRO's units: the chip's energies are
     MAESTRO's per-access values with MAC = 1 pJ)."""
-    import h5py
-    with h5py.File(path, "r") as f:
-        raw = f["jobs"][...]
-    df = pd.DataFrame({n: raw[n] for n in raw.dtype.names})
-    for c in df.columns:
-        if df[c].dtype == object:
-            df[c] = [v.decode() if isinstance(v, bytes) else v for v in df[c]]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from mapex_results import read_jobs  # both result-file formats
+    df = read_jobs(path)
     df["network"], df["style"] = df["workload"], df["searcher"].map(SEARCHED_STYLE)
     return df
 

@@ -11,9 +11,9 @@ Exit status 2 with one line on bad input (missing file, no rows to plot).
 """
 
 import argparse
+import os
 import sys
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
@@ -21,30 +21,22 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mapex_results import read_jobs, read_traces  # noqa: E402  (both result-file formats)
+
 
 def fail(message):
     print(f"plot_results.py: error: {message}", file=sys.stderr)
     sys.exit(2)
 
 
-def text(column):
-    return [v.decode() if isinstance(v, bytes) else str(v) for v in column]
-
-
 def load(path):
     try:
-        with h5py.File(path, "r") as f:
-            raw = f["jobs"][...]
-            traces = f["traces"][...] if "traces" in f else None
+        jobs = read_jobs(path)
+        traces = read_traces(path)
     except (OSError, KeyError) as e:
         fail(f"{path}: cannot read as a mapex result file ({e})")
-    jobs = pd.DataFrame({name: (text(raw[name]) if raw.dtype[name].kind == "O" else raw[name])
-                         for name in raw.dtype.names})
-    if traces is not None and len(traces):
-        traces = pd.DataFrame({"job_id": text(traces["job_id"]),
-                               "evaluation": traces["evaluation"],
-                               "value": traces["value"]})
-    else:
+    if traces.empty:
         traces = pd.DataFrame(columns=["job_id", "evaluation", "value"])
     return jobs.sort_values("job_index"), traces
 

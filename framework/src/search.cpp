@@ -86,9 +86,18 @@ double SearchContext::elapsed_seconds() const {
 
 bool SearchContext::exhausted() const {
   if (budget_.max_evaluations && evaluations_ >= budget_.max_evaluations) return true;
-  if (budget_.max_seconds > 0 && elapsed_seconds() >= budget_.max_seconds) return true;
-  return false;
+  return out_of_time();
 }
+
+// The time budget, or a stop asked for from outside (SIGINT).
+bool SearchContext::out_of_time() const {
+  if (stopped()) return true;
+  return budget_.max_seconds > 0 && elapsed_seconds() >= budget_.max_seconds;
+}
+
+void SearchContext::set_stop_flag(const std::atomic<bool>* stop) { stop_ = stop; }
+
+bool SearchContext::stopped() const { return stop_ && stop_->load(std::memory_order_relaxed); }
 
 double SearchContext::best_value() const {
   return best_mapping_ ? objective_value(best_metrics_, objective_)
@@ -221,8 +230,7 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
         run.done = true;
         return;
       }
-      if (budget_.max_seconds > 0 && (r.evaluated & 1023) == 1023 &&
-          elapsed_seconds() >= budget_.max_seconds) {
+      if ((r.evaluated & 1023) == 1023 && out_of_time()) {
         run.done = true;  // not finished
         return;
       }
@@ -334,8 +342,8 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
       }
     }
     if (progress_) progress_(evaluations_);
-    if (budget_.max_seconds > 0 && elapsed_seconds() >= budget_.max_seconds && !window.empty()) {
-      // Out of time with chunks still open: merge nothing more.
+    if (out_of_time() && !window.empty()) {
+      // Out of time (or stopped) with chunks still open: merge nothing more.
       sort_front();
       return sweep;
     }

@@ -298,7 +298,17 @@ def read_results(path):
         if "jobs" not in f:
             raise InputError(f"{path}: no /jobs table; expected a file written by mapex run")
         attrs = {k: _text(v) for k, v in f.attrs.items()}
-        frame = _jobs_frame(f["jobs"][...], attrs, pd)
+        jobs = f["jobs"]
+        if isinstance(jobs, h5py.Group):
+            # Format 2 (README, Result files): one dataset per column,
+            # strings read as str through .asstr().
+            names = (_text(jobs.attrs["columns"]).split(",") if "columns" in jobs.attrs
+                     else list(jobs))
+            table = {n: (jobs[n].asstr()[...] if h5py.check_string_dtype(jobs[n].dtype)
+                         else jobs[n][...]) for n in names}
+        else:
+            table = jobs[...]
+        frame = _jobs_frame(table, attrs, pd)
     frame.attrs.update(attrs)
     frame.attrs["path"] = path
     return frame
@@ -318,7 +328,9 @@ def _jobs_frame(table, attrs, pd):
     row's searcher parameters come from per-row columns when the file has
     them (`searcher_params` as JSON or k=v text, or `param.*` columns), else
     from the experiment the file holds (the searcher's label names them)."""
-    frame = pd.DataFrame({name: table[name] for name in table.dtype.names})
+    if not isinstance(table, dict):  # format 1: a compound table
+        table = {name: table[name] for name in table.dtype.names}
+    frame = pd.DataFrame(table)
     for column in frame.columns:
         if frame[column].dtype == object:
             frame[column] = frame[column].map(_text)

@@ -7,14 +7,14 @@ set -euo pipefail
 mapex="$1" experiment="$2" out="$3"
 rm -f "$out"
 "$mapex" run "$experiment" -o "$out" -j 2 --quiet >/dev/null
-/usr/bin/python3 - "$out" <<'PY'
+/usr/bin/python3 - "$out" "$(dirname "$0")/../../scripts" <<'PY'
 import sys
-import h5py
 
-with h5py.File(sys.argv[1], "r") as f:
-    jobs = f["jobs"][...]
+sys.path.insert(0, sys.argv[2])
+from mapex_results import read_jobs  # both result-file formats
+
 text = lambda v: v.decode() if isinstance(v, bytes) else v
-rows = {text(r["searcher"]): r for r in jobs}
+rows = {text(r["searcher"]): r for r in read_jobs(sys.argv[1]).to_dict("records")}
 assert len(rows) == 12, sorted(rows)
 for name, r in rows.items():
     assert text(r["status"]) == "ok", (name, text(r["error"]))

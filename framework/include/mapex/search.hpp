@@ -6,6 +6,7 @@
 /// `evaluate`, which runs them in parallel (TBB) and returns the metrics in
 /// order, so a seed gives the same result at any thread count.
 
+#include <atomic>
 #include <boost/config.hpp>
 #include <chrono>
 #include <cstdint>
@@ -122,6 +123,13 @@ class BOOST_SYMBOL_VISIBLE SearchContext {
 
   /// Called after every batch with the running evaluation count.
   void set_progress_callback(std::function<void(std::uint64_t)> callback);
+  /// Once `*stop` is true the context is exhausted, as if its budget had
+  /// run out, so the searcher ends at its next batch and keeps its best so
+  /// far (`mapex search` on SIGINT). Not owned; may be set from a signal
+  /// handler.
+  void set_stop_flag(const std::atomic<bool>* stop);
+  /// True when the stop flag has ended (or will end) the search.
+  bool stopped() const;
 
  private:
   const Operator* op_;
@@ -139,6 +147,8 @@ class BOOST_SYMBOL_VISIBLE SearchContext {
   std::vector<ParetoPoint> pareto_;
   std::function<void(std::uint64_t)> progress_;
   void sort_front();
+  bool out_of_time() const;
+  const std::atomic<bool>* stop_ = nullptr;
 };
 
 class BOOST_SYMBOL_VISIBLE Searcher {

@@ -4,7 +4,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/program_options.hpp>
+#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -245,16 +247,44 @@ Mapping load_directives(const std::string& path, const Network& net, const Opera
 /// every layer nn_dataflow scheduled as a mapping file, and the parameters
 /// under which tensor_centric (model=nn_dataflow) scores it as nn_dataflow
 /// did, with nn_dataflow's own figures beside them.
+// What `import -o DIR` would write over: one of the command's inputs
+// always, any other existing file unless it is a mapping an earlier import
+// wrote (its first line says so) or --force is given. Checked before any
+// file is written.
+void check_import_targets(const std::vector<std::string>& files,
+                          const std::vector<std::string>& inputs, bool force) {
+  std::error_code ec;
+  for (const auto& file : files) {
+    if (!fs::exists(file, ec)) continue;
+    for (const auto& input : inputs)
+      if (fs::equivalent(file, input, ec))
+        throw InputError(SourceLocation{file, 0, 0}, "-o",
+                         "is an input of this command; import refuses to write a mapping over it");
+    if (fs::is_directory(file, ec))
+      throw InputError(SourceLocation{file, 0, 0}, "-o",
+                       "is a directory; import writes a mapping file there");
+    std::ifstream in(file);
+    std::string first;
+    std::getline(in, first);
+    if (!force && first.find(" as scheduled in ") == std::string::npos)
+      throw InputError(SourceLocation{file, 0, 0}, "-o",
+                       "exists and is not a mapping mapex import wrote; import refuses to replace "
+                       "it (remove it, give another -o, or --force)");
+  }
+}
+
 int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   if (!args.empty() && args.front() == "timeloop") return cmd_import_timeloop(args, out);
   po::options_description desc("mapex import nn_dataflow");
   std::string format, result, workload, arch_path, dir;
+  bool force = false;
   desc.add_options()("help,h", "show this help")("format", po::value(&format),
                                                  "the source tool: nn_dataflow")(
       "result", po::value(&result), "the tool's result (nn_dataflow: its JSON output)")(
       "workload", po::value(&workload), "the network it scheduled (mapex workload YAML)")(
       "arch", po::value(&arch_path), "the chip it scheduled on (mapex architecture YAML)")(
-      "output,o", po::value(&dir), "folder for the mapping files");
+      "output,o", po::value(&dir), "folder for the mapping files")(
+      "force", po::bool_switch(&force), "let -o replace files that mapex import did not write");
   po::positional_options_description positional;
   positional.add("format", 1).add("result", 1);
   const auto vm = parse(desc, positional, args);
@@ -279,11 +309,15 @@ int cmd_import(const std::vector<std::string>& args, std::ostream& out) {
   const Network net = Network::load(workload);
   const Architecture arch = Architecture::load(arch_path);
   const auto layers = ndf::import_result(result, net, arch);
+  std::vector<std::string> files;
+  for (const auto& il : layers)
+    files.push_back((fs::path(dir) / (il.name + ".mapping.yaml")).string());
+  check_import_targets(files, {result, workload, arch_path}, force);
   fs::create_directories(dir);
   out << "layer\tmapping\tparams\tnn_dataflow_energy_pj\tnn_dataflow_cycles\n";
   for (const auto& il : layers) {
     const Operator& op = net.layers()[static_cast<size_t>(net.find_layer(il.name))].op;
-    const std::string file = (fs::path(dir) / (il.name + ".mapping.yaml")).string();
+    const std::string& file = files[static_cast<size_t>(&il - layers.data())];
     std::ofstream f(file);
     f << "# " << il.name << " as scheduled in " << result
       << "\n# mapex evaluate --costmodel tensor_centric";
@@ -482,7 +516,42 @@ struct ConstraintFlags {
   }
 };
 
-int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
+// SIGINT / SIGTERM during `search`: a flag the search polls at its next
+// batch (SearchContext::set_stop_flag); a second signal ends mapex at once.
+std::atomic<bool> g_search_stop{false};
+std::atomic<int> g_search_signal{0};
+extern "C" void mapex_on_search_signal(int signal_number) {
+  g_search_signal.store(signal_number);
+  g_search_stop.store(true);
+}
+std::atomic<bool>& search_stop_flag() { return g_search_stop; }
+int search_stop_signal() { return g_search_signal.load(); }
+
+class SearchSignalGuard {
+ public:
+  SearchSignalGuard() {
+    g_search_stop.store(false);
+    g_search_signal.store(0);
+    struct sigaction action {};
+    action.sa_handler = mapex_on_search_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~SearchSignalGuard() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  SearchSignalGuard(const SearchSignalGuard&) = delete;
+  SearchSignalGuard& operator=(const SearchSignalGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+int cmd_search(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("mapex search");
   std::string workload, arch_path, layer, searcher, costmodel, objective, format;
   std::vector<std::string> params, costmodel_params;
@@ -532,9 +601,17 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
   constraints.timeloop_context = {workload, arch_path};
   request.mapspace = constraints.build();
   resolve(request.mapspace, op, arch);  // contradictions are bad input (exit 2)
+  // SIGINT / SIGTERM end the search at its next batch; its best so far is
+  // printed, marked as interrupted, as `mapex run` keeps its finished jobs.
+  request.stop = &search_stop_flag();
   JobResult r;
-  tbb::task_arena arena(threads > 0 ? threads : tbb::this_task_arena::max_concurrency());
-  arena.execute([&] { r = run_search(request); });
+  int caught = 0;
+  {
+    SearchSignalGuard guard;
+    tbb::task_arena arena(threads > 0 ? threads : tbb::this_task_arena::max_concurrency());
+    arena.execute([&] { r = run_search(request); });
+    caught = search_stop_signal();
+  }
   if (r.status == JobStatus::kFailed && r.bad_input) throw InputError(r.error);
   if (r.status == JobStatus::kFailed) throw Error("search failed: " + r.error);
 
@@ -551,6 +628,7 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     j["wall_seconds"] = r.wall_seconds;
     j["complete"] = r.complete;
     j["stop_reason"] = r.stop_reason;
+    j["interrupted"] = r.interrupted;
     j["roofline_peak_cycles"] = r.roofline_peak_cycles;
     if (!r.pareto.empty()) {
       auto front = nlohmann::ordered_json::array();
@@ -574,7 +652,11 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     out << op.name() << " on " << arch.name() << " by " << searcher << " under " << costmodel
         << " (" << objective << ")\n";
     out << "evaluations " << r.evaluations << " in " << std::setprecision(3) << r.wall_seconds
-        << " s; " << (r.complete ? "whole space covered" : "stopped: " + r.stop_reason) << "\n";
+        << " s; "
+        << (r.complete      ? "whole space covered"
+            : r.interrupted ? "INTERRUPTED: the best mapping found until then"
+                            : "stopped: " + r.stop_reason)
+        << "\n";
     if (r.status == JobStatus::kOk) {
       out << "best: " << r.mapping_summary << "\n\n";
       print_metrics_table(r.best, out);
@@ -589,6 +671,14 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out) {
     } else {
       out << r.error << "\n";
     }
+  }
+  if (caught != 0) {
+    err << "mapex: interrupted by " << (caught == SIGINT ? "SIGINT" : "SIGTERM") << " after "
+        << r.evaluations << " evaluations: "
+        << (r.status == JobStatus::kOk ? "printed the best mapping found so far"
+                                       : "no valid mapping found so far")
+        << "\n";
+    return 128 + caught;
   }
   return r.status == JobStatus::kOk ? kExitOk : kExitFailed;
 }
@@ -800,7 +890,7 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     const std::vector<std::string> args(argv + 2, argv + argc);
     if (is_store_command(command)) return call_store_command(command, args, out, err);
     if (command == "evaluate") return cmd_evaluate(args, out);
-    if (command == "search") return cmd_search(args, out);
+    if (command == "search") return cmd_search(args, out, err);
     if (command == "mapspace") return cmd_mapspace(args, out);
     if (command == "directives") return cmd_directives(args, out);
     if (command == "import" && !args.empty() && args[0] == "onnx")

@@ -292,7 +292,10 @@ int run_mpi(const MpiSession& session, const MpiRunArgs& args, std::ostream& out
     std::vector<JobRow> rows;
     for (std::uint64_t i = 0; i < n; ++i) rows.push_back(decode(in));
     if (!rows.empty()) {
+      // Rank 0 blocks in receive between batches, so it commits every
+      // batch rather than hold rows back (ResultWriter::append).
       opened.writer->append(rows);
+      opened.writer->flush();
       for (const auto& r : rows) progress.job_finished(r);
     }
     if (stopping) {

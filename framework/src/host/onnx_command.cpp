@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <mapex/error.hpp>
 #include <mapex/network.hpp>
@@ -22,7 +23,7 @@ namespace {
 constexpr int kExitBadInput = 2;
 
 const char* const kOnnxUsage =
-    "usage: mapex import onnx MODEL.onnx -o NET.yaml [--batch N]\n"
+    "usage: mapex import onnx MODEL.onnx -o NET.yaml [--batch N] [--force]\n"
     "  Conv, Gemm and MatMul become layers; pooling, activations, normalisation and\n"
     "  reshapes are folded into the shapes they produce; Add and Concat keep the\n"
     "  connections; other operators are listed in a warning.\n";
@@ -31,6 +32,7 @@ struct OnnxArgs {
   std::string model;
   std::string output;
   std::string batch;
+  bool force = false;
 };
 
 OnnxArgs parse_onnx_args(const std::vector<std::string>& args) {
@@ -42,6 +44,8 @@ OnnxArgs parse_onnx_args(const std::vector<std::string>& args) {
       a.output = args[++i];
     } else if (arg == "--batch" && has_value) {
       a.batch = args[++i];
+    } else if (arg == "--force") {
+      a.force = true;
     } else if (!arg.empty() && arg[0] != '-' && a.model.empty()) {
       a.model = arg;
     } else {
@@ -123,6 +127,21 @@ int onnx_import_command(const std::vector<std::string>& args, std::ostream& out,
   if (fs::is_directory(a.output))
     throw InputError(SourceLocation{a.output, 0, 0}, "-o",
                      "is a directory; expected the network YAML file to write");
+  // Never over the model; over an earlier import's network (its first line
+  // says so) yes; over any other file only with --force.
+  std::error_code ec;
+  if (fs::exists(a.output, ec)) {
+    if (fs::equivalent(a.output, a.model, ec))
+      throw InputError(SourceLocation{a.output, 0, 0}, "-o",
+                       "is the model being imported; refusing to write over it");
+    std::ifstream in(a.output);
+    std::string first;
+    std::getline(in, first);
+    if (!a.force && first.find("by `mapex import onnx`") == std::string::npos)
+      throw InputError(SourceLocation{a.output, 0, 0}, "-o",
+                       "exists and was not written by mapex import onnx; refusing to replace it "
+                       "(remove it, give another -o, or --force)");
+  }
   std::vector<std::string> argv{MAPEX_PYTHON, onnx_importer_script(), a.model, "-o", a.output};
   if (!a.batch.empty()) argv.insert(argv.end(), {"--batch", a.batch});
   const ImporterResult imported = run_importer(argv);

@@ -1,90 +1,87 @@
 #pragma once
-// The HDF5 result file (docs/design.md, The flow of a job; layout in README.md):
-//   /            attributes: experiment_yaml, experiment_path, experiment_name,
-//                mapex_version, plugin_abi, created
-//   /jobs        one compound row per finished job, appended and flushed as
-//                jobs finish (so a killed run keeps every finished job)
-//   /traces      convergence traces (job_id, evaluation, value), appended
-//                with their rows; empty unless the experiment asks for them
-// A thin RAII layer over the HDF5 C++ API; used from one thread only.
+// The result file (docs/design.md, The flow of a job; layout in README.md,
+// Result files). Format 2: mapex's checked journal of the rows, then an HDF5
+// file (result_format.hpp) with
+//   /            attributes: format_version, experiment_yaml, experiment_path,
+//                experiment_name, mapex_version, plugin_abi, created, ...
+//   /jobs        a group, one dataset per column, a row per finished job
+//   /traces      a group: job_id, evaluation, value; one row per improvement
+// Every commit writes the whole file under another name and renames it over
+// the path, so the path always holds a complete, checked file. Format 1 (a
+// compound /jobs, no journal) is still read. Used from one thread only.
 
-#include <H5Cpp.h>
-
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "host/result_format.hpp"
 #include "host/runner.hpp"
 
 namespace mapex::host {
 
-/// One row of /jobs as read back.
-struct JobRow {
-  std::uint64_t job_index = 0;
-  std::string job_id;
-  std::string workload;
-  std::string layer;
-  std::string architecture;
-  std::string searcher;
-  std::string costmodel;
-  std::string objective;
-  std::string status;
-  std::string error;
-  double latency_cycles = 0;
-  double energy_pj = 0;
-  double edp = 0;
-  double utilization = 0;
-  double macs = 0;
-  double roofline_peak_cycles = 0;
-  std::uint64_t evaluations = 0;
-  double wall_seconds = 0;
-  std::int32_t complete = 0;
-  std::string stop_reason;
-  std::uint64_t seed = 0;
-  std::string best_mapping;  ///< YAML
-  std::string mapping_summary;
-  // Design point (hardware DSE).
-  std::int64_t num_pes = 0;
-  double area_mm2 = 0;
-  double power_mw = 0;
-  double latency_seconds = 0;
-  double throughput_gmacs = 0;  ///< MACs per second / 1e9
-  std::int32_t pareto = 0;      ///< 1 on the Pareto set of its group
-  /// Not a column: the job's rows of /traces.
-  std::vector<TracePoint> trace;
-  /// Not a column: the row's position in the file (read_results).
-  std::uint64_t file_row = 0;
-};
-
 /// The row a finished job becomes.
 JobRow to_row(const JobResult& result);
 
+/// An advisory lock (flock) on `<path>.lock`, held while a command writes
+/// `path`, so a second writer of the same file is refused instead of
+/// silently replacing the first one's rows. Released (and the lock file
+/// removed) on destruction.
+class OutputLock {
+ public:
+  /// Throws InputError naming `path` when another process holds it.
+  explicit OutputLock(const std::string& path);
+  ~OutputLock();
+  OutputLock(OutputLock&& other) noexcept;
+  OutputLock& operator=(OutputLock&&) = delete;
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  std::string lock_path_;
+  int fd_ = -1;
+};
+
 class ResultWriter {
  public:
-  /// Creates (truncates) the file, writes the attributes and an empty
-  /// /jobs, and flushes. Throws InputError when the file cannot be created.
-  ResultWriter(const std::string& path, const std::map<std::string, std::string>& attributes);
+  /// Takes the lock of `path` (OutputLock, unless `lock` is given), then
+  /// writes the attributes and `rows` as the whole file. Throws InputError
+  /// when the file cannot be written or another writer holds it.
+  ResultWriter(const std::string& path, const std::map<std::string, std::string>& attributes,
+               const std::vector<JobRow>& rows = {});
+  ResultWriter(const std::string& path, const std::map<std::string, std::string>& attributes,
+               const std::vector<JobRow>& rows, OutputLock lock);
+  /// Commits what is not yet in the file.
   ~ResultWriter();
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
-  /// Appends rows (and their traces) and flushes the file once.
+  /// Appends rows (and their traces). The file is rewritten at once, or,
+  /// when commits have become slow (a large file), once the last commit's
+  /// time has passed twice over (append or commit_if_due), so a run spends
+  /// at most about a third of its writer's time writing.
   void append(const std::vector<JobRow>& rows);
   void append(const JobRow& row) { append(std::vector<JobRow>{row}); }
-  /// Sets the pareto column of the rows at these file positions to 1.
+  /// Sets the pareto column of the rows at these file positions to 1 and
+  /// commits.
   void mark_pareto(const std::vector<std::uint64_t>& file_rows);
-  std::uint64_t rows() const { return rows_; }
+  std::uint64_t rows() const { return rows_.size(); }
+  /// Commits now if anything is pending.
   void flush();
+  /// Commits if anything is pending and the last commit was long enough
+  /// ago; called while the writer waits for jobs.
+  void commit_if_due();
 
  private:
+  void commit();
   std::string path_;
-  std::unique_ptr<H5::H5File> file_;
-  std::unique_ptr<H5::DataSet> jobs_;
-  std::unique_ptr<H5::DataSet> traces_;
-  std::uint64_t rows_ = 0;
-  std::uint64_t trace_rows_ = 0;
+  OutputLock lock_;
+  std::map<std::string, std::string> attributes_;
+  std::vector<JobRow> rows_;
+  bool pending_ = false;
+  std::chrono::steady_clock::time_point next_commit_{};
 };
 
 struct ResultFile {
@@ -92,8 +89,14 @@ struct ResultFile {
   std::vector<JobRow> jobs;  ///< sorted by job_index, traces attached
 };
 
-/// Reads a result file. Throws InputError if it is missing or not one.
+/// Reads a result file. Throws InputError if it is missing, not one, or
+/// damaged ("damaged at byte N (...)"); libhdf5 never sees a format-2 file.
 ResultFile read_results(const std::string& path);
+
+/// As read_results, but a damaged format-2 file gives the rows whose
+/// checksums hold (and attributes only if theirs holds), with `damage` set
+/// to where it is damaged; `damage` is empty for an intact file.
+ResultFile salvage_results(const std::string& path, std::string& damage);
 
 /// True when `path` is an HDF5 file holding a /jobs table, i.e. something
 /// mapex wrote (a run, a merge or a schedule); false for anything else,

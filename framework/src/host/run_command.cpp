@@ -93,17 +93,6 @@ std::map<std::string, std::string> attributes_of(const Experiment& e, const Shar
           {"design_points_over_caps", std::to_string(e.design_points_over_caps)}};
 }
 
-// A writer on a temporary file next to `output`; errors name `output`.
-std::unique_ptr<ResultWriter> temporary_writer(const std::string& temporary,
-                                               const std::string& output,
-                                               const std::map<std::string, std::string>& attrs) {
-  try {
-    return std::make_unique<ResultWriter>(temporary, attrs);
-  } catch (const InputError& e) {
-    throw InputError(SourceLocation{output, 0, 0}, "", e.problem());
-  }
-}
-
 std::string describe_row(const JobRow& j) {
   return "job " + j.job_id + ": " + j.workload + "/" + j.layer + " on " + j.architecture + " by " +
          j.searcher + " under " + j.costmodel;
@@ -190,6 +179,9 @@ PreparedRun prepare_run(const std::string& experiment_path, const Shard& shard) 
 OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool resume, bool force,
                          const Shard& shard, std::ostream& err) {
   const Experiment& e = run.experiment;
+  // Taken before the file is read or checked: a second writer is refused
+  // before it looks at the file.
+  OutputLock lock(output);
   // A resume reads the file first and refuses what is not a result file
   // (read_results) with its own message.
   if (!resume) check_output_target(output, {e.path}, force);
@@ -197,31 +189,30 @@ OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool
   auto attributes = attributes_of(e, shard);
   if (!resume || !fs::exists(output)) {
     if (resume) err << "mapex: " << output << " does not exist yet: starting the run afresh\n";
-    // Created and flushed under another name, then renamed: a run killed
-    // while creating its file never leaves a half-made one at the path.
-    const std::string temporary = output + ".new-tmp";
-    opened.writer = temporary_writer(temporary, output, attributes);
-    boost::system::error_code ec;
-    fs::rename(temporary, output, ec);
-    if (ec) {
-      opened.writer.reset();
-      fs::remove(temporary, ec);
-      throw InputError(SourceLocation{output, 0, 0}, "",
-                       "cannot create the result file: " + ec.message());
-    }
+    // The writer writes every version of the file under another name and
+    // renames it: a run killed while creating it never leaves half a file.
+    opened.writer =
+        std::make_unique<ResultWriter>(output, attributes, std::vector<JobRow>{}, std::move(lock));
     opened.todo = run.jobs;
     return opened;
   }
-  ResultFile old = read_results(output);
+  std::string damage;
+  ResultFile old = salvage_results(output, damage);
   const SourceLocation where{output, 0, 0};
+  if (!damage.empty())
+    err << "mapex: warning: " << output << ": damaged at " << damage << "; keeping its "
+        << old.jobs.size() << " intact jobs, the others run again\n";
+  // A damaged file may have lost its attributes; its intact rows are still
+  // checked against this experiment's job ids below.
+  const bool have_attributes = !old.attributes.empty();
   const std::string old_name =
       old.attributes.count("experiment_name") ? old.attributes.at("experiment_name") : "";
-  if (old_name != e.name)
+  if (have_attributes && old_name != e.name)
     throw InputError(where, "--resume",
                      "holds results of experiment '" + old_name + "', not of '" + e.name +
                          "'; refusing to resume into it");
   const std::string old_shard = old.attributes.count("shard") ? old.attributes.at("shard") : "";
-  if (old_shard != shard.text())
+  if (have_attributes && old_shard != shard.text())
     throw InputError(where, "--resume",
                      "holds shard '" + (old_shard.empty() ? std::string("none") : old_shard) +
                          "', not '" + (shard.active() ? shard.text() : std::string("none")) +
@@ -252,21 +243,9 @@ OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool
                          "cost model); run without --resume to start over");
   if (old.attributes.count("created")) attributes["created"] = old.attributes.at("created");
   attributes["resumed"] = std::to_string(old.jobs.size()) + " jobs kept from an earlier run";
-  // The kept rows go into a new file that then replaces the old one in one
-  // rename: at every moment the path holds a complete, readable file.
-  const std::string temporary = output + ".resume-tmp";
-  {
-    auto writer = temporary_writer(temporary, output, attributes);
-    writer->append(old.jobs);
-    opened.writer = std::move(writer);
-  }
-  boost::system::error_code ec;
-  fs::rename(temporary, output, ec);
-  if (ec) {
-    opened.writer.reset();
-    fs::remove(temporary, ec);
-    throw InputError(where, "--resume", "cannot replace the result file: " + ec.message());
-  }
+  // The kept rows are written as a new file that replaces the old one in
+  // one rename: at every moment the path holds a complete, readable file.
+  opened.writer = std::make_unique<ResultWriter>(output, attributes, old.jobs, std::move(lock));
   opened.previous_rows = old.jobs.size();
   for (const auto& j : run.jobs)
     if (!done.count(j.id)) opened.todo.push_back(j);
@@ -318,6 +297,7 @@ std::vector<std::uint64_t> pareto_rows(const std::vector<JobRow>& rows,
 
 ResultFile finish_output(ResultWriter& writer, const std::string& output,
                          const Experiment& experiment) {
+  writer.flush();
   ResultFile file = read_results(output);
   const auto front = pareto_rows(file.jobs, experiment.dse.pareto);
   writer.mark_pareto(front);
@@ -389,6 +369,7 @@ int run_command(const std::vector<std::string>& args, std::ostream& out, std::os
     for (const auto& r : rows) progress.job_finished(r);
   };
   options.on_evaluations = [&](std::uint64_t n) { progress.evaluations(n); };
+  options.on_wait = [&] { opened.writer->commit_if_due(); };
   RunSummary summary;
   {
     SignalGuard guard;
@@ -484,21 +465,15 @@ int merge_command(const std::vector<std::string>& args, std::ostream& out, std::
   auto attributes = files[0].attributes;
   attributes["shard"] = "";
   attributes["merged_from"] = join(inputs, ",");
-  const std::string temporary = output + ".merge-tmp";
   {
-    auto merged = temporary_writer(temporary, output, attributes);
-    ResultWriter& writer = *merged;
+    // An input named as output was read above; the writer replaces it in
+    // one rename.
+    ResultWriter writer(output, attributes);
     writer.append(rows);
     for (size_t i = 0; i < rows.size(); ++i) rows[i].file_row = i;
     const auto metrics = split(
         attributes.count("pareto_metrics") ? attributes["pareto_metrics"] : "latency,energy", ',');
     writer.mark_pareto(pareto_rows(rows, metrics));
-  }
-  boost::system::error_code ec;
-  fs::rename(temporary, output, ec);
-  if (ec) {
-    fs::remove(temporary, ec);
-    throw InputError(SourceLocation{output, 0, 0}, "", "cannot write the merged file");
   }
   out << "merged " << rows.size() << " jobs from " << inputs.size() << " files into " << output;
   if (duplicates) out << " (" << duplicates << " duplicate rows dropped)";

@@ -40,10 +40,15 @@ JobResult run_search(const SearchRequest& r,
     const Mapspace space(*r.op, *r.arch, resolve(r.mapspace, *r.op, *r.arch));
     SearchContext ctx(*r.op, *r.arch, space, *bound, r.objective, r.seed, r.budget);
     if (on_evaluations) ctx.set_progress_callback(on_evaluations);
+    if (r.stop) ctx.set_stop_flag(r.stop);
     const SearchOutcome outcome = r.searcher->search(ctx);
     result.evaluations = ctx.evaluations();
     result.complete = outcome.complete;
     result.stop_reason = outcome.stop_reason;
+    if (ctx.stopped() && !outcome.complete) {
+      result.interrupted = true;
+      result.stop_reason = "interrupted";
+    }
     if (r.keep_trace) result.trace = ctx.trace();
     for (const auto& p : ctx.pareto())
       result.pareto.push_back(
@@ -205,6 +210,9 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
           r.layer = op.name();
           r.architecture = au.arch.name();
           r.searcher = su.label;
+          r.searcher_plugin = su.plugin;
+          r.searcher_params = su.params;
+          r.budget = su.budget;
           r.costmodel = e.costmodels[static_cast<size_t>(job.costmodel)].label;
           r.num_pes = au.arch.num_pes();
           r.clock_mhz = au.arch.clock_mhz();
@@ -225,7 +233,13 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
   std::vector<JobResult> batch;
   bool end = false;
   while (!end) {
-    std::optional<JobResult> item = finished.pop();
+    std::optional<JobResult> item;
+    if (options.on_wait) {
+      while (!finished.pop_until(std::chrono::steady_clock::now() + options.wait_period, item))
+        options.on_wait();
+    } else {
+      item = finished.pop();
+    }
     batch.clear();
     if (item)
       batch.push_back(std::move(*item));

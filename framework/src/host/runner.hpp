@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mapex/metrics.hpp>
 #include <mapex/search.hpp>
 #include <memory>
@@ -27,7 +28,10 @@ struct JobResult {
   std::string workload;  ///< network name
   std::string layer;
   std::string architecture;
-  std::string searcher;   ///< label
+  std::string searcher;  ///< label
+  std::string searcher_plugin;
+  std::map<std::string, std::string> searcher_params;
+  Budget budget;          ///< the searcher's, as run
   std::string costmodel;  ///< label
   std::string objective;
   JobStatus status = JobStatus::kFailed;
@@ -59,6 +63,9 @@ struct JobResult {
   double power_mw = 0;
   /// Improvements of the best-so-far; kept only when traces are asked for.
   std::vector<TracePoint> trace;
+  /// The stop flag ended the search (SearchRequest::stop): `best` is the
+  /// best found until then.
+  bool interrupted = false;
 };
 
 /// Everything one search needs, resolved.
@@ -72,6 +79,9 @@ struct SearchRequest {
   Budget budget;
   std::uint64_t seed = 0;
   bool keep_trace = false;
+  /// When set and true, the search ends at its next batch keeping its best
+  /// so far (SearchContext::set_stop_flag).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// Runs one search on the calling thread (evaluations fan out to TBB).
@@ -103,6 +113,11 @@ struct RunOptions {
   /// How long the writer keeps collecting finished jobs before it hands
   /// them over (one append and one flush per batch).
   std::chrono::milliseconds batch_window{20};
+  /// Called on the caller's thread every `wait_period` while no job
+  /// finishes, so the writer can commit rows it held back
+  /// (ResultWriter::commit_if_due).
+  std::function<void()> on_wait;
+  std::chrono::milliseconds wait_period{100};
 };
 
 struct RunSummary {

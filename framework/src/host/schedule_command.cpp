@@ -300,10 +300,10 @@ void write_results(const ScheduleArgs& a, const Network& net, const Architecture
       {"layer_by_layer_energy_pj", text(s.layer_by_layer_energy_pj)},
       {"layer_by_layer_latency_cycles", text(s.layer_by_layer_latency_cycles)},
       {"layer_by_layer_chosen", s.layer_by_layer_chosen ? "1" : "0"}};
-  // Written under another name and renamed: the path never holds half a file.
-  const std::string temporary = a.output + ".partial";
-  try {
-    ResultWriter writer(temporary, attrs);
+  // The writer writes under another name and renames: the path never
+  // holds half a file.
+  {
+    ResultWriter writer(a.output, attrs);
     std::vector<JobRow> rows;
     for (size_t i = 0; i < s.segments.size(); ++i)
       for (const auto& p : s.segments[i].layers) {
@@ -335,16 +335,7 @@ void write_results(const ScheduleArgs& a, const Network& net, const Architecture
       }
     writer.append(rows);
     writer.flush();
-  } catch (...) {
-    boost::system::error_code ignored;
-    boost::filesystem::remove(temporary, ignored);
-    throw;
   }
-  boost::system::error_code ec;
-  boost::filesystem::rename(temporary, a.output, ec);
-  if (ec)
-    throw InputError(SourceLocation{a.output, 0, 0}, "",
-                     "cannot move the result file into place: " + ec.message());
 }
 
 void print_table(const ScheduleArgs& a, const Network& net, const Architecture& arch,

@@ -38,6 +38,30 @@ void require_file(const std::string& path, const char* what) {
     throw InputError(SourceLocation{path, 0, 0}, what, "no such file");
 }
 
+// -o must not write over the command's own inputs (`import timeloop
+// arch.yaml -o .` would replace arch.yaml), nor, unless --force, over a file
+// whose first line does not show that this command wrote it (`mark`).
+// Checked before anything is written.
+void check_target(const std::string& path, const std::vector<std::string>& inputs,
+                  const std::string& mark, bool force) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return;
+  for (const auto& input : inputs)
+    if (fs::equivalent(path, input, ec))
+      throw InputError(SourceLocation{path, 0, 0}, "-o",
+                       "is an input of this command; refusing to write over it");
+  if (fs::is_directory(path, ec))
+    throw InputError(SourceLocation{path, 0, 0}, "-o", "is a directory; expected a file name");
+  std::ifstream in(path);
+  std::string first;
+  std::getline(in, first);
+  if (!force && first + "\n" != mark)
+    throw InputError(SourceLocation{path, 0, 0}, "-o",
+                     "exists and was not written by this command; refusing to replace it (remove "
+                     "it, give another -o, or --force)");
+}
+
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream f(path);
   f << text;
@@ -50,10 +74,12 @@ int cmd_import_timeloop(const std::vector<std::string>& args, std::ostream& out)
   po::options_description desc("mapex import timeloop FILE.yaml [FILE.yaml ...] -o DIR");
   std::string format, dir;
   std::vector<std::string> files;
+  bool force = false;
   desc.add_options()("help,h", "show this help")("format", po::value(&format), "timeloop")(
       "files", po::value(&files)->multitoken(),
       "Timeloop's input files, read as one document (problem, architecture, constraints, "
-      "mapping, ERT)")("output,o", po::value(&dir), "folder for the mapex files");
+      "mapping, ERT)")("output,o", po::value(&dir), "folder for the mapex files")(
+      "force", po::bool_switch(&force), "let -o replace files an import did not write");
   po::positional_options_description positional;
   positional.add("format", 1).add("files", -1);
   const auto vm = parse_args(desc, positional, args);
@@ -80,6 +106,8 @@ int cmd_import_timeloop(const std::vector<std::string>& args, std::ostream& out)
   // The same Timeloop content gives the same files, whatever the file
   // names (import, export, import again round-trips byte for byte).
   const std::string header = "# imported from Timeloop by mapex import timeloop\n";
+  for (const char* name : {"workload.yaml", "arch.yaml", "constraints.yaml", "mapping.yaml"})
+    check_target((std::filesystem::path(dir) / name).string(), files, header, force);
   for (const auto& [name, text] :
        {std::pair<const char*, const std::string*>{"workload.yaml", &imported.workload_yaml},
         {"arch.yaml", &imported.arch_yaml},
@@ -97,7 +125,9 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
   po::options_description desc(
       "mapex export timeloop --workload W --arch A --mapping M [--layer L] [-o FILE]");
   std::string format, workload, arch_path, mapping_path, layer, file;
+  bool force = false;
   desc.add_options()("help,h", "show this help")("format", po::value(&format), "timeloop")(
+      "force", po::bool_switch(&force), "let -o replace a file that is not a Timeloop mapping")(
       "workload", po::value(&workload), "the workload (mapex or Timeloop)")(
       "arch", po::value(&arch_path), "the architecture (mapex or Timeloop)")(
       "mapping", po::value(&mapping_path), "the mapping to write")(
@@ -119,6 +149,9 @@ int cmd_export(const std::vector<std::string>& args, std::ostream& out) {
   require_file(workload, "workload");
   require_file(arch_path, "architecture");
   require_file(mapping_path, "mapping");
+  // An earlier export (a Timeloop mapping: its first line is `mapping:`)
+  // may be replaced; any other existing file only with --force.
+  if (!file.empty()) check_target(file, {workload, arch_path, mapping_path}, "mapping:\n", force);
   const Network net = Network::load(workload);
   const Architecture arch = Architecture::load(arch_path);
   int index = 0;
