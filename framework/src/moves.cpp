@@ -22,7 +22,11 @@ std::vector<std::int64_t> candidate_values(std::int64_t bound, bool factors_only
     return out;
   }
   out = divisors(bound);
-  for (std::int64_t v = 1; v < bound; v *= 2) out.push_back(v);
+  // Doubling stops before it could pass the bound (and overflow near 2^63).
+  for (std::int64_t v = 1; v < bound; v *= 2) {
+    out.push_back(v);
+    if (v > bound / 2) break;
+  }
   out.push_back(bound);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());

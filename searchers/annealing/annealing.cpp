@@ -2,17 +2,21 @@
 // Science 1983), the black-box baseline mapper studies put beside the
 // seed searchers.
 //
-// A start is the best of one batch drawn uniformly from the space. Each
-// step proposes `batch_size` random neighbours of the current mapping
-// (mapex/moves.hpp: one tile or split moved to the nearest admitted value,
-// or two running loops swapped), evaluates them together, and takes the
+// The start is the best of `initial_samples` uniform draws (5% of an
+// evaluation budget by default), so the chain begins where random sampling
+// would have got with that many. Each step proposes `batch_size` random
+// neighbours of the current mapping (mapex/moves.hpp: one tile or split
+// moved to the s-th nearest admitted value, s up to `max_stride`, or two
+// running loops swapped), evaluates them together, and takes the
 // best of them as the proposal; the proposal replaces the current mapping
 // when it is better, or with probability exp(-delta / T) when it is worse,
 // where delta is the difference of the objective's logarithms (so the
 // schedule means the same on any layer: at T = 0.1 a move 10% worse is
 // taken about two times in five). T falls geometrically from
 // `initial_temperature` to `final_temperature` over the steps: `steps`
-// when given, else as many as the evaluation budget allows, else 1,000.
+// when given, else as many as the evaluation budget allows, else 1,000. A
+// chain that has not improved its best for `patience` steps, or has no
+// admitted move, restarts from the best of a fresh batch.
 //
 // Candidates are drawn on the searching thread with the job's seed and
 // evaluated through the framework, which returns them in order, so a seed
