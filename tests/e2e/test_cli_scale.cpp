@@ -177,6 +177,15 @@ TEST(Experiment, SearchersRunOnlyOnTheirOperatorKinds) {
   EXPECT_EQ(runs,
             (std::multiset<std::string>{"random/conv", "random/fc", "fc_only/fc", "rs/conv"}));
   EXPECT_EQ(ids.size(), 4u);
+  // The summaries then compare searchers within a workload only.
+  const auto r = run_cli({"run", exp, "-o", kWork + "/operator_kinds.h5", "--force"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("per workload, since the searchers cover different layers"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| workload | architecture | searcher | costmodel | ok  | geomean_latency"),
+            std::string::npos)
+      << r.out;
   // The restriction does not enter a job's id: the jobs that remain keep
   // the ids they have without it (results stay comparable and resumable).
   std::ofstream(exp) << "name: kinds\nseed: 3\nbudget: {evaluations: 10}\nworkloads: [" << kData
