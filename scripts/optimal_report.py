@@ -26,7 +26,15 @@ def read(paths):
     for path in paths:
         with h5py.File(path, "r") as f:
             experiment = text(f.attrs["experiment_name"])
-            for r in f["jobs"][...]:
+            jobs = f["jobs"]
+            # Format 1 stores one compound dataset, format 2 one dataset per column.
+            if isinstance(jobs, h5py.Dataset):
+                records = list(jobs[...])
+            else:
+                columns = {k: jobs[k][...] for k in jobs.keys()}
+                records = [{k: v[i] for k, v in columns.items()}
+                           for i in range(len(columns["job_id"]))]
+            for r in records:
                 rows.append({
                     "experiment": experiment,
                     "objective": text(r["objective"]),
