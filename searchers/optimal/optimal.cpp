@@ -275,6 +275,9 @@ class BranchAndBound {
     std::vector<double> batch_bounds;
     for (std::size_t k = 0; k < children.size(); ++k) {
       const Child& c = children[k];
+      // The budget is checked per child, not only after evaluations: a
+      // stretch of the tree whose leaves are all pruned evaluates nothing.
+      if (!stopped_ && ctx_.exhausted()) stopped_ = true;
       if (stopped_) {
         open_bound_ = std::min(open_bound_, c.bound);
         continue;
