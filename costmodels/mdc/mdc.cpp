@@ -144,7 +144,8 @@ class BoundMdc final : public mapex::BoundCostModel {
   //   value itself (exact_bound);
   // - MAESTRO's runtime is no shorter than the MACs over the PEs a
   //   completion can engage, nor than the time its NoC takes to carry every
-  //   word once (noc_floor_cycles);
+  //   word once (noc_floor_cycles), nor, once the tiles are fixed, than
+  //   its first fill and its refills (step_bound_cycles);
   // - its energy is MAC, L1 and L2 accesses (all non-negative, each at
   //   least its floor: onchip_floor_pj) plus the off-chip traffic, which
   //   comes from the loop-nest analysis (to_metrics) and so is exact once
@@ -152,8 +153,8 @@ class BoundMdc final : public mapex::BoundCostModel {
   //   traffic's cycles as to_metrics does.
   std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
     if (auto exact = exact_bound(partial)) return exact;
-    const double compute =
-        std::max(mapex::compute_cycles_bound(op_, arch_, partial), noc_floor_cycles_);
+    const double compute = std::max({mapex::compute_cycles_bound(op_, arch_, partial),
+                                     noc_floor_cycles_, step_bound_cycles(partial)});
     mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
     s.energy_pj += onchip_floor_pj_;
     const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
