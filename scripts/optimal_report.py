@@ -91,7 +91,15 @@ def report(rows):
         "tiles, where MAESTRO's on-chip latency has only the compute and NoC floors and its "
         "L2 energy only the compulsory traffic, so each outer tile and DRAM order re-explores "
         "the same on-chip subtree. The gap column is a proven statement all the same: no "
-        "mapping of the space is better than optimal's best by more than it. On the small "
+        "mapping of the space is better than optimal's best by more than it. The space is "
+        "the mapspace as it enumerates orders: loops that run once at a level stand "
+        "outermost (searchers/optimal/README.md, rule 4). mdc does not honour that "
+        "equivalence at L2 (Algorithm 1's lowering walks the whole layer in L2's order, so "
+        "where a loop that runs once at L2 stands still matters), so a mapping that places "
+        "such a loop elsewhere can beat the proven optimum by a hair: the bound check below "
+        "names them (on FLASH's III, kapla's L2 order K, M, N with M and N running once at "
+        "L2: 5123 cycles against 5128; flash's mapping there has a cluster level and a "
+        "K tile of 17, outside the space). On the small "
         "layers of `tests/plugins/test_optimal.cpp` `optimal` proves the optimum of "
         "exhaustive for roofline, mdc and tensor_centric, latency, energy and EDP.")
     out.append("")
