@@ -419,7 +419,22 @@ void enumerate(const Dataflow& flow, const Problem& problem, const Chip& chip, b
 Generation generate(Style style, const Problem& problem, const Chip& chip, bool pruned,
                     const std::vector<LoopOrder>& orders, TileValues values, std::size_t limit) {
   Generation g;
-  for (const Dataflow& flow : dataflows(style, problem, chip.pes)) {
+  // kLargest, MAERI: lambda is the last loop's tile T^out (Table 2), so it
+  // too is the largest power of two within Eq. 3, taken with Table 6's
+  // inter-cluster tile lambda D / P (one step over the whole dimension);
+  // a smaller one only when that leaves no candidate. Each order's
+  // dataflows are walked from the largest cluster down.
+  const bool maeri_largest = style == Style::kMaeri && values == TileValues::kLargest;
+  std::vector<Dataflow> flows = dataflows(style, problem, chip.pes);
+  if (maeri_largest)
+    for (auto first = flows.begin(); first != flows.end();) {
+      auto last = std::find_if(first, flows.end(),
+                               [&](const Dataflow& f) { return f.order != first->order; });
+      std::reverse(first, last);
+      first = last;
+    }
+  std::vector<LoopOrder> chosen;  // MAERI orders whose cluster size is found
+  for (const Dataflow& flow : flows) {
     if (!orders.empty() && std::find(orders.begin(), orders.end(), flow.order) == orders.end())
       continue;
     // §4: without constraints every outer tile ranges up to its dimension
@@ -442,9 +457,21 @@ Generation generate(Style style, const Problem& problem, const Chip& chip, bool 
       const std::int64_t top =
           std::min(chip.pes, problem.dims[static_cast<std::size_t>(flow.order[2])]);
       if ((lambda & (lambda - 1)) != 0 && lambda != top) continue;
+      if (maeri_largest) {
+        if (std::find(chosen.begin(), chosen.end(), flow.order) != chosen.end()) continue;
+        const auto whole =
+            static_cast<double>(problem.dims[static_cast<std::size_t>(flow.order[1])]);
+        const std::int64_t cap = std::max<std::int64_t>(
+            1,
+            std::min(top, floor_clamped(
+                              outer_bound_maeri(whole, static_cast<double>(chip.s2_words)), top)));
+        if (lambda > cap || (lambda & (lambda - 1)) != 0) continue;
+      }
     }
     ++g.dataflows;
+    const std::size_t before = g.candidates.size();
     enumerate(flow, problem, chip, pruned, values, limit, g.candidates);
+    if (maeri_largest && g.candidates.size() > before) chosen.push_back(flow.order);
   }
   return g;
 }
