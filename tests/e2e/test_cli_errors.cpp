@@ -443,8 +443,8 @@ TEST_F(BadInput, ReadWritePortsRefusedByModelsWithOneBandwidth) {
   std::stringstream text;
   text << in.rdbuf();
   std::string arch = text.str();
-  arch.replace(arch.find("    bandwidth_gbps: 25.6"), 24,
-               "    bandwidth_gbps: 25.6\n    read_bandwidth_gbps: 12.8");
+  arch.replace(arch.find("    bandwidth_gbps: 256"), 23,
+               "    bandwidth_gbps: 256\n    read_bandwidth_gbps: 128");
   const std::string path = write("ports.yaml", arch);
   std::vector<std::string> args{"evaluate",   "--workload", exp + "/workloads/flash_table3.yaml",
                                 "--layer",    "VI",         "--arch",
