@@ -27,7 +27,7 @@
 // and a descent from there. Annealing finds the right region; the descent
 // settles the last tile and split of it, which random moves in a batch of
 // 16 find only by chance. Without an evaluation budget the search ends at
-// the first local minimum.
+// the first local minimum; with `descent_share` 0 there is no descent.
 //
 // Candidates are drawn on the searching thread with the job's seed and
 // evaluated through the framework, which returns them in order, so a seed
@@ -76,6 +76,7 @@ class Annealing final : public mapex::Searcher {
     std::optional<Point> current = best_of_draws(ctx, rng, start_samples(ctx), visited);
     if (!current) return stop(ctx, "no mapping drawn from the space");
     if (!anneal(ctx, moves, visited, rng, *current)) return stop(ctx, "budget");
+    if (s_.descent_share <= 0) return stop(ctx, "schedule done");
     return descend(ctx, moves, visited, rng);
   }
 
@@ -156,22 +157,27 @@ class Annealing final : public mapex::Searcher {
     }
   }
 
-  /// The best mapping moved by three long random moves, evaluated; nothing
-  /// when no new mapping comes of a few tries.
+  /// A new mapping near the best, evaluated: the best moved by three long
+  /// random moves (more after repeated tries that land on mappings already
+  /// evaluated), else a fresh uniform draw. Nothing when none comes of a
+  /// few tries of each or the budget is spent.
   std::optional<Point> kick(mapex::SearchContext& ctx, const mapex::MapspaceMoves& moves,
                             mapex::VisitedMappings& visited, std::mt19937_64& rng) const {
-    constexpr int kMoves = 3, kTries = 16;
-    for (int attempt = 0; attempt < kTries; ++attempt) {
+    constexpr int kTries = 16;
+    std::optional<mapex::Mapping> fresh;
+    for (int attempt = 0; attempt < kTries && !fresh; ++attempt) {
       mapex::Mapping m = *ctx.best_mapping();
-      for (int i = 0; i < kMoves; ++i)
+      for (int i = 0; i < 3 + attempt / 2; ++i)
         if (auto n = moves.random_neighbour(m, rng, 64, s_.max_stride)) m = std::move(*n);
-      if (!visited.insert(m)) continue;
-      const std::vector<mapex::Mapping> one{m};
-      const std::vector<mapex::Metrics> metrics = ctx.evaluate(one);
-      if (metrics.empty()) return std::nullopt;
-      return Point{std::move(m), mapex::objective_value(metrics[0], ctx.objective())};
+      if (visited.insert(m)) fresh = std::move(m);
     }
-    return std::nullopt;
+    for (int attempt = 0; attempt < kTries && !fresh; ++attempt)
+      if (auto m = ctx.mapspace().sample(rng); m && visited.insert(*m)) fresh = std::move(*m);
+    if (!fresh) return std::nullopt;
+    const std::vector<mapex::Mapping> one{*fresh};
+    const std::vector<mapex::Metrics> metrics = ctx.evaluate(one);
+    if (metrics.empty()) return std::nullopt;
+    return Point{std::move(*fresh), mapex::objective_value(metrics[0], ctx.objective())};
   }
 
   /// Up to `batch_size` random neighbours of `from` not evaluated before.
@@ -282,7 +288,7 @@ const mapex::ParamSpec kParams[] = {
      "Steps without improving the chain's best before it goes back to the best found; 0: never."},
     {"descent_share", mapex::ParamType::kDouble, "0.25",
      "Share of an evaluation budget kept for the final steepest descent and iterated local "
-     "search from the best mapping."},
+     "search from the best mapping; 0: no descent (annealing alone)."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) {
