@@ -1928,4 +1928,224 @@ BigInt Mapspace::count_completions(const Mapping& partial, int first_fixed,
   return total;
 }
 
+// --- rank and unrank ------------------------------------------------------------
+
+namespace {
+
+/// (k-1)! ... 0!: the weights of a permutation's Lehmer code.
+BigInt lehmer_weight(std::size_t remaining) { return factorial(static_cast<int>(remaining)); }
+
+/// The index of `perm` among the permutations of its elements in
+/// lexicographic order (std::next_permutation's order from ascending).
+BigInt permutation_index(const std::vector<DimId>& perm) {
+  BigInt index = 0;
+  for (std::size_t i = 0; i < perm.size(); ++i) {
+    std::size_t smaller = 0;
+    for (std::size_t j = i + 1; j < perm.size(); ++j) smaller += perm[j] < perm[i] ? 1 : 0;
+    index += lehmer_weight(perm.size() - 1 - i) * smaller;
+  }
+  return index;
+}
+
+/// The permutation of `pool` (ascending) with lexicographic index `index`.
+std::vector<DimId> permutation_at(std::vector<DimId> pool, BigInt index) {
+  std::vector<DimId> perm;
+  while (!pool.empty()) {
+    const BigInt w = lehmer_weight(pool.size() - 1);
+    const auto at = static_cast<std::size_t>(index / w);
+    index %= w;
+    perm.push_back(pool[at]);
+    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(at));
+  }
+  return perm;
+}
+
+}  // namespace
+
+/// The chain of dimension d whose values (tiles, splits, cluster splits and
+/// tiles) are the mapping's; nothing when none is. An inactive cluster level
+/// is the chain whose cluster is one unit per cluster over one step.
+std::optional<std::size_t> Mapspace::chain_index(const Mapping& m, DimId d) const {
+  const Impl& impl = *impl_;
+  const auto du = static_cast<size_t>(d);
+  const auto& ch = impl.chains[du];
+  for (std::size_t c = 0; c < ch.count; ++c) {
+    bool match = true;
+    for (int i = 0; i + 1 < impl.L && match; ++i) {
+      match = impl.value(d, c, i) == chain_value(*arch_, m, i, d);
+      const int j = impl.slot[static_cast<size_t>(i)];
+      if (!match || impl.arch.levels()[static_cast<size_t>(i)].kind != LevelKind::kSpatial ||
+          impl.cluster_slot[static_cast<size_t>(j)] < 0)
+        continue;
+      const ClusterMapping& cm = m.level(i).cluster;
+      const auto ju = static_cast<size_t>(j);
+      if (cm.active()) {
+        match = du < cm.split.size() && du < cm.tile.size() &&
+                impl.csplit(d, c, ju) == cm.split[du] && impl.ctile(d, c, ju) == cm.tile[du];
+      } else {
+        const std::int64_t below = i > 0 ? impl.span(d, c, i - 1) : 1;
+        match = impl.csplit(d, c, ju) == 1 && impl.ctile(d, c, ju) == below;
+      }
+    }
+    if (match) return c;
+  }
+  return std::nullopt;
+}
+
+std::optional<Mapping> Mapspace::unrank(const BigInt& rank_in) const {
+  const Impl& impl = *impl_;
+  Impl::Table& t = impl.counted();
+  if (rank_in < 0 || rank_in >= size()) return std::nullopt;
+  const auto combo = static_cast<std::size_t>(rank_in / t.total);
+  BigInt r = rank_in % t.total;
+  std::vector<std::uint32_t> pos(static_cast<size_t>(impl.n));
+  std::uint64_t s = impl.init_state(t);
+  // Chains: the first chain whose running total of completions passes r.
+  for (DimId d = 0; d < impl.n; ++d) {
+    const auto du = static_cast<size_t>(d);
+    const auto choices = impl.draw_choices(t, d, s);
+    bool chosen = false;
+    if (choices) {
+      const auto& run = choices->running;
+      const auto at =
+          static_cast<size_t>(std::upper_bound(run.begin(), run.end(), r) - run.begin());
+      if (at == run.size()) return std::nullopt;  // cannot happen: r < W[d][s]
+      if (at > 0) r -= run[at - 1];
+      pos[du] = choices->chain[at];
+      s = choices->next[at];
+      continue;
+    }
+    for (std::size_t c = 0; c < impl.chains[du].count && !chosen; ++c) {
+      if (!impl.chain_allowed(t, d, c)) continue;
+      const auto next = impl.step(t, s, d, c);
+      if (!next) continue;
+      const auto it = t.W[du + 1].find(*next);
+      if (it == t.W[du + 1].end() || it->second == 0) continue;
+      if (r < it->second) {
+        pos[du] = static_cast<std::uint32_t>(c), s = *next, chosen = true;
+      } else {
+        r -= it->second;
+      }
+    }
+    if (!chosen) return std::nullopt;  // cannot happen: r < W[d][s]
+  }
+  // Orders: r is a mixed-radix number over the slots, the last slot fastest
+  // (the Cursor advances the innermost slot first).
+  const size_t slots = impl.order_levels.size();
+  std::vector<std::uint32_t> masks(slots);
+  std::vector<BigInt> digits(slots);
+  for (size_t k = slots; k-- > 0;) {
+    masks[k] = impl.free_mask(pos, k);
+    const BigInt count = t.masked[k] ? BigInt(impl.allowed_orders(t, k, masks[k]).size())
+                                     : factorial(std::popcount(masks[k]));
+    digits[k] = r % count;
+    r /= count;
+  }
+  Mapping m = Mapping::trivial(impl.op, impl.arch);
+  impl.set_chains(m, pos);
+  impl.set_keep(m, combo);
+  for (size_t k = 0; k < slots; ++k) {
+    if (t.masked[k])
+      impl.set_order(m, k, masks[k],
+                     impl.allowed_orders(t, k, masks[k])[static_cast<size_t>(digits[k])]);
+    else
+      impl.set_order(m, k, masks[k], permutation_at(dims_of(masks[k]), digits[k]));
+  }
+  return m;
+}
+
+std::optional<BigInt> Mapspace::rank(const Mapping& m) const {
+  const Impl& impl = *impl_;
+  Impl::Table& t = impl.counted();
+  if (m.levels().size() != static_cast<size_t>(impl.L) || m.structural_error(*op_, *arch_))
+    return std::nullopt;
+  const auto combo = impl.combo_of(m);
+  if (!combo) return std::nullopt;
+  std::vector<std::uint32_t> pos(static_cast<size_t>(impl.n));
+  for (DimId d = 0; d < impl.n; ++d) {
+    const auto c = chain_index(m, d);
+    if (!c) return std::nullopt;
+    pos[static_cast<size_t>(d)] = static_cast<std::uint32_t>(*c);
+  }
+  // Chains: the completions of every earlier chain at each dimension.
+  BigInt r = 0;
+  std::uint64_t s = impl.init_state(t);
+  for (DimId d = 0; d < impl.n; ++d) {
+    const auto du = static_cast<size_t>(d);
+    const std::uint32_t c = pos[du];
+    if (const auto choices = impl.draw_choices(t, d, s)) {
+      const auto& list = choices->chain;
+      const auto at =
+          static_cast<size_t>(std::lower_bound(list.begin(), list.end(), c) - list.begin());
+      if (at == list.size() || list[at] != c) return std::nullopt;  // a rule is broken
+      if (at > 0) r += choices->running[at - 1];
+      s = choices->next[at];
+      continue;
+    }
+    std::optional<std::uint64_t> mine;
+    for (std::size_t e = 0; e <= c; ++e) {
+      if (!impl.chain_allowed(t, d, e)) continue;
+      const auto next = impl.step(t, s, d, e);
+      if (!next) continue;
+      const auto it = t.W[du + 1].find(*next);
+      if (it == t.W[du + 1].end() || it->second == 0) continue;
+      if (e == c)
+        mine = *next;
+      else
+        r += it->second;
+    }
+    if (!mine) return std::nullopt;
+    s = *mine;
+  }
+  // Orders: each slot's index among its distinct orders, mixed radix.
+  struct SlotOrder {
+    int level;
+    bool cluster;
+    std::uint32_t mask;
+    std::vector<DimId> perm;
+  };
+  std::vector<SlotOrder> canonical;
+  BigInt orders = 0;
+  for (size_t k = 0; k < impl.order_levels.size(); ++k) {
+    const std::uint32_t mask = impl.free_mask(pos, k);
+    const int level = impl.order_levels[k];
+    const bool cluster = k >= impl.data_levels.size();
+    const LevelMapping& lm = m.level(level);
+    const std::vector<DimId>& order = cluster ? lm.cluster.order : lm.order;
+    const auto free = static_cast<size_t>(std::popcount(mask));
+    // The loops that run, in the mapping's order (where one-trip loops sit
+    // does not matter: the space counts such orders once).
+    std::vector<DimId> perm;
+    for (DimId d : order)
+      if (d >= 0 && d < impl.n && (mask >> d & 1u)) perm.push_back(d);
+    if (perm.size() != free) return std::nullopt;
+    if (!cluster || lm.cluster.active()) canonical.push_back({level, cluster, mask, perm});
+    if (t.masked[k]) {
+      const auto& list = impl.allowed_orders(t, k, mask);
+      const auto it = std::find(list.begin(), list.end(), perm);
+      if (it == list.end()) return std::nullopt;
+      orders = orders * list.size() + (it - list.begin());
+    } else {
+      orders = orders * factorial(static_cast<int>(free)) + permutation_index(perm);
+    }
+  }
+  r += orders + BigInt(*combo) * t.total;
+  // The mapping in the form the space writes (one-trip loops outermost in
+  // dimension order, keep/bypass as the combination's) must be what the
+  // rank unranks to; anything else (an active cluster level that is
+  // trivial, a field the space never sets) is not a mapping of the space.
+  Mapping form = m;
+  impl.set_keep(form, *combo);
+  for (const SlotOrder& o : canonical) {
+    auto& order = o.cluster ? form.level(o.level).cluster.order : form.level(o.level).order;
+    order.clear();
+    for (DimId d = 0; d < impl.n; ++d)
+      if (!(o.mask >> d & 1u)) order.push_back(d);
+    order.insert(order.end(), o.perm.begin(), o.perm.end());
+  }
+  const auto back = unrank(r);
+  if (!back || !(*back == form)) return std::nullopt;
+  return r;
+}
+
 }  // namespace mapex

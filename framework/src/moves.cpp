@@ -173,4 +173,38 @@ std::optional<Mapping> MapspaceMoves::crossover(const Mapping& a, const Mapping&
   return child;
 }
 
+std::vector<std::int64_t> VisitedMappings::key(const Mapping& m) const {
+  std::vector<std::int64_t> k;
+  const auto put = [&k](const auto& v) {
+    k.push_back(static_cast<std::int64_t>(v.size()));
+    k.insert(k.end(), v.begin(), v.end());
+  };
+  const auto& levels = space_->arch().levels();
+  for (int l = 0; l < static_cast<int>(m.levels().size()); ++l) {
+    const LevelMapping& lm = m.level(l);
+    put(lm.tile);
+    put(lm.split);
+    put(lm.cluster.split);
+    put(lm.cluster.tile);
+    put(lm.cluster.order);
+    put(lm.keep);
+    if (l >= static_cast<int>(levels.size()) ||
+        levels[static_cast<std::size_t>(l)].kind == LevelKind::kSpatial) {
+      put(lm.order);
+      continue;
+    }
+    // Only the loops that run: where one-trip loops sit changes nothing.
+    const std::uint32_t running = space_->free_loops(m, l);
+    std::vector<DimId> order;
+    for (DimId d : lm.order)
+      if (d >= 0 && d < 32 && (running >> d & 1u)) order.push_back(d);
+    put(order);
+  }
+  return k;
+}
+
+bool VisitedMappings::insert(const Mapping& m) { return seen_.insert(key(m)).second; }
+
+bool VisitedMappings::contains(const Mapping& m) const { return seen_.count(key(m)) > 0; }
+
 }  // namespace mapex

@@ -1,22 +1,33 @@
 // Simulated annealing over the mapspace (Kirkpatrick, Gelatt and Vecchi,
 // Science 1983), the black-box baseline mapper studies put beside the
-// seed searchers.
+// seed searchers, with a final local search.
 //
 // The start is the best of `initial_samples` uniform draws (5% of an
 // evaluation budget by default), so the chain begins where random sampling
 // would have got with that many. Each step proposes `batch_size` random
 // neighbours of the current mapping (mapex/moves.hpp: one tile or split
 // moved to the s-th nearest admitted value, s up to `max_stride`, or two
-// running loops swapped), evaluates them together, and takes the
-// best of them as the proposal; the proposal replaces the current mapping
-// when it is better, or with probability exp(-delta / T) when it is worse,
-// where delta is the difference of the objective's logarithms (so the
-// schedule means the same on any layer: at T = 0.1 a move 10% worse is
-// taken about two times in five). T falls geometrically from
-// `initial_temperature` to `final_temperature` over the steps: `steps`
-// when given, else as many as the evaluation budget allows, else 1,000. A
-// chain that has not improved its best for `patience` steps, or has no
-// admitted move, restarts from the best of a fresh batch.
+// running loops swapped) that were not evaluated before, evaluates them
+// together, and takes the best of them as the proposal; the proposal
+// replaces the current mapping when it is better, or with probability
+// exp(-delta / T) when it is worse, where delta is the difference of the
+// objective's logarithms (so the schedule means the same on any layer: at
+// T = 0.1 a move 10% worse is taken about two times in five). T falls
+// geometrically from `initial_temperature` to `final_temperature` over the
+// steps: `steps` when given, else as many as the evaluation budget allows
+// after the start and the final descent, else 1,000. A chain that has not
+// improved its best for `patience` steps, or has no new move, goes back to
+// the best mapping found so far.
+//
+// The last `descent_share` of an evaluation budget is a steepest descent
+// over every neighbour of the best mapping (MapspaceMoves::neighbours),
+// taking the best improving one until none improves; the rest of the budget
+// then goes to iterated local search (Lourenco, Martin and Stuetzle,
+// Handbook of Metaheuristics 2003): a few long random moves from the best,
+// and a descent from there. Annealing finds the right region; the descent
+// settles the last tile and split of it, which random moves in a batch of
+// 16 find only by chance. Without an evaluation budget the search ends at
+// the first local minimum; with `descent_share` 0 there is no descent.
 //
 // Candidates are drawn on the searching thread with the job's seed and
 // evaluated through the framework, which returns them in order, so a seed
@@ -41,6 +52,13 @@ struct Settings {
   std::uint64_t initial_samples;
   int max_stride;
   std::uint64_t patience;
+  double descent_share;
+};
+
+/// A mapping and its objective value.
+struct Point {
+  mapex::Mapping mapping;
+  double value;
 };
 
 class Annealing final : public mapex::Searcher {
@@ -51,63 +69,139 @@ class Annealing final : public mapex::Searcher {
     const mapex::Mapspace& space = ctx.mapspace();
     if (space.size() == 0) return {true, mapex::kEmptyMapspace};
     const mapex::MapspaceMoves moves(space);
+    mapex::VisitedMappings visited(space);
     std::mt19937_64 rng(ctx.seed());
-    const std::uint64_t steps = schedule_length(ctx);
-
-    std::optional<mapex::Mapping> current;
-    double value = kInf;
     // The start: the best of `initial_samples` uniform draws, so the chain
     // begins where random sampling would have got with that many.
-    if (!restart(ctx, rng, start_samples(ctx), current, value))
-      return stop(ctx, "no mapping drawn from the space");
-    std::uniform_real_distribution<double> unit(0.0, 1.0);
-    std::vector<mapex::Mapping> batch;
-    double chain_best = value;
-    std::uint64_t since_improvement = 0;
-    for (std::uint64_t k = 0; k < steps; ++k) {
-      if (ctx.exhausted()) return stop(ctx, "budget");
-      const double t = temperature(k, steps);
-      batch.clear();
-      for (std::size_t i = 0; i < s_.batch_size; ++i)
-        if (auto n = moves.random_neighbour(*current, rng, 64, s_.max_stride))
-          batch.push_back(std::move(*n));
-      // No admitted move from here, or a chain that stopped improving:
-      // start again from a fresh batch.
-      if (batch.empty() || (s_.patience > 0 && since_improvement >= s_.patience)) {
-        if (!restart(ctx, rng, s_.batch_size, current, value))
-          return stop(ctx, "no mapping drawn from the space");
-        chain_best = value;
-        since_improvement = 0;
-        continue;
-      }
-      const std::vector<mapex::Metrics> metrics = ctx.evaluate(batch);
-      std::size_t best = 0;
-      double best_value = kInf;
-      for (std::size_t i = 0; i < metrics.size(); ++i) {
-        const double v = mapex::objective_value(metrics[i], ctx.objective());
-        if (v < best_value) best_value = v, best = i;
-      }
-      // Drawn every step, used or not, so the stream of draws does not
-      // depend on the outcomes' order of arrival.
-      const double u = unit(rng);
-      if (accept(value, best_value, t, u)) {
-        current = batch[best];
-        value = best_value;
-      }
-      if (value < chain_best) {
-        chain_best = value;
-        since_improvement = 0;
-      } else {
-        ++since_improvement;
-      }
-      if (metrics.size() < batch.size()) return stop(ctx, "budget");
-    }
-    return stop(ctx, "schedule done");
+    std::optional<Point> current = best_of_draws(ctx, rng, start_samples(ctx), visited);
+    if (!current) return stop(ctx, "no mapping drawn from the space");
+    if (!anneal(ctx, moves, visited, rng, *current)) return stop(ctx, "budget");
+    if (s_.descent_share <= 0) return stop(ctx, "schedule done");
+    return descend(ctx, moves, visited, rng);
   }
 
  private:
   static constexpr double kInf = std::numeric_limits<double>::infinity();
   Settings s_;
+
+  /// The annealing steps; false when the budget ran out during them.
+  bool anneal(mapex::SearchContext& ctx, const mapex::MapspaceMoves& moves,
+              mapex::VisitedMappings& visited, std::mt19937_64& rng, Point& current) const {
+    const std::uint64_t steps = schedule_length(ctx);
+    const std::uint64_t stop_at = annealing_budget(ctx);
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    double chain_best = current.value;
+    std::uint64_t since_improvement = 0;
+    bool fresh_from_best = false;
+    for (std::uint64_t k = 0; k < steps; ++k) {
+      if (ctx.exhausted()) return false;
+      if (stop_at > 0 && ctx.evaluations() >= stop_at) break;
+      const std::vector<mapex::Mapping> batch =
+          new_neighbours(moves, visited, rng, current.mapping);
+      // No new move from here, or a chain that stopped improving: go back
+      // to the best found so far (once in a row: a best without new moves
+      // ends the annealing).
+      if (batch.empty() || (s_.patience > 0 && since_improvement >= s_.patience)) {
+        if (batch.empty() && fresh_from_best) break;
+        if (ctx.best_mapping()) current = {*ctx.best_mapping(), ctx.best_value()};
+        chain_best = current.value;
+        since_improvement = 0;
+        fresh_from_best = true;
+        continue;
+      }
+      fresh_from_best = false;
+      const std::vector<mapex::Metrics> metrics = ctx.evaluate(batch);
+      const std::optional<Point> proposal = best_of(ctx, batch, metrics);
+      // Drawn every step, used or not, so the stream of draws does not
+      // depend on the outcomes.
+      const double u = unit(rng);
+      if (proposal && accept(current.value, proposal->value, temperature(k, steps), u))
+        current = *proposal;
+      if (current.value < chain_best) {
+        chain_best = current.value;
+        since_improvement = 0;
+      } else {
+        ++since_improvement;
+      }
+      if (metrics.size() < batch.size()) return false;
+    }
+    return true;
+  }
+
+  /// Steepest descent from the best mapping, then (with an evaluation
+  /// budget) iterated local search until the budget is spent.
+  mapex::SearchOutcome descend(mapex::SearchContext& ctx, const mapex::MapspaceMoves& moves,
+                               mapex::VisitedMappings& visited, std::mt19937_64& rng) const {
+    if (!ctx.best_mapping()) return stop(ctx, "no valid mapping found");
+    Point at{*ctx.best_mapping(), ctx.best_value()};
+    for (;;) {
+      if (ctx.exhausted()) return stop(ctx, "budget");
+      std::vector<mapex::Mapping> batch;
+      for (auto& n : moves.neighbours(at.mapping))
+        if (visited.insert(n)) batch.push_back(std::move(n));
+      if (!batch.empty()) {
+        const std::vector<mapex::Metrics> metrics = ctx.evaluate(batch);
+        const std::optional<Point> best = best_of(ctx, batch, metrics);
+        if (best && best->value < at.value) {
+          at = *best;
+          continue;
+        }
+        if (metrics.size() < batch.size()) return stop(ctx, "budget");
+      }
+      // A local minimum. Without an evaluation budget the search ends
+      // here; with one, a perturbation of the best restarts the descent.
+      if (ctx.budget().max_evaluations == 0) return stop(ctx, "local minimum");
+      const std::optional<Point> kicked = kick(ctx, moves, visited, rng);
+      if (!kicked) return stop(ctx, "local minimum");
+      at = *kicked;
+    }
+  }
+
+  /// A new mapping near the best, evaluated: the best moved by three long
+  /// random moves (more after repeated tries that land on mappings already
+  /// evaluated), else a fresh uniform draw. Nothing when none comes of a
+  /// few tries of each or the budget is spent.
+  std::optional<Point> kick(mapex::SearchContext& ctx, const mapex::MapspaceMoves& moves,
+                            mapex::VisitedMappings& visited, std::mt19937_64& rng) const {
+    constexpr int kTries = 16;
+    std::optional<mapex::Mapping> fresh;
+    for (int attempt = 0; attempt < kTries && !fresh; ++attempt) {
+      mapex::Mapping m = *ctx.best_mapping();
+      for (int i = 0; i < 3 + attempt / 2; ++i)
+        if (auto n = moves.random_neighbour(m, rng, 64, s_.max_stride)) m = std::move(*n);
+      if (visited.insert(m)) fresh = std::move(m);
+    }
+    for (int attempt = 0; attempt < kTries && !fresh; ++attempt)
+      if (auto m = ctx.mapspace().sample(rng); m && visited.insert(*m)) fresh = std::move(*m);
+    if (!fresh) return std::nullopt;
+    const std::vector<mapex::Mapping> one{*fresh};
+    const std::vector<mapex::Metrics> metrics = ctx.evaluate(one);
+    if (metrics.empty()) return std::nullopt;
+    return Point{std::move(*fresh), mapex::objective_value(metrics[0], ctx.objective())};
+  }
+
+  /// Up to `batch_size` random neighbours of `from` not evaluated before.
+  std::vector<mapex::Mapping> new_neighbours(const mapex::MapspaceMoves& moves,
+                                             mapex::VisitedMappings& visited, std::mt19937_64& rng,
+                                             const mapex::Mapping& from) const {
+    std::vector<mapex::Mapping> batch;
+    for (std::size_t i = 0; i < 4 * s_.batch_size && batch.size() < s_.batch_size; ++i)
+      if (auto n = moves.random_neighbour(from, rng, 64, s_.max_stride))
+        if (visited.insert(*n)) batch.push_back(std::move(*n));
+    return batch;
+  }
+
+  /// The best valid result of a batch, if any (ties to the first).
+  static std::optional<Point> best_of(const mapex::SearchContext& ctx,
+                                      const std::vector<mapex::Mapping>& batch,
+                                      const std::vector<mapex::Metrics>& metrics) {
+    std::optional<Point> out;
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+      const double v = mapex::objective_value(metrics[i], ctx.objective());
+      if (std::isfinite(v) && (!out || v < out->value)) out = Point{batch[i], v};
+    }
+    return out;
+  }
 
   // Draws for the start: the parameter, else 5% of an evaluation budget
   // (at least one batch), else 256.
@@ -118,14 +212,21 @@ class Annealing final : public mapex::Searcher {
     return 256;
   }
 
-  // Steps: the parameter, else what the evaluation budget leaves after the
+  // Evaluations before the descent: all but its share of the budget (0:
+  // no evaluation budget, the steps decide).
+  std::uint64_t annealing_budget(const mapex::SearchContext& ctx) const {
+    const std::uint64_t budget = ctx.budget().max_evaluations;
+    return budget - static_cast<std::uint64_t>(s_.descent_share * static_cast<double>(budget));
+  }
+
+  // Steps: the parameter, else what the annealing budget leaves after the
   // start, else 1,000.
   std::uint64_t schedule_length(const mapex::SearchContext& ctx) const {
     if (s_.steps > 0) return s_.steps;
-    const std::uint64_t budget = ctx.budget().max_evaluations;
+    const std::uint64_t budget = annealing_budget(ctx);
     const std::uint64_t start = start_samples(ctx);
     if (budget > start) return (budget - start + s_.batch_size - 1) / s_.batch_size;
-    if (budget > 0) return 1;
+    if (ctx.budget().max_evaluations > 0) return 1;
     return 1000;
   }
 
@@ -135,22 +236,19 @@ class Annealing final : public mapex::Searcher {
   }
 
   // Metropolis on the logarithm of the objective. An invalid current
-  // mapping (value +inf) takes any valid proposal; an invalid proposal is
-  // never taken.
+  // mapping (value +inf) takes any valid proposal.
   static bool accept(double current, double proposal, double t, double u) {
-    if (!std::isfinite(proposal)) return false;
     if (!std::isfinite(current) || proposal <= current) return true;
     const double delta = std::log(proposal) - std::log(current);
     return u < std::exp(-delta / t);
   }
 
-  // A fresh start: the best valid mapping of `count` uniform draws,
-  // evaluated a batch at a time. False when the space yields no draw at
-  // all or the budget ran out before the first batch.
-  bool restart(mapex::SearchContext& ctx, std::mt19937_64& rng, std::uint64_t count,
-               std::optional<mapex::Mapping>& current, double& value) const {
-    bool any = false;
-    value = kInf;
+  // The best of `count` uniform draws, evaluated a batch at a time (an
+  // invalid one only when no draw is valid). Nothing when the space yields
+  // no draw at all or the budget ran out before the first batch.
+  std::optional<Point> best_of_draws(mapex::SearchContext& ctx, std::mt19937_64& rng,
+                                     std::uint64_t count, mapex::VisitedMappings& visited) const {
+    std::optional<Point> out;
     std::vector<mapex::Mapping> draws;
     for (std::uint64_t done = 0; done < count && !ctx.exhausted();) {
       draws.clear();
@@ -159,11 +257,12 @@ class Annealing final : public mapex::Searcher {
       if (draws.empty()) break;
       const std::vector<mapex::Metrics> metrics = ctx.evaluate(draws);
       for (std::size_t i = 0; i < metrics.size(); ++i) {
+        visited.insert(draws[i]);
         const double v = mapex::objective_value(metrics[i], ctx.objective());
-        if (!any || v < value) current = draws[i], value = v, any = true;
+        if (!out || v < out->value) out = Point{draws[i], v};
       }
     }
-    return any;
+    return out;
   }
 
   static mapex::SearchOutcome stop(const mapex::SearchContext& ctx, const std::string& why) {
@@ -186,7 +285,10 @@ const mapex::ParamSpec kParams[] = {
     {"max_stride", mapex::ParamType::kInt, "4",
      "A tile or split moves to the s-th nearest admitted value, s uniform in [1, max_stride]."},
     {"patience", mapex::ParamType::kInt, "100",
-     "Steps without improving the chain's best before a restart from a fresh batch; 0: never."},
+     "Steps without improving the chain's best before it goes back to the best found; 0: never."},
+    {"descent_share", mapex::ParamType::kDouble, "0.25",
+     "Share of an evaluation budget kept for the final steepest descent and iterated local "
+     "search from the best mapping; 0: no descent (annealing alone)."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) {
@@ -217,10 +319,14 @@ mapex::Searcher* make(const mapex::Params& params) {
   if (patience < 0)
     throw mapex::InputError(mapex::SourceLocation{}, "patience",
                             "searcher 'annealing' needs patience >= 0 (0: never restart)");
+  const double share = params.get_double("descent_share");
+  if (!(share >= 0 && share < 1))
+    throw mapex::InputError(mapex::SourceLocation{}, "descent_share",
+                            "searcher 'annealing' needs descent_share in [0, 1)");
   return new Annealing(Settings{static_cast<std::size_t>(batch), t0, t1,
                                 static_cast<std::uint64_t>(steps),
                                 static_cast<std::uint64_t>(samples), static_cast<int>(stride),
-                                static_cast<std::uint64_t>(patience)});
+                                static_cast<std::uint64_t>(patience), share});
 }
 
 const mapex::PluginDescriptor kDescriptor{

@@ -10,7 +10,9 @@
 // counterpart. Every child is a member of the job's space (the moves and
 // the crossover ask the space), so no repair step is needed: a child the
 // space refuses is replaced by a mutation of its first parent, or by a
-// fresh uniform draw.
+// fresh uniform draw. A child that was evaluated before is moved again, or
+// replaced by a fresh draw: without this the population fills with copies
+// of its elites and the budget goes to evaluating them again.
 //
 // Each generation's children are made on the searching thread with the
 // job's seed and evaluated together through the framework, which returns
@@ -52,9 +54,13 @@ class Genetic final : public mapex::Searcher {
     const mapex::MapspaceMoves moves(space);
     std::mt19937_64 rng(ctx.seed());
 
+    mapex::VisitedMappings visited(space);
     std::vector<mapex::Mapping> draws;
     for (std::size_t i = 0; i < s_.population; ++i)
-      if (auto m = space.sample(rng)) draws.push_back(std::move(*m));
+      if (auto m = space.sample(rng)) {
+        visited.insert(*m);
+        draws.push_back(std::move(*m));
+      }
     if (draws.empty()) return stop(ctx, "no mapping drawn from the space");
     std::vector<Member> population = evaluated(ctx, std::move(draws));
     if (population.empty()) return stop(ctx, "budget");
@@ -78,10 +84,14 @@ class Genetic final : public mapex::Searcher {
         if (!child) child = a.mapping;
         if (unit(rng) < s_.mutation_rate || *child == a.mapping || *child == b.mapping)
           if (auto m = moves.random_neighbour(*child, rng)) child = std::move(*m);
-        if (*child == a.mapping) {
-          // No move from here: a fresh draw keeps the population diverse.
+        // A child evaluated before (a parent, an earlier child) spends
+        // budget for nothing: move it again, else draw a fresh one, which
+        // also keeps the population diverse.
+        for (int i = 0; i < kRetries && visited.contains(*child); ++i)
+          if (auto m = moves.random_neighbour(*child, rng)) child = std::move(*m);
+        if (visited.contains(*child))
           if (auto m = space.sample(rng)) child = std::move(*m);
-        }
+        visited.insert(*child);
         children.push_back(std::move(*child));
       }
       std::vector<Member> next(
@@ -98,6 +108,8 @@ class Genetic final : public mapex::Searcher {
   }
 
  private:
+  /// Moves tried on a child already evaluated before a fresh draw.
+  static constexpr int kRetries = 4;
   Settings s_;
 
   // Generations the budget pays for: the first population, then the

@@ -64,6 +64,7 @@
 #include <cstdint>
 #include <limits>
 #include <mapex/directives.hpp>
+#include <mapex/moves.hpp>
 #include <mapex/search.hpp>
 #include <numeric>
 #include <optional>
@@ -145,7 +146,8 @@ class Solver {
         op_(ctx.op()),
         arch_(ctx.arch()),
         plan_(make_plan(ctx.arch())),
-        factors_only_(ctx.mapspace().options().factors_only) {}
+        factors_only_(ctx.mapspace().options().factors_only),
+        moves_(ctx.mapspace()) {}
 
   mapex::SearchOutcome run() {
     try {
@@ -191,6 +193,8 @@ class Solver {
   const mapex::Architecture& arch_;
   Plan plan_;
   bool factors_only_;
+  /// The space's candidate tile sizes per dimension (mapex/moves.hpp).
+  mapex::MapspaceMoves moves_;
 
   /// One of KAPLA's loop orders with the level's pinned innermost loops
   /// (a constraint, README "Mapspace constraints") moved innermost, in
@@ -320,14 +324,30 @@ class Solver {
     return best_point;
   }
 
-  /// The values after `now` in direction `step` (+1 or -1) within [1,
-  /// bound], at most `max` of them; factors-only tiles keep to divisors of
-  /// the bound.
-  std::vector<std::int64_t> values(std::int64_t now, int step, std::int64_t bound, bool tile,
+  /// The values of dimension `d` after `now` in direction `step` (+1 or
+  /// -1), at most `max` of them: a tile's from the space's candidate sizes
+  /// (MapspaceMoves::values: the divisors of the bound with factors-only
+  /// tiles), a split's every count up to the bound (a count the space
+  /// refuses is skipped by the caller; the exchange of two steps then pairs
+  /// only adjacent counts, as it always has).
+  std::vector<std::int64_t> values(DimId d, std::int64_t now, int step, bool tile,
                                    size_t max) const {
     std::vector<std::int64_t> out;
+    if (tile) {
+      const auto& all = moves_.values(d);
+      if (step > 0)
+        for (auto it = std::upper_bound(all.begin(), all.end(), now);
+             it != all.end() && out.size() < max; ++it)
+          out.push_back(*it);
+      else
+        for (auto it = std::lower_bound(all.begin(), all.end(), now);
+             it != all.begin() && out.size() < max;)
+          out.push_back(*--it);
+      return out;
+    }
+    const std::int64_t bound = op_.dims()[static_cast<size_t>(d)].bound;
     for (std::int64_t v = now + step; v >= 1 && v <= bound && out.size() < max; v += step)
-      if (!(tile && factors_only_ && bound % v != 0)) out.push_back(v);
+      out.push_back(v);
     return out;
   }
 
@@ -438,10 +458,9 @@ class Solver {
       if (kind == LevelKind::kBuffer || kind == LevelKind::kSpatial) {
         const bool tile = kind == LevelKind::kBuffer;
         for (DimId d = 0; d < n; ++d) {
-          const std::int64_t bound = op_.dims()[static_cast<size_t>(d)].bound;
           for (int step : {+1, -1})
             for (bool tiles_first : {false, true})
-              for (std::int64_t v : values(value(cur, i, d), step, bound, tile, kScan)) {
+              for (std::int64_t v : values(d, value(cur, i, d), step, tile, kScan)) {
                 Mapping m = cur;
                 set_value(m, i, d, v, tiles_first);
                 if (add(std::move(m)) && !wide) break;
@@ -450,11 +469,9 @@ class Solver {
         for (DimId up = 0; up < n; ++up)
           for (DimId down = 0; down < n; ++down) {
             if (up == down) continue;
-            const std::int64_t bu = op_.dims()[static_cast<size_t>(up)].bound;
-            const std::int64_t bd = op_.dims()[static_cast<size_t>(down)].bound;
             for (bool tiles_first : {false, true})
-              for (std::int64_t vd : values(value(cur, i, down), -1, bd, tile, 1))
-                for (std::int64_t vu : values(value(cur, i, up), +1, bu, tile, 1)) {
+              for (std::int64_t vd : values(down, value(cur, i, down), -1, tile, 1))
+                for (std::int64_t vu : values(up, value(cur, i, up), +1, tile, 1)) {
                   Mapping m = cur;
                   set_value(m, i, down, vd, tiles_first);
                   set_value(m, i, up, vu, tiles_first);

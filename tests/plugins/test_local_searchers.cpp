@@ -39,6 +39,8 @@ TEST(LocalSearchers, BadParametersAreRefusedWithTheirKey) {
   EXPECT_EQ(refused_key("annealing", {{"initial_samples", "-1"}}), "initial_samples");
   EXPECT_EQ(refused_key("annealing", {{"max_stride", "0"}}), "max_stride");
   EXPECT_EQ(refused_key("annealing", {{"patience", "-3"}}), "patience");
+  EXPECT_EQ(refused_key("annealing", {{"descent_share", "1"}}), "descent_share");
+  EXPECT_EQ(refused_key("annealing", {{"descent_share", "-0.1"}}), "descent_share");
   EXPECT_EQ(refused_key("genetic", {{"population", "1"}}), "population");
   EXPECT_EQ(refused_key("genetic", {{"generations", "-2"}}), "generations");
   EXPECT_EQ(refused_key("genetic", {{"elite", "1"}}), "elite");
@@ -74,11 +76,22 @@ TEST(LocalSearchers, AnEvaluationBudgetIsSpentInFull) {
 }
 
 TEST(LocalSearchers, AGivenScheduleEndsOnItsOwn) {
-  // 4 start draws + 5 steps of 4 neighbours; 8 + 3 generations x 6 children.
-  const JobResult a =
-      run("annealing", Budget{}, {{"steps", "5"}, {"batch_size", "4"}, {"initial_samples", "4"}});
+  // 4 start draws + 5 steps of 4 neighbours (no descent); 8 + 3
+  // generations x 6 children.
+  const std::map<std::string, std::string> schedule{
+      {"steps", "5"}, {"batch_size", "4"}, {"initial_samples", "4"}};
+  auto alone = schedule;
+  alone["descent_share"] = "0";
+  const JobResult a = run("annealing", Budget{}, alone);
   EXPECT_EQ(a.stop_reason, "schedule done");
   EXPECT_LE(a.evaluations, 4u + 5u * 4u);
+  // With the descent (the default), the search goes on from the best to a
+  // local minimum of the neighbourhood: more evaluations, never worse.
+  const JobResult d = run("annealing", Budget{}, schedule);
+  EXPECT_EQ(d.stop_reason, "local minimum");
+  EXPECT_GT(d.evaluations, a.evaluations);
+  ASSERT_TRUE(a.best.valid && d.best.valid);
+  EXPECT_LE(d.best.latency_cycles, a.best.latency_cycles);
   const JobResult g = run("genetic", Budget{}, {{"generations", "3"}, {"population", "8"}});
   EXPECT_EQ(g.stop_reason, "generations done");
   EXPECT_EQ(g.evaluations, 8u + 3u * 6u);

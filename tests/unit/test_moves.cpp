@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mapex/generators.hpp>
 #include <mapex/moves.hpp>
 #include <random>
@@ -206,6 +207,40 @@ TEST(MapspaceMoves, CrossoverTakesEachDimensionFromOneParent) {
     }
   }
   EXPECT_GT(children, 20);
+}
+
+// The visited set tells mappings apart as the space does: the streamed
+// space's keys are all new, a mapping streamed again is not, and one whose
+// one-trip loops sit elsewhere is the same mapping.
+TEST(VisitedMappings, OneEntryPerMappingOfTheSpace) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 4, 2, 4, 2, 1, 1});
+  const Architecture arch = test::chip({2}, 32);
+  const Mapspace space(op, arch);
+  VisitedMappings visited(space);
+  std::size_t n = 0;
+  Mapping m;
+  for (Mapspace::Cursor c(space); c.next(m); ++n) EXPECT_TRUE(visited.insert(m));
+  ASSERT_GT(n, 50u);
+  EXPECT_EQ(visited.size(), n);
+  for (Mapspace::Cursor c(space); c.next(m);) {
+    EXPECT_TRUE(visited.contains(m));
+    EXPECT_FALSE(visited.insert(m));
+    // The L2 order (level 2) with its first one-trip loop moved innermost.
+    Mapping moved = m;
+    auto& order = moved.level(2).order;
+    const std::uint32_t running = space.free_loops(m, 2);
+    const auto one_trip =
+        std::find_if(order.begin(), order.end(), [&](DimId d) { return !(running >> d & 1u); });
+    if (one_trip == order.end()) continue;
+    const DimId d = *one_trip;
+    order.erase(one_trip);
+    order.push_back(d);
+    EXPECT_TRUE(visited.contains(moved));
+  }
+  EXPECT_EQ(visited.size(), n);
+  Mapping other = Mapping::trivial(op, arch);
+  other.level(0).tile[0] = 3;  // not in the space, and not visited
+  EXPECT_FALSE(visited.contains(other));
 }
 
 }  // namespace

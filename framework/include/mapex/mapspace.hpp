@@ -165,6 +165,25 @@ class Mapspace {
   /// buffer are redrawn (at most `max_attempts` times; nothing if none fit).
   std::optional<Mapping> sample(std::mt19937_64& rng, int max_attempts = 1000) const;
 
+  /// Rank and unrank: a bijection between [0, size()) and the mappings
+  /// size() counts (every rule but buffer capacity), in the order a Cursor
+  /// streams them: keep/bypass combination, then chains dimension by
+  /// dimension in index order, then the loop orders of each slot, the last
+  /// slot fastest. So the mappings a Cursor emits have increasing ranks,
+  /// exactly 0, 1, 2, ... when no buffer overflows. Both walk the count
+  /// table (the one size() comes from), one pass over each dimension's
+  /// chains at most; nothing is enumerated.
+  ///
+  /// The mapping of rank `r`; nothing when r >= size(). It may overflow a
+  /// buffer: reject_reason says so.
+  std::optional<Mapping> unrank(const BigInt& r) const;
+  /// The rank of `mapping`, or nothing when it is not a mapping the space
+  /// counts (a rule is broken, a value is not one of the space's chains).
+  /// Orders that differ only in where one-trip loops sit are one mapping of
+  /// the space with one rank; unrank writes them outermost in dimension
+  /// order, as the Cursor does. Capacity is not checked.
+  std::optional<BigInt> rank(const Mapping& mapping) const;
+
   /// Marvel's sub-space sizes, with the on-chip space built on the given
   /// outermost-buffer tile (one per dimension).
   SubspaceCounts subspaces(const std::vector<std::int64_t>& outer_tile) const;
@@ -220,6 +239,8 @@ class Mapspace {
   /// reject_reason's part for the cluster level of spatial level i.
   std::optional<std::string> cluster_reject_reason(const Mapping& mapping, int i,
                                                    const LevelRule* r, int max_parallel) const;
+  /// rank()'s chain of dimension `d` for the mapping's values, if any.
+  std::optional<std::size_t> chain_index(const Mapping& mapping, DimId d) const;
   const Operator* op_;
   const Architecture* arch_;
   MapspaceOptions options_;

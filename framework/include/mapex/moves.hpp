@@ -15,6 +15,7 @@
 #include <mapex/mapspace.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <vector>
 
 namespace mapex {
@@ -79,6 +80,27 @@ class BOOST_SYMBOL_VISIBLE MapspaceMoves {
   std::optional<Mapping> step(const Mapping& m, int l, DimId d, int dir, int stride = 1) const;
   /// Whether dimension `d` runs more than one trip at data level `l`.
   bool loops(const Mapping& m, int l, DimId d) const;
+};
+
+/// The mappings a search has evaluated, so that a local search proposes each
+/// once (a repeated evaluation spends budget and learns nothing). Two
+/// mappings are the same when their tiles, splits, cluster levels and
+/// keep/bypass choices are, and so is the order of the loops that run more
+/// than once at each level (the space counts orders that differ only in
+/// where one-trip loops sit as one mapping).
+class BOOST_SYMBOL_VISIBLE VisitedMappings {
+ public:
+  /// The space must outlive the set.
+  explicit VisitedMappings(const Mapspace& space) : space_(&space) {}
+  /// True when `m` was not in the set; it is now.
+  bool insert(const Mapping& m);
+  bool contains(const Mapping& m) const;
+  std::size_t size() const { return seen_.size(); }
+
+ private:
+  std::vector<std::int64_t> key(const Mapping& m) const;
+  const Mapspace* space_;
+  std::set<std::vector<std::int64_t>> seen_;
 };
 
 }  // namespace mapex

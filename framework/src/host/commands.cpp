@@ -22,6 +22,7 @@
 #include <mapex/version.hpp>
 #include <sstream>
 
+#include "host/cli_args.hpp"
 #include "host/experiment.hpp"
 #include "host/json_output.hpp"
 #include "host/mdc_commands.hpp"
@@ -97,15 +98,7 @@ std::map<std::string, std::string> parse_params(const std::vector<std::string>& 
 po::variables_map parse(const po::options_description& desc,
                         const po::positional_options_description& positional,
                         const std::vector<std::string>& args) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-    if (vm.count("help")) return vm;
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(std::string(e.what()) + "\n" + kUsage);
-  }
-  return vm;
+  return parse_command_line(desc, &positional, args, "\n" + std::string(kUsage));
 }
 
 const Operator& select_layer(const Network& net, const std::string& workload_path,

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "host/cli_args.hpp"
 #include "host/plugin_registry.hpp"
 
 namespace mapex::host {
@@ -153,13 +154,7 @@ int cmd_check(const std::vector<std::string>& args, std::ostream& out) {
   desc.add_options()("help,h", "show this help")("workload", po::value(&workload),
                                                  "workload (network or operator) YAML")(
       "layer", po::value(&layer), "check only this layer");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string(e.what()));
-  }
+  const po::variables_map vm = parse_command_line(desc, nullptr, args, "");
   if (vm.count("help")) {
     out << desc;
     return 0;

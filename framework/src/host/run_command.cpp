@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "host/cli_args.hpp"
 #include "host/progress.hpp"
 #include "host/report.hpp"
 #ifdef MAPEX_HAVE_MPI
@@ -67,17 +68,7 @@ std::vector<std::string> split(const std::string& text, char sep) {
 po::variables_map parse_args(const po::options_description& desc,
                              const po::positional_options_description& positional,
                              const std::vector<std::string>& args) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-    if (vm.count("help")) return vm;
-    po::notify(vm);
-  } catch (const po::error& e) {
-    std::ostringstream usage;
-    usage << desc;
-    throw InputError(std::string(e.what()) + "\n" + usage.str());
-  }
-  return vm;
+  return parse_command_line(desc, &positional, args, "\n" + options_text(desc));
 }
 
 std::map<std::string, std::string> attributes_of(const Experiment& e, const Shard& shard) {

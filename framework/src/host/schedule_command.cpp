@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "host/cli_args.hpp"
 #include "host/plugin_registry.hpp"
 #include "host/result_store.hpp"
 
@@ -86,17 +87,12 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
       "also write the schedule to this HDF5 result file (one row per layer)")(
       "force", po::bool_switch(&a.force),
       "let -o replace an existing file that is not a mapex result file");
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).run(), vm);
-    if (vm.count("help")) {
-      out << desc;
-      a.help = true;
-      return a;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string(e.what()) + " (see `mapex schedule --help`)");
+  const po::variables_map vm =
+      parse_command_line(desc, nullptr, args, " (see `mapex schedule --help`)");
+  if (vm.count("help")) {
+    out << desc;
+    a.help = true;
+    return a;
   }
   if (a.format != "table" && a.format != "json")
     throw InputError("--format expects table or json, got '" + a.format + "'");

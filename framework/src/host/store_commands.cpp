@@ -4,6 +4,7 @@
 #include <boost/program_options.hpp>
 #include <mapex/error.hpp>
 
+#include "host/cli_args.hpp"
 #include "host/commands.hpp"
 #include "host/report.hpp"
 #include "host/run_command.hpp"
@@ -19,15 +20,7 @@ namespace {
 po::variables_map parse_report_args(const po::options_description& desc,
                                     const po::positional_options_description& positional,
                                     const std::vector<std::string>& args) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-    if (vm.count("help")) return vm;
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string(e.what()) + "\n" + cli_usage());
-  }
-  return vm;
+  return parse_command_line(desc, &positional, args, "\n" + std::string(cli_usage()));
 }
 
 int cmd_report(const std::vector<std::string>& args, std::ostream& out) {

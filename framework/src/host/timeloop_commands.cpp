@@ -10,6 +10,8 @@
 #include <mapex/timeloop.hpp>
 #include <sstream>
 
+#include "host/cli_args.hpp"
+
 namespace mapex::host {
 
 namespace po = boost::program_options;
@@ -19,18 +21,7 @@ namespace {
 po::variables_map parse_args(const po::options_description& desc,
                              const po::positional_options_description& positional,
                              const std::vector<std::string>& args) {
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(positional).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw InputError(std::string(e.what()) + "\n" + [&] {
-      std::ostringstream s;
-      s << desc;
-      return s.str();
-    }());
-  }
-  return vm;
+  return parse_command_line(desc, &positional, args, "\n" + options_text(desc));
 }
 
 void require_file(const std::string& path, const char* what) {
