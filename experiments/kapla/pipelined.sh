@@ -9,7 +9,11 @@
 #      per-layer space (`--intra-searcher nn_dataflow`, loop_blocking=kapla);
 #   B  exhaustive at both levels: every valid allocation of every segment
 #      (`--inter-layer exhaustive`, exact optimum chain) and nn_dataflow's
-#      exhaustive loop blocking (loop_blocking=exhaustive).
+#      exhaustive loop blocking (loop_blocking=exhaustive);
+#   R  KAPLA §V's random search (after Timeloop's): B's enumeration with
+#      each candidate kept with probability 0.1 at each level (allocations
+#      of multi-layer segments, partitions, loop blockings; segment slicing
+#      is not sampled), the least §V finds valid schemes with.
 # Both are scored by tensor_centric model=nn_dataflow, as KAPLA scores every
 # scheme with nn_dataflow's simulator (§V), with KAPLA's training options
 # (hybrid, batch and input-channel partitions). CPU time (user + system of
@@ -32,7 +36,7 @@ long="${LONG:-30}"
 threads="${THREADS:-2}"
 max_segment="${MAX_SEGMENT:-4}"
 table5="${TABLE5:-1}"
-segment_sweep="${SEGMENT_SWEEP:-kapla_mlp alexnet_towers}"
+segment_sweep="${SEGMENT_SWEEP:-kapla_mlp vgg16}"
 reuse=0
 [[ "${1:-}" == "--reuse" ]] && reuse=1
 [[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
@@ -52,7 +56,9 @@ solver_args() {
   case "$1" in
     K) echo "--intra-param loop_blocking=kapla" ;;
     B) echo "--inter-layer exhaustive --intra-param loop_blocking=exhaustive" ;;
-    *) echo "unknown solver '$1' (K B)" >&2; exit 2 ;;
+    R) echo "--inter-layer exhaustive --allocation-probability 0.1 \
+--intra-param loop_blocking=exhaustive --intra-param keep_probability=0.1" ;;
+    *) echo "unknown solver '$1' (K B R)" >&2; exit 2 ;;
   esac
 }
 
@@ -81,7 +87,7 @@ run() {
 arch="$root/experiments/architectures/kapla_multinode.yaml"
 for net in $networks; do
   wl="$(workload "$net" 64)"
-  for solver in K B; do run "inference_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
+  for solver in K B R; do run "inference_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
 done
 
 # Segments of up to 5 layers, the pipelining degree KAPLA's inference options
