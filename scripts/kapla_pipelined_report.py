@@ -162,6 +162,14 @@ def main():
                      f"(paper: 7.7%), worst {pct(max(overs))}; B / K CPU time: mean "
                      f"{statistics.mean(speeds):.0f}x, geometric mean {geomean(speeds):.0f}x "
                      f"(paper: 174x for inference, 518x for training, Table IV).")
+        fallback = [r.split(" | ")[0].lstrip("| ") for r in rows if "| layer by layer |" in r]
+        if fallback:
+            lines.append(f"On {', '.join(fallback)} K keeps its layer-by-layer chain (mapex's "
+                         "addition, searchers/kapla/README.md): its k_S pipelined chains score "
+                         "worse in detail than their estimates, or some layer of them has no "
+                         "scheme on its band whose nn_dataflow blocking the canonical mapping "
+                         "can carry (`--no-layer-by-layer` shows which), while B, solving "
+                         "every allocation, finds the pipelined segments that pay.")
         if figs["r_over"]:
             lines.append(f"R: mean {pct(statistics.mean(figs['r_over']))} over B (paper: 59% "
                          f"for inference), R / K CPU time mean "
