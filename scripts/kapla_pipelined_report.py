@@ -112,9 +112,11 @@ def main():
     runs = load(args.dir)
     if not runs:
         sys.exit(f"{args.dir}: no <tag>_<K|B>.h5 result files")
-    wall = sum(float(line.split()[2]) for name in os.listdir(args.dir) if name.endswith(".time")
-               for line in open(os.path.join(args.dir, name)) if len(line.split()) == 3
-               and re.fullmatch(r"[\d.]+", line.split()[2]))
+    timed = [[float(x) for x in line.split()] for name in os.listdir(args.dir)
+             if name.endswith(".time") for line in open(os.path.join(args.dir, name))
+             if re.fullmatch(r"[\d.]+ [\d.]+ [\d.]+", line.strip())]
+    wall = sum(t[2] for t in timed)
+    cpu = sum(t[0] + t[1] for t in timed)
 
     lines = ["# KAPLA against exhaustive search on whole networks, with inter-layer pipelining",
              "",
@@ -123,8 +125,8 @@ def main():
              "edit by hand. Regenerate with", "",
              "```", "ninja -C build mapex kapla nn_dataflow tensor_centric && "
              "experiments/kapla/pipelined.sh", "```", "",
-             f"(the runs took {wall / 60:.0f} min of wall time in all on this 2-core machine, "
-             "shared with other builds).", "",
+             f"(the runs took {cpu / 60:.0f} CPU minutes, {wall / 60:.0f} min of wall time, on "
+             "this 2-core machine shared with other builds; each run uses both cores).", "",
              "KAPLA scores every scheme, its own and the baselines', with nn_dataflow's "
              "simulator (§V). Here both solvers schedule whole inference networks on KAPLA's "
              "multi-node chip (16x16 nodes of 8x8 PEs, batch 64), segments of up to 4 layers "
