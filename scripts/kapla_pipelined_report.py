@@ -141,7 +141,11 @@ def main():
              "as nn_dataflow does (`loop_blocking=exhaustive`);",
              "- **K**: KAPLA: lower-bound estimates, Pareto pruning and the top k_S = 4 chains "
              "(§IV-B, plus mapex's layer-by-layer chain), each solve by KAPLA's bottom-up cost "
-             "descending over the same blockings (§IV-C, `loop_blocking=kapla`).", "",
+             "descending over the same blockings (§IV-C, `loop_blocking=kapla`);",
+             "- **R**: KAPLA §V's random search (after Timeloop's): B's enumeration with each "
+             "candidate kept with probability 0.1 at each level: allocations of multi-layer "
+             "segments (`--allocation-probability 0.1`; segment slicing is not sampled), "
+             "partitions and loop blockings (`keep_probability=0.1`), seeded.", "",
              "They share the inter-layer space, the partition enumeration and the model, not a "
              "search decision. Not run: mobilenetv2 (depthwise convolutions) and kapla_lstm "
              "(element-wise loop nests), whose layers nn_dataflow's model as mapex implements "
