@@ -90,7 +90,7 @@ if [[ "$table5" == 1 ]]; then
     a="$out/archs/kapla_n${nodes}_p${pes}_r${regf}.yaml"
     sed -e "s/^name: .*/name: kapla_n${nodes}x${nodes}_p${pes}x${pes}_r${regf}/" \
         -e "0,/size_bytes: 64/s//size_bytes: $regf/" \
-        -e "s/shape: \[8, 8\]/shape: [$pes, $pes]/" \
+        -e "s/shape: \[8, 8\]/shape: [$pes, $pes]/;t" \
         -e "s/shape: \[16, 16\]/shape: [$nodes, $nodes]/" "$base" >"$a"
     wl="$(workload googlenet "$batch" false)"
     for solver in K X; do run "table5_b${batch}_n${nodes}_p${pes}_r${regf}" "$wl" "$a" "$solver"; done

@@ -194,13 +194,43 @@ class Limits {
   bool stopped_ = false;
 };
 
+std::uint64_t splitmix64(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/// Whether KAPLA §V's random search R (SearchOptions::keep_probability)
+/// keeps the candidate at `index` of the enumeration `stream`: a uniform
+/// draw from a hash of the seed, the stream and the index, so every run
+/// and every order of the searches keeps the same candidates.
+bool sampled_in(const SearchOptions& so, std::uint64_t stream, std::uint64_t index) {
+  if (so.keep_probability >= 1) return true;
+  const std::uint64_t h = splitmix64(splitmix64(splitmix64(so.seed) ^ stream) ^ index);
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < so.keep_probability;
+}
+
+/// The enumeration stream of one pass's blockings for sampled_in: the
+/// pass's loop counts and replication (stream 0 is the partitions').
+std::uint64_t pass_stream(const Pass& pass) {
+  std::uint64_t h = 1;
+  for (std::int64_t v :
+       {pass.nld.loopcnt[0], pass.nld.loopcnt[1], pass.nld.loopcnt[2], pass.ifms, pass.ofms})
+    h = splitmix64(h ^ static_cast<std::uint64_t>(v));
+  return h | 1;
+}
+
 /// Exhaustive loop blocking of one pass (gen_loopblocking without the
 /// solver): factorisations and orders in nn_dataflow's order, skip_conv's
-/// pruning, the top `ntops` by access cost then time.
+/// pruning, the top `ntops` by access cost then time; with
+/// `keep_probability` below 1, the sampled part of it (R).
 void search_pass_exhaustive(const Hardware& hw, const Options& options,
                             const std::array<double, 3>& share, const SearchOptions& so, Pass& pass,
                             SearchStats& stats, Limits& limits) {
   const LoopDesc& nld = pass.nld;
+  const std::uint64_t stream = pass_stream(pass);
+  std::uint64_t index = 0;
   std::array<std::vector<std::array<std::int64_t, 4>>, 3> fac;
   for (size_t l = 0; l < 3; ++l) fac[l] = factorize(nld.loopcnt[l], 3);
   const SkipConv table;
@@ -220,6 +250,10 @@ void search_pass_exhaustive(const Hardware& hw, const Options& options,
           for (size_t o0 = 0; o0 < 6; ++o0) {
             for (size_t o1 = 0; o1 < 6; ++o1) {
               if (!table.keeps(nt, o0, o1)) continue;
+              if (!sampled_in(so, stream, index++)) {
+                ++stats.sampled_out;
+                continue;
+              }
               b.ord[0] = kOrders[o0];
               b.ord[1] = kOrders[o1];
               if (limits.reached(stats.blockings)) return;
@@ -562,6 +596,10 @@ SearchOutput search(const Layer& layer, const Hardware& hw, const Options& optio
   std::vector<const NodeResult*> nodes(parts.size());
   std::vector<std::array<double, 3>> shares(parts.size());
   for (size_t pi = 0; pi < parts.size(); ++pi) {
+    if (!sampled_in(so, 0, pi)) {  // R leaves this partition out (stays null)
+      ++stats.sampled_out;
+      continue;
+    }
     shares[pi] = sharing_groups(parts[pi]);
     nodes[pi] = node_result(parts[pi], shares[pi]);
     if (!nodes[pi]->pe_ok) ++stats.pe_refused;
@@ -588,7 +626,7 @@ SearchOutput search(const Layer& layer, const Hardware& hw, const Options& optio
   std::vector<Pair> pairs;
   for (size_t li = 0; li < ifmaps.size(); ++li)
     for (size_t pi = 0; pi < parts.size(); ++pi) {
-      if (!nodes[pi]->pe_ok) continue;
+      if (!nodes[pi] || !nodes[pi]->pe_ok) continue;
       const std::uint64_t seq = (static_cast<std::uint64_t>(li * parts.size() + pi)) << 32;
       bool any = false;
       Key best{};

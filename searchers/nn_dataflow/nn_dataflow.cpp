@@ -67,7 +67,8 @@ class NnDataflow final : public mapex::Searcher {
         ntops_(params.get_int("ntops")),
         bypass_(params.get_string("gbuf_bypass")),
         sharing_(params.get_string("gbuf_sharing")),
-        blocking_(params.get_string("loop_blocking")) {
+        blocking_(params.get_string("loop_blocking")),
+        keep_probability_(params.get_double("keep_probability")) {
     // nn_dataflow asserts the same: input-channel partitioning is a hybrid
     // partitioning option.
     if (ifmaps_ && !hybrid_)
@@ -81,6 +82,16 @@ class NnDataflow final : public mapex::Searcher {
       throw mapex::InputError(std::string(kName) +
                               ": loop_blocking: expected exhaustive or kapla, got '" + blocking_ +
                               "'");
+    // KAPLA §V's R samples the exhaustive enumeration; a probability of 0
+    // would keep nothing.
+    if (!(keep_probability_ > 0 && keep_probability_ <= 1))
+      throw mapex::InputError(std::string(kName) +
+                              ": keep_probability: expected a number in (0, 1], got " +
+                              std::to_string(keep_probability_));
+    if (keep_probability_ < 1 && blocking_ != "exhaustive")
+      throw mapex::InputError(std::string(kName) +
+                              ": keep_probability below 1 samples the exhaustive enumeration "
+                              "(KAPLA's R); it needs loop_blocking=exhaustive");
     if (sharing_ != "model" && sharing_ != "on" && sharing_ != "off")
       throw mapex::InputError(std::string(kName) +
                               ": gbuf_sharing: expected model, on or off, got '" + sharing_ + "'");
@@ -103,6 +114,8 @@ class NnDataflow final : public mapex::Searcher {
     so.goal = goal_of(ctx.objective());
     so.blocking = blocking_ == "kapla" ? ndf::BlockingSolver::kCostDescending
                                        : ndf::BlockingSolver::kExhaustive;
+    so.keep_probability = keep_probability_;
+    so.seed = ctx.seed();
     // The budget's evaluations bound the loop blockings scored; the
     // framework counts only the mappings handed to it at the end.
     const auto& budget = ctx.budget();
@@ -143,10 +156,13 @@ class NnDataflow final : public mapex::Searcher {
         << " ifmaps_partition=" << ifmaps_ << " ntops=" << ntops_
         << " gbuf_bypass=" << bypass_letters(pr.options.bypass)
         << " gbuf_sharing=" << (pr.options.forwarding ? "on" : "off")
-        << " loop_blocking=" << blocking_ << "; " << out.stats.partitions << " partitions ("
-        << out.stats.pe_refused << " with a PE mapping under half the array), "
-        << out.stats.node_layers << " per-node layers, " << out.stats.blockings
-        << " loop blockings scored, " << out.stats.fitting << " fit";
+        << " loop_blocking=" << blocking_ << " keep_probability=" << keep_probability_ << "; "
+        << out.stats.partitions << " partitions (" << out.stats.pe_refused
+        << " with a PE mapping under half the array), " << out.stats.node_layers
+        << " per-node layers, " << out.stats.blockings << " loop blockings scored, "
+        << out.stats.fitting << " fit";
+    if (out.stats.sampled_out)
+      why << ", " << out.stats.sampled_out << " partitions and blockings left out by sampling";
     if (out.stats.rotation_refused)
       why << ", " << out.stats.rotation_refused
           << " fit only with GBUF rotation, which the model does not compute (left out)";
@@ -188,6 +204,7 @@ class NnDataflow final : public mapex::Searcher {
   bool hybrid_, batch_, ifmaps_;
   std::int64_t ntops_;
   std::string bypass_, sharing_, blocking_;
+  double keep_probability_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -213,6 +230,11 @@ const mapex::ParamSpec kParams[] = {
      "How each processing pass's loop blocking is chosen: exhaustive (nn_dataflow's, KAPLA's "
      "baseline B) or kapla (KAPLA's bottom-up greedy cost descending, §IV-C, over the same "
      "factors and orders: KAPLA's K in nn_dataflow's space)."},
+    {"keep_probability", mapex::ParamType::kDouble, "1",
+     "KAPLA §V's random search R (after Timeloop's): each partition and each loop blocking of "
+     "the exhaustive enumeration is kept with this probability (a hash of the job's seed and "
+     "its place), the rest never scored; in (0, 1], 1 is the full search. Needs "
+     "loop_blocking=exhaustive."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new NnDataflow(params); }

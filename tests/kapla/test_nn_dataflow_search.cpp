@@ -298,3 +298,71 @@ TEST(KaplaBlocking, Deterministic) {
 }
 
 }  // namespace
+
+// KAPLA §V's random search R in nn_dataflow's space
+// (SearchOptions::keep_probability): the exhaustive enumeration, each
+// partition and blocking kept with a probability.
+namespace {
+
+namespace ref = mapex::ndf::reference;
+
+mapex::ndf::SearchOutput search_sampled(const ref::Setup& s, double p, std::uint64_t seed) {
+  SearchOptions so = s.options;
+  so.keep_probability = p;
+  so.seed = seed;
+  const auto& pr = s.problem;
+  return mapex::ndf::search(pr.layer, pr.hw, pr.options, s.layouts, so);
+}
+
+TEST(RandomBlocking, ProbabilityOneIsTheExhaustiveSearch) {
+  const auto setups = reference_setups();
+  ASSERT_FALSE(setups.empty());
+  const auto& s = setups.front();
+  const auto b = search_sampled(s, 1, 0);
+  const auto r = search_sampled(s, 1, 7);
+  EXPECT_EQ(r.stats.sampled_out, 0u);
+  EXPECT_EQ(r.stats.blockings, b.stats.blockings);
+  ASSERT_FALSE(r.tops.empty());
+  EXPECT_EQ(r.tops.front().cost, b.tops.front().cost);
+}
+
+TEST(RandomBlocking, ScoresAboutTheKeptShareAndNeverBeatsExhaustive) {
+  // On every reference layer at p = 0.1: of the blockings enumerated in the
+  // partitions R keeps, it scores each with probability 0.1, so over all
+  // layers the scored share of scored plus left out is about a tenth (the
+  // left-out count also has the few partitions dropped); its best is in
+  // B's space, never below B's.
+  std::uint64_t scored = 0, left_out = 0;
+  for (const auto& s : reference_setups()) {
+    const auto b = search_sampled(s, 1, 0);
+    const auto r = search_sampled(s, 0.1, 1);
+    EXPECT_LT(r.stats.blockings, b.stats.blockings) << s.id;
+    if (!r.tops.empty()) {
+      EXPECT_GE(r.tops.front().cost, b.tops.front().cost * (1 - 1e-12)) << s.id;
+    }
+    scored += r.stats.blockings;
+    left_out += r.stats.sampled_out;
+  }
+  ASSERT_GT(scored + left_out, 1000u);
+  const double kept = static_cast<double>(scored) / static_cast<double>(scored + left_out);
+  EXPECT_GT(kept, 0.08);
+  EXPECT_LT(kept, 0.12);
+}
+
+TEST(RandomBlocking, TheSeedDecides) {
+  const auto setups = reference_setups();
+  ASSERT_FALSE(setups.empty());
+  const auto& s = setups.front();
+  const auto a = search_sampled(s, 0.1, 3);
+  const auto again = search_sampled(s, 0.1, 3);
+  const auto other = search_sampled(s, 0.1, 4);
+  EXPECT_EQ(a.stats.blockings, again.stats.blockings);
+  EXPECT_EQ(a.stats.sampled_out, again.stats.sampled_out);
+  ASSERT_EQ(a.tops.size(), again.tops.size());
+  if (!a.tops.empty()) {
+    EXPECT_EQ(a.tops.front().cost, again.tops.front().cost);
+  }
+  EXPECT_NE(a.stats.blockings, other.stats.blockings);
+}
+
+}  // namespace

@@ -103,7 +103,9 @@ TEST(NnDataflowSearcher, RefusesMapspaceRulesItsSchemesCannotHonour) {
 TEST(NnDataflowSearcher, RefusesParametersNnDataflowRefuses) {
   for (const Params& bad : {Params{{"ifmaps_partition", "true"}}, Params{{"ntops", "0"}},
                             Params{{"gbuf_sharing", "maybe"}}, Params{{"gbuf_bypass", "x"}},
-                            Params{{"loop_blocking", "greedy"}}}) {
+                            Params{{"loop_blocking", "greedy"}}, Params{{"keep_probability", "0"}},
+                            Params{{"keep_probability", "1.5"}},
+                            Params{{"keep_probability", "0.5"}, {"loop_blocking", "kapla"}}}) {
     EXPECT_THROW(registry().make_searcher("nn_dataflow", bad), InputError) << bad.begin()->first;
   }
 }
@@ -138,7 +140,8 @@ TEST(NnDataflowSearcher, KaplaLoopBlockingReturnsTheCostDescendingSearchsBest) {
   kapla["loop_blocking"] = "kapla";
   const JobResult r = run(j, kapla, "tensor_centric", kNnDataflowShared);
   ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
-  EXPECT_NE(r.stop_reason.find("gbuf_sharing=on loop_blocking=kapla;"), std::string::npos)
+  EXPECT_NE(r.stop_reason.find("gbuf_sharing=on loop_blocking=kapla keep_probability=1;"),
+            std::string::npos)
       << r.stop_reason;
   ndf::Problem pr;
   ASSERT_FALSE(ndf::make_problem(j.op(), j.arch, "", "", "on", pr));
@@ -151,6 +154,23 @@ TEST(NnDataflowSearcher, KaplaLoopBlockingReturnsTheCostDescendingSearchsBest) {
   const JobResult b = run(j, kHybrid, "tensor_centric", kNnDataflowShared);
   ASSERT_EQ(b.status, JobStatus::kOk) << b.error;
   EXPECT_GE(r.best.energy_pj, b.best.energy_pj);
+}
+
+TEST(NnDataflowSearcher, KeepProbabilitySamplesTheExhaustiveSearch) {
+  // KAPLA's R through the plugin: the job's seed picks what is kept, the
+  // stop reason says how much was left out, and the best is in B's space.
+  const Job j = job("sm4_ex_conv_64_64_e56_r3_b1");
+  Params sampled = kHybrid;
+  sampled["keep_probability"] = "0.1";
+  const JobResult r = run(j, sampled, "tensor_centric", kNnDataflowShared);
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  EXPECT_NE(r.stop_reason.find("keep_probability=0.1;"), std::string::npos) << r.stop_reason;
+  EXPECT_NE(r.stop_reason.find("partitions and blockings left out by sampling"), std::string::npos)
+      << r.stop_reason;
+  const JobResult b = run(j, kHybrid, "tensor_centric", kNnDataflowShared);
+  ASSERT_EQ(b.status, JobStatus::kOk) << b.error;
+  EXPECT_GE(r.best.energy_pj, b.best.energy_pj);
+  EXPECT_EQ(b.stop_reason.find("left out by sampling"), std::string::npos) << b.stop_reason;
 }
 
 TEST(NnDataflowSearcher, SaysWhenNoSchemeHasACanonicalMapping) {

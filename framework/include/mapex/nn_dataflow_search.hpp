@@ -63,6 +63,13 @@ struct SearchOptions {
   /// Stop after this much wall time (0: no limit); checked every few
   /// thousand blockings.
   double max_seconds = 0;
+  /// KAPLA §V's random search R (after Timeloop's): below 1, each partition
+  /// and each loop blocking of the exhaustive enumeration is kept with this
+  /// probability and the rest are never scored. Which ones is a hash of
+  /// `seed` and their place in the enumeration, so a seed gives the same
+  /// result on every run. Exhaustive blocking only.
+  double keep_probability = 1;
+  std::uint64_t seed = 0;
 };
 
 /// The partitions nn_dataflow considers for a layer on `nodes`, in its
@@ -91,6 +98,7 @@ struct SearchStats {
   std::uint64_t blockings = 0;         ///< loop blockings scored
   std::uint64_t fitting = 0;           ///< of them, the ones that fit the buffers
   std::uint64_t rotation_refused = 0;  ///< fit only with GBUF rotation, which the model refuses
+  std::uint64_t sampled_out = 0;       ///< partitions and blockings `keep_probability` left out
 };
 
 struct SearchOutput {

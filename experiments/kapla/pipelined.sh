@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# KAPLA's K against an exhaustive B on whole networks with inter-layer
+# pipelining, both in nn_dataflow's space and model (KAPLA §V-VI, Fig. 9,
+# Table IV's B and K columns, Table V), each run written to an HDF5 result
+# file (`mapex schedule -o`), then docs/results/kapla_pipelined.md
+# (scripts/kapla_pipelined_report.py):
+#   K  kapla's inter-layer solver (§IV-B: estimates, Pareto pruning, top-k_S
+#      chains) with KAPLA's loop-blocking descent (§IV-C) in nn_dataflow's
+#      per-layer space (`--intra-searcher nn_dataflow`, loop_blocking=kapla);
+#   B  exhaustive at both levels: every valid allocation of every segment
+#      (`--inter-layer exhaustive`, exact optimum chain) and nn_dataflow's
+#      exhaustive loop blocking (loop_blocking=exhaustive);
+#   R  KAPLA §V's random search (after Timeloop's): B's enumeration with
+#      each candidate kept with probability 0.1 at each level (allocations
+#      of multi-layer segments, partitions, loop blockings; segment slicing
+#      is not sampled), the least §V finds valid schemes with.
+# Both are scored by tensor_centric model=nn_dataflow, as KAPLA scores every
+# scheme with nn_dataflow's simulator (§V), with KAPLA's training options
+# (hybrid, batch and input-channel partitions). CPU time (user + system of
+# the process) is the median of RUNS runs (default 3); a solver whose first
+# run takes more than LONG CPU seconds (default 30) is run once.
+# Environment: NETWORKS, RUNS, LONG, THREADS, MAX_SEGMENT (segments of at
+# most this many layers, default 4), TABLE5 (1: GoogLeNet on Table V's
+# chips), SEGMENT_SWEEP (networks also run with segments of up to 5 layers).
+# --reuse keeps result files already written.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+mapex="${MAPEX:-$root/build/bin/mapex}"
+out="${OUT:-$root/results/kapla_pipelined}"
+# mobilenetv2 (depthwise convolutions) and kapla_lstm (element-wise loop
+# nests) have layers nn_dataflow's model does not take; AlexNet is run as
+# nn_dataflow lists it (towers instead of channel groups).
+networks="${NETWORKS:-alexnet_towers vgg16 googlenet resnet50 kapla_mlp}"
+runs="${RUNS:-3}"
+long="${LONG:-30}"
+threads="${THREADS:-2}"
+max_segment="${MAX_SEGMENT:-4}"
+table5="${TABLE5:-1}"
+segment_sweep="${SEGMENT_SWEEP:-kapla_mlp vgg16}"
+reuse=0
+[[ "${1:-}" == "--reuse" ]] && reuse=1
+[[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
+mkdir -p "$out/workloads" "$out/archs" "$root/docs/results"
+
+# workload NAME BATCH: a copy of the network with the batch set (inference).
+workload() {
+  local name="$1" batch="$2" src="$root/experiments/workloads/$1.yaml" file
+  [[ -f "$src" ]] || src="$root/experiments/kapla/workloads/$name.yaml"
+  file="$out/workloads/${name}_b${batch}.yaml"
+  sed -e '/^batch: /d' -e '/^training: /d' "$src" |
+    sed "s/^network: .*/&\nbatch: $batch\ntraining: false/" >"$file"
+  echo "$file"
+}
+
+solver_args() {
+  case "$1" in
+    K) echo "--intra-param loop_blocking=kapla" ;;
+    B) echo "--inter-layer exhaustive --intra-param loop_blocking=exhaustive" ;;
+    R) echo "--inter-layer exhaustive --allocation-probability 0.1 \
+--intra-param loop_blocking=exhaustive --intra-param keep_probability=0.1" ;;
+    *) echo "unknown solver '$1' (K B R)" >&2; exit 2 ;;
+  esac
+}
+
+# run TAG WORKLOAD ARCH SOLVER SEGMENT: RUNS runs (one when long), the
+# CPU and wall seconds of each in TAG_SOLVER.time, the last run's file kept.
+run() {
+  local tag="$1" wl="$2" arch="$3" solver="$4" seg="$5" h5="$out/$1_$4.h5" r
+  [[ $reuse == 1 && -s "$h5" ]] && return 0
+  echo "$tag $solver" >&2
+  : >"$out/${tag}_$solver.time"
+  for ((r = 0; r < runs; ++r)); do
+    rm -f "$h5"
+    # Exit 1 (no valid schedule) is a result: the file records why.
+    # shellcheck disable=SC2046
+    /usr/bin/time -a -o "$out/${tag}_$solver.time" -f "%U %S %e" \
+      "$mapex" schedule --workload "$wl" --arch "$arch" -j "$threads" \
+      --costmodel tensor_centric --costmodel-param model=nn_dataflow \
+      --intra-searcher nn_dataflow --intra-param hybrid_partition=true \
+      --intra-param batch_partition=true --intra-param ifmaps_partition=true \
+      --max-segment-layers "$seg" $(solver_args "$solver") \
+      -o "$h5" >"$out/${tag}_$solver.txt" || [[ $? == 1 ]]
+    if awk -v l="$long" 'END { exit !($1 + $2 > l) }' "$out/${tag}_$solver.time"; then break; fi
+  done
+}
+
+arch="$root/experiments/architectures/kapla_multinode.yaml"
+for net in $networks; do
+  wl="$(workload "$net" 64)"
+  for solver in K B R; do run "inference_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
+done
+
+# Segments of up to 5 layers, the pipelining degree KAPLA's inference options
+# give nn_dataflow (--layer-pipeline-max-degree 5; the paper does not state
+# it): how the speed-up and the overhead move with the size of B's
+# inter-layer space.
+for net in $segment_sweep; do
+  wl="$(workload "$net" 64)"
+  for solver in K B; do run "seg5_${net}" "$wl" "$arch" "$solver" 5; done
+done
+
+# Table V: GoogLeNet inference on the multi-node chip with the node array,
+# PE array, REGF and batch of each of its rows.
+if [[ "$table5" == 1 ]]; then
+  while read -r batch nodes pes regf; do
+    a="$out/archs/kapla_n${nodes}_p${pes}_r${regf}.yaml"
+    sed -e "s/^name: .*/name: kapla_n${nodes}x${nodes}_p${pes}x${pes}_r${regf}/" \
+        -e "0,/size_bytes: 64/s//size_bytes: $regf/" \
+        -e "s/shape: \[8, 8\]/shape: [$pes, $pes]/;t" \
+        -e "s/shape: \[16, 16\]/shape: [$nodes, $nodes]/" "$arch" >"$a"
+    wl="$(workload googlenet "$batch")"
+    for solver in K B; do
+      run "table5_b${batch}_n${nodes}_p${pes}_r${regf}" "$wl" "$a" "$solver" "$max_segment"
+    done
+  done <<'ROWS'
+64 4 8 32
+64 4 8 64
+64 4 8 128
+8 4 16 32
+1 16 8 64
+ROWS
+fi
+
+exec /usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" \
+  -o "$root/docs/results/kapla_pipelined.md"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Schedules a small chain with the three solvers of
+# experiments/kapla/pipelined.sh (K, B, R in nn_dataflow's space), each to
+# an HDF5 file with its CPU time beside it, and builds the page from them:
+# the page must carry the chain's row with the three energies and the
+# paper's figures, B must be no worse than K or R (it searches both their
+# spaces), and a file that is not a schedule is refused.
+set -euo pipefail
+mapex="$1" data="$2" work="$3" report="$4"
+rm -rf "$work" && mkdir -p "$work/runs"
+base=(schedule --workload "$data/kapla_tiny_chain.yaml" --arch "$data/kapla_chip4.yaml"
+  --costmodel tensor_centric --costmodel-param model=nn_dataflow --intra-searcher nn_dataflow
+  --intra-param hybrid_partition=true --intra-param batch_partition=true)
+run() {
+  /usr/bin/time -o "$work/runs/inference_kapla_mlp_$1.time" -f "%U %S %e" \
+    "$mapex" "${base[@]}" "${@:2}" -o "$work/runs/inference_kapla_mlp_$1.h5" >/dev/null
+}
+run K --intra-param loop_blocking=kapla
+run B --inter-layer exhaustive --intra-param loop_blocking=exhaustive
+run R --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8
+/usr/bin/python3 "$report" "$work/runs" -o "$work/kapla_pipelined.md" >/dev/null
+page=$(cat "$work/kapla_pipelined.md")
+for needle in "## Fig. 9 and Table IV: inference, multi-node chip, batch 64" "| kapla_mlp | " \
+    "(paper: 7.7%)" "(paper: 174x for inference" "(paper: 59% for inference)" \
+    "experiments/kapla/pipelined.sh"; do
+  grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
+done
+/usr/bin/python3 - "$work/runs" <<'PY'
+import sys, h5py
+e = {s: float(h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_{s}.h5", "r").attrs["energy_pj"])
+     for s in "KBR"}
+assert e["B"] <= e["K"] * (1 + 1e-12) and e["B"] <= e["R"] * (1 + 1e-12), e
+PY
+mkdir -p "$work/bad" && cp "$work/runs/inference_kapla_mlp_K".{h5,time} "$work/bad/"
+/usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); f.attrs['kind']='run'" \
+  "$work/bad/inference_kapla_mlp_K.h5"
+if err=$(/usr/bin/python3 "$report" "$work/bad" -o "$work/bad.md" 2>&1); then
+  echo "a non-schedule file was accepted"; exit 1
+fi
+grep -qF "inference_kapla_mlp_K.h5: not a schedule result file" <<<"$err" ||
+  { echo "unexpected error: $err"; exit 1; }
+echo "report built from $work/runs"
