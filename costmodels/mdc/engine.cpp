@@ -535,14 +535,16 @@ struct Case {
 
 // ---- recursion over cluster levels, with a cache of sub-level results ------
 
+// No default member values: a cache of them stays trivially constructible
+// (see CacheEntry); `level` fills every field.
 struct SubResult {
-  std::int64_t runtime = 0;
-  long double avg_active = 0;
+  std::int64_t runtime;
+  long double avg_active;
   // Words that reach (input, filter) or leave (output) the level's PEs one
   // by one, per word the level receives or sends as a whole: 1 with
   // multicast and reduction, the number of PEs sharing a word without them.
   // Computed only when a switch is off (Plan::hw).
-  double unshared[kNumTensors] = {1, 1, 1};
+  double unshared[kNumTensors];
 };
 
 // An inline compare: the cache is probed once per iteration case, and a
@@ -553,15 +555,109 @@ bool same_dims(const std::int64_t* a, const std::int64_t* b) {
   return same;
 }
 
+// Entries are written before they are read (cache_used counts them), so
+// the cache is left uninitialised: zeroing its 9 KB cost more per layer
+// than the whole analysis of a one-level dataflow.
 struct CacheEntry {
-  int level = -1;
+  int level;
   std::int64_t dims[kNumDims];
   SubResult r;
 };
 
 constexpr int kCacheSize = 64;
 
-struct Top {
+// The iteration cases of one level in MAESTRO's enumeration order (§IV-B):
+// case 0 is all-Init; after it, the mixed-radix digits of n-1 shifted by one
+// (last directive fastest). The digits are counted up rather than divided
+// out of n (two integer divisions per directive and case were a tenth of
+// the analysis).
+class CaseOrder {
+ public:
+  CaseOrder(const Plan& P, const Level& L, const std::int64_t* dims) : num_(L.num_dirs) {
+    for (int i = 0; i < num_; ++i) {
+      const std::int64_t dim = dims[L.dirs[i].dim];
+      lists_[i] =
+          P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, L.dirs[i], dim);
+      total_ *= lists_[i].n;
+      raw_[i] = 0;
+    }
+  }
+  std::int64_t size() const { return total_; }
+
+  /// Points `c` at the next case (the first call gives case 0) and returns
+  /// how often that case occurs.
+  std::int64_t next(Case& c) {
+    int digit[kMaxDirectives];
+    if (n_ == 0) {
+      for (int i = 0; i < num_; ++i) digit[i] = 0;
+    } else {
+      if (n_ > 1)
+        for (int i = num_ - 1; i >= 0; --i) {
+          if (++raw_[i] < lists_[i].n) break;
+          raw_[i] = 0;
+        }
+      for (int i = 0; i < num_; ++i) digit[i] = raw_[i] + 1 == lists_[i].n ? 0 : raw_[i] + 1;
+    }
+    ++n_;
+    std::int64_t occ = 1;
+    for (int i = 0; i < num_; ++i) {
+      c.st[i] = &lists_[i].s[digit[i]];
+      occ *= c.st[i]->occ;
+    }
+    return occ;
+  }
+
+ private:
+  StateList lists_[kMaxDirectives];
+  int num_;
+  std::int64_t total_ = 1;
+  std::int64_t n_ = 0;
+  int raw_[kMaxDirectives];  // the mixed-radix digits of n-1, counted up
+};
+
+// What one iteration case moves and costs at its level (§IV-A, §IV-B).
+struct CaseFlow {
+  std::int64_t occ = 1;
+  std::int64_t psums_all = 0;      // MACs over all busy sub-units
+  std::int64_t egress = 0;         // output words leaving the sub-units
+  std::int64_t in_of[2] = {0, 0};  // words of each input tensor entering them
+  // Words on the network: the same as egress and in_of with multicast and
+  // reduction; without them each busy PE's own copies and partial sums
+  // (fractional where the sub-levels' ratios enter).
+  long double in_words[2] = {0, 0}, out_words = 0;
+  std::int64_t noc_in = 0, noc_out = 0;
+  std::int64_t compute = 0;  // the sub-level's runtime, or the PE's MAC steps
+  std::int64_t in_delay = 0, out_delay = 0;
+};
+
+// The busy sub-units' share of one case: the slowest one's runtime, the PEs
+// they keep busy, and their unshared ratios (SubResult::unshared) averaged
+// over them.
+struct SubWork {
+  std::int64_t runtime = 0;
+  long double active = 0;
+  long double unshared[kNumTensors] = {1, 1, 1};
+};
+
+// A sub-level keeps no accounts: the level above counts its traffic.
+struct NoAccounts {
+  void first_case(const Plan&, const std::int64_t*, const CaseFlow&) {}
+  bool is_first() const { return false; }
+  void outputs(const CaseFlow&) {}
+  void skipped() {}
+  void inputs(const CaseFlow&) {}
+  void unshared(const Plan&, const CaseFlow&) {}
+  std::int64_t overlap_offchip(const Plan&, std::int64_t outstanding, std::int64_t) {
+    return outstanding;
+  }
+  void counted(const CaseFlow&, std::int64_t) {}
+  void finish(const Plan&, std::int64_t) {}
+};
+
+// The top level's accounts: L2 and L1 traffic, L2 sizes, off-chip and NoC
+// bandwidth and the average delays MAESTRO reports (refdata README,
+// "Output CSV").
+struct TopAccounts {
   std::int64_t l2_rd[3] = {0, 0, 0}, l2_wr[3] = {0, 0, 0};
   std::int64_t l1_rd[3] = {0, 0, 0}, l1_wr[3] = {0, 0, 0};
   std::int64_t l2_size[3] = {0, 0, 0};
@@ -570,13 +666,106 @@ struct Top {
   long double avg_bw = 0;
   std::int64_t offchip = 0;
   long double ingress_avg = 0, egress_avg = 0, compute_avg = 0;
-  std::int64_t skipped = 0;
+  std::int64_t num_skipped = 0;
+  std::int64_t num_counted = 0;
   // L2 traffic a network without multicast or reduction adds to MAESTRO's
   // counts (fractional where sub-levels' ratios enter).
   long double extra_l2_rd[3] = {0, 0, 0}, extra_l2_wr[3] = {0, 0, 0};
+
+  // L2 holds the first counted case's tiles, double-buffered; each tensor
+  // is written into L2 (inputs) or read out of it (output) once whole.
+  bool is_first() const { return num_counted == 0; }
+  void first_case(const Plan& P, const std::int64_t* dims, const CaseFlow& f) {
+    for (int t = 0; t < 2; ++t) {
+      std::int64_t size = 1;
+      for (int k = 0; k < P.num_coupled[t]; ++k) size *= dims[P.coupled[t][k]];
+      l2_size[t] += 2 * f.in_of[t];
+      l2_wr[t] = size;
+    }
+    std::int64_t out_size = 1;
+    for (int k = 0; k < P.num_coupled[2]; ++k) {
+      const int x = P.coupled[2][k];
+      // MAESTRO sizes the output as Y - R + 1 rows whatever the stride;
+      // its true size is (Y - R) / stride + 1 (§III-B).
+      const int s = P.conv ? sliding_of(x) : -1;
+      if (s < 0)
+        out_size *= dims[x];
+      else if (P.maestro_compat)
+        out_size *= dims[x] - dims[s] + 1;
+      else
+        out_size *= outputs_of(dims[x], dims[s], P.stride[x]);
+    }
+    l2_size[2] = 2 * f.egress;
+    l2_rd[2] = out_size;
+  }
+  // Every case, with work or not: its outputs go to L2, its partial sums
+  // are read and written in L1.
+  void outputs(const CaseFlow& f) {
+    l2_wr[2] += f.occ * f.egress;
+    l1_wr[2] += f.occ * f.psums_all;
+    l1_rd[2] += f.occ * f.psums_all;
+  }
+  void skipped() { ++num_skipped; }
+  void inputs(const CaseFlow& f) {
+    for (int t = 0; t < 2; ++t) {
+      l2_rd[t] += f.occ * f.in_of[t];
+      l1_wr[t] += f.occ * f.in_of[t];  // every word read from L2 lands in an L1
+      l1_rd[t] += f.occ * f.psums_all;
+    }
+  }
+  // Without multicast L2 serves each copy with a read; without reduction
+  // it accumulates each extra partial sum with a read-modify-write.
+  void unshared(const Plan& P, const CaseFlow& f) {
+    const auto occ = static_cast<long double>(f.occ);
+    for (int t = 0; t < 2; ++t)
+      extra_l2_rd[t] += occ * (f.in_words[t] - static_cast<long double>(f.in_of[t]));
+    if (!P.hw.reduction) {
+      const long double extra = occ * (f.out_words - static_cast<long double>(f.egress));
+      extra_l2_wr[2] += extra;
+      extra_l2_rd[2] += extra;
+    }
+  }
+  // Off-chip traffic refills the (double-buffered) L2 tiles; the case lasts
+  // at least as long as its refill.
+  std::int64_t overlap_offchip(const Plan& P, std::int64_t outstanding, std::int64_t compute_nz) {
+    const std::int64_t in_off = (l2_size[0] + l2_size[1]) / P.hw.offchip_bw / 2;
+    const std::int64_t out_off = l2_size[2] / P.hw.offchip_bw / 2;
+    const std::int64_t req =
+        std::max(l2_size[2] / compute_nz, (l2_size[0] + l2_size[1]) / compute_nz);
+    if (P.maestro_compat) {
+      // MAESTRO halves its running maximum once per case, so the result
+      // depends on the order of the cases.
+      offchip = std::max(offchip, req) / 2;
+    } else {
+      // The refill rate needed by the busiest case, halved once (finish)
+      // because the double-buffered L2 tile refills over two compute steps.
+      offchip = std::max(offchip, req);
+    }
+    return std::max(in_off, std::max(outstanding, out_off));
+  }
+  void counted(const CaseFlow& f, std::int64_t compute_nz) {
+    macs += f.occ * f.psums_all;
+    const std::int64_t traffic = std::max(f.noc_in, f.noc_out);
+    peak_bw = std::max(peak_bw, traffic / compute_nz);
+    avg_bw += static_cast<long double>(f.occ * traffic / compute_nz);
+    ingress_avg += static_cast<long double>(f.occ * f.in_delay);
+    egress_avg += static_cast<long double>(f.occ * f.out_delay);
+    compute_avg += static_cast<long double>(f.occ * compute_nz);
+    ++num_counted;
+  }
+  void finish(const Plan& P, std::int64_t occurrences) {
+    if (occurrences <= 0) return;
+    const auto n = static_cast<long double>(occurrences);
+    avg_bw /= n;
+    if (!P.maestro_compat) offchip /= 2;
+    ingress_avg /= n;
+    egress_avg /= n;
+    compute_avg /= n;
+  }
 };
 
 struct Analyser {
+  explicit Analyser(const Plan& plan) : P(plan) {}
   const Plan& P;
   CacheEntry cache[kCacheSize];
   int cache_used = 0;
@@ -585,11 +774,13 @@ struct Analyser {
     const std::int64_t sends = ceil_div(words, P.hw.noc_bw);
     return P.hw.noc_latency + sends - 1;
   }
+  bool shared_net() const { return P.hw.multicast && P.hw.reduction; }
 
   SubResult sub_level(int li, const std::int64_t* dims) {
     for (int c = 0; c < cache_used; ++c)
       if (cache[c].level == li && same_dims(cache[c].dims, dims)) return cache[c].r;
-    const SubResult r = level(li, dims, nullptr);
+    NoAccounts none;
+    const SubResult r = level(li, dims, none);
     if (cache_used < kCacheSize) {
       cache[cache_used].level = li;
       std::memcpy(cache[cache_used].dims, dims, sizeof(std::int64_t) * kNumDims);
@@ -621,253 +812,164 @@ struct Analyser {
     }
   }
 
-  SubResult level(int li, const std::int64_t* dims, Top* top) {
-    const Level* lp = &P.levels[li];
-    // A sub-level reached from an edge tile of the level above works on
-    // smaller dimensions than it was compiled for; its edge tiles and busy
-    // units follow those dimensions (MAESTRO keeps the compiled ones).
-    // (std::optional: the copy lives on the stack and is made only when needed.)
-    std::optional<Level> resized;
-    if (!P.maestro_compat) {
-      bool same = true;
-      for (int i = 0; i < lp->num_dirs; ++i)
-        same = same && lp->dims[lp->dirs[i].dim] == dims[lp->dirs[i].dim];
-      if (!same) {
-        resized.emplace(*lp);
-        for (int i = 0; i < resized->num_dirs; ++i)
-          resized->dims[resized->dirs[i].dim] = dims[resized->dirs[i].dim];
-        true_tile_sizes(*resized, P.conv);
-        lp = &*resized;
+  // A sub-level reached from an edge tile of the level above works on
+  // smaller dimensions than it was compiled for; in the true space its edge
+  // tiles and busy units follow those dimensions (MAESTRO keeps the
+  // compiled ones). The copy lives in `resized` and is made only when needed.
+  const Level& level_for(int li, const std::int64_t* dims, std::optional<Level>& resized) const {
+    const Level& compiled = P.levels[li];
+    if (P.maestro_compat) return compiled;
+    bool same = true;
+    for (int i = 0; i < compiled.num_dirs; ++i)
+      same = same && compiled.dims[compiled.dirs[i].dim] == dims[compiled.dirs[i].dim];
+    if (same) return compiled;
+    resized.emplace(compiled);
+    for (int i = 0; i < resized->num_dirs; ++i)
+      resized->dims[resized->dirs[i].dim] = dims[resized->dirs[i].dim];
+    true_tile_sizes(*resized, P.conv);
+    return *resized;
+  }
+
+  // The sub-level's work in case `c` of level `li` (§IV-B, recursively).
+  // At a spatial edge whose last busy unit has a partial tile, that unit
+  // and the full ones see different dimensions: both are analysed and the
+  // slower one sets the pace.
+  SubWork sub_work(const Case& c, int li, const State& spatial) {
+    const Level& L = c.L;
+    const bool share = shared_net();
+    SubWork w;
+    std::int64_t sd[kNumDims];
+    auto take_unshared = [&](const SubResult& r) {
+      if (!share) std::copy(r.unshared, r.unshared + kNumTensors, w.unshared);
+    };
+    if (spatial.is_edge() && spatial.edge_pe) {
+      sub_dims(c, true, sd);
+      const SubResult partial = sub_level(li + 1, sd);
+      w.runtime = std::max<std::int64_t>(0, partial.runtime);
+      w.active = partial.avg_active;
+      take_unshared(partial);
+      const std::int64_t full_units = L.num_edge_sub - 1;
+      if (full_units > 0) {
+        sub_dims(c, false, sd);
+        const SubResult full = sub_level(li + 1, sd);
+        w.runtime = std::max(w.runtime, full.runtime);
+        w.active += full.avg_active * static_cast<long double>(full_units);
+        const auto busy = static_cast<long double>(L.num_edge_sub);
+        for (int t = 0; t < kNumTensors && !share; ++t)
+          w.unshared[t] = (partial.unshared[t] + full.unshared[t] * (busy - 1)) / busy;
       }
+      return w;
     }
-    const Level& L = *lp;
+    sub_dims(c, false, sd);
+    const SubResult r = sub_level(li + 1, sd);
+    w.runtime = r.runtime;
+    w.active =
+        r.avg_active * static_cast<long double>(spatial.is_edge() ? L.num_edge_sub : L.num_sub);
+    take_unshared(r);
+    return w;
+  }
+
+  // Words on the network in case `c` (MAESTRO Table 1). Without multicast
+  // every busy PE below this level receives its own copy of each input
+  // word; without reduction every PE's partial sums leave it separately.
+  // The words landing in the L1s and the partial sums the PEs produce are
+  // the same either way.
+  void network_words(const Case& c, const long double* sub_unshared, CaseFlow& f) const {
+    f.noc_in = f.in_of[0] + f.in_of[1];
+    f.noc_out = f.egress;
+    for (int t = 0; t < 2; ++t) f.in_words[t] = static_cast<long double>(f.in_of[t]);
+    f.out_words = static_cast<long double>(f.egress);
+    if (shared_net()) return;
+    if (!P.hw.multicast) {
+      long double in_words = 0;
+      for (int t = 0; t < 2; ++t) {
+        f.in_words[t] = static_cast<long double>(c.ingress_unshared(t)) * sub_unshared[t];
+        in_words += f.in_words[t];
+      }
+      f.noc_in = std::llround(in_words);
+    }
+    if (!P.hw.reduction) {
+      f.out_words = static_cast<long double>(c.egress_unshared()) * sub_unshared[2];
+      f.noc_out = std::llround(f.out_words);
+    }
+  }
+
+  // Level `li` on dimensions `dims`: its cases, each weighted by its
+  // occurrences, give the runtime (double buffering hides communication
+  // behind computation except in the first step, which must fill the
+  // buffers, §IV-B) and the average busy PEs; `accounts` adds the top
+  // level's traffic and sizes.
+  template <class Accounts>
+  SubResult level(int li, const std::int64_t* dims, Accounts& accounts) {
+    std::optional<Level> resized;
+    const Level& L = level_for(li, dims, resized);
     const bool innermost = li == P.num_levels - 1;
-    StateList lists[kMaxDirectives];
-    std::int64_t total_cases = 1;
-    for (int i = 0; i < L.num_dirs; ++i) {
-      const std::int64_t dim = dims[L.dirs[i].dim];
-      lists[i] =
-          P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, L.dirs[i], dim);
-      total_cases *= lists[i].n;
-    }
     int first_spatial = -1;
     for (int i = 0; i < L.num_dirs && first_spatial < 0; ++i)
       if (L.dirs[i].spatial) first_spatial = i;
+    const bool share = shared_net();
 
+    CaseOrder order(P, L, dims);
     Case c{P, L, {}};
     std::int64_t runtime = 0, occurrences = 0;
     long double active_sum = 0;
-    // Without multicast or reduction (MAESTRO Table 1), the words each PE
-    // receives or sends on its own, summed over the cases, against the words
-    // the level receives or sends as a whole: the sub-level ratio the level
-    // above scales its own traffic by (SubResult::unshared).
-    const bool shared_net = P.hw.multicast && P.hw.reduction;
+    // Without multicast or reduction, the words each PE receives or sends
+    // on its own, summed over the cases, against the words the level
+    // receives or sends as a whole: the ratio the level above scales its
+    // own traffic by (SubResult::unshared).
     long double words_whole[kNumTensors] = {0, 0, 0}, words_unshared[kNumTensors] = {0, 0, 0};
-    int digit[kMaxDirectives];
-    int raw[kMaxDirectives];  // the mixed-radix digits of n-1, counted up
-    for (int i = 0; i < L.num_dirs; ++i) raw[i] = 0;
-    int case_id = 0;
-    for (std::int64_t n = 0; n < total_cases; ++n) {
-      // MAESTRO's enumeration order: case 0 is all-Init; after it, the
-      // mixed-radix digits of n-1 shifted by one (last directive fastest).
-      // The digits are counted up rather than divided out of n (two integer
-      // divisions per directive and case were a tenth of the analysis).
-      if (n == 0) {
-        for (int i = 0; i < L.num_dirs; ++i) digit[i] = 0;
-      } else {
-        if (n > 1)
-          for (int i = L.num_dirs - 1; i >= 0; --i) {
-            if (++raw[i] < lists[i].n) break;
-            raw[i] = 0;
-          }
-        for (int i = 0; i < L.num_dirs; ++i) digit[i] = raw[i] + 1 == lists[i].n ? 0 : raw[i] + 1;
-      }
-      std::int64_t occ = 1;
-      for (int i = 0; i < L.num_dirs; ++i) {
-        c.st[i] = &lists[i].s[digit[i]];
-        occ *= c.st[i]->occ;
-      }
-
-      const std::int64_t psums_all = c.all_psums();
-      const std::int64_t egress = c.egress();
+    for (std::int64_t n = 0; n < order.size(); ++n) {
+      CaseFlow f;
+      f.occ = order.next(c);
+      f.psums_all = c.all_psums();
+      f.egress = c.egress();
+      for (int t = 0; t < 2; ++t) f.in_of[t] = c.ingress(t);
       const std::int64_t psums_critical = c.critical_psums();
-      if (top && case_id == 0) {
-        for (int t = 0; t < 2; ++t) {
-          std::int64_t size = 1;
-          for (int k = 0; k < P.num_coupled[t]; ++k) size *= dims[P.coupled[t][k]];
-          top->l2_size[t] += 2 * c.ingress(t);
-          top->l2_wr[t] = size;
-        }
-        std::int64_t out_size = 1;
-        for (int k = 0; k < P.num_coupled[2]; ++k) {
-          const int x = P.coupled[2][k];
-          // The output tensor is read out of L2 once. MAESTRO sizes it as
-          // Y - R + 1 rows whatever the stride; its true size is
-          // (Y - R) / stride + 1 (§III-B).
-          const int s = P.conv ? sliding_of(x) : -1;
-          if (s < 0)
-            out_size *= dims[x];
-          else if (P.maestro_compat)
-            out_size *= dims[x] - dims[s] + 1;
-          else
-            out_size *= outputs_of(dims[x], dims[s], P.stride[x]);
-        }
-        top->l2_size[2] = 2 * egress;
-        top->l2_rd[2] = out_size;
-      }
-      if (top) {
-        top->l2_wr[2] += occ * egress;
-        top->l1_wr[2] += occ * psums_all;
-        top->l1_rd[2] += occ * psums_all;
-      }
+      if (accounts.is_first()) accounts.first_case(P, dims, f);
+      accounts.outputs(f);
       if (psums_critical <= 0) {
         // No work in this case: a tile larger than its dimension.
-        if (top) ++top->skipped;
+        accounts.skipped();
         continue;
       }
-      std::int64_t ingress = 0;
-      std::int64_t in_of[2] = {0, 0};
-      for (int t = 0; t < 2; ++t) {
-        const std::int64_t in = c.ingress(t);
-        in_of[t] = in;
-        ingress += in;
-        if (top) {
-          top->l2_rd[t] += occ * in;
-          top->l1_wr[t] += occ * in;  // every word read from L2 lands in an L1
-          top->l1_rd[t] += occ * psums_all;
-        }
-      }
+      accounts.inputs(f);
 
-      const State& sp = *c.st[first_spatial];
-      const std::int64_t active = sp.is_edge() ? L.num_edge_sub : L.num_sub;
-      std::int64_t compute = 0;
-      long double sub_active = 0;
-      // The sub-units' unshared ratios, averaged over the busy ones.
-      long double sub_unshared[kNumTensors] = {1, 1, 1};
-      if (!innermost) {
-        std::int64_t sd[kNumDims];
-        if (sp.is_edge()) {
-          if (sp.edge_pe) {
-            sub_dims(c, true, sd);
-            const SubResult a = sub_level(li + 1, sd);
-            compute = std::max(compute, a.runtime);
-            sub_active += a.avg_active;
-            if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
-            if (L.num_edge_sub - 1 > 0) {
-              sub_dims(c, false, sd);
-              const SubResult b = sub_level(li + 1, sd);
-              compute = std::max(compute, b.runtime);
-              sub_active += b.avg_active * static_cast<long double>(L.num_edge_sub - 1);
-              const auto busy = static_cast<long double>(L.num_edge_sub);
-              for (int t = 0; t < kNumTensors && !shared_net; ++t)
-                sub_unshared[t] = (a.unshared[t] + b.unshared[t] * (busy - 1)) / busy;
-            }
-          } else {
-            sub_dims(c, false, sd);
-            const SubResult a = sub_level(li + 1, sd);
-            compute = a.runtime;
-            sub_active += a.avg_active * static_cast<long double>(L.num_edge_sub);
-            if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
-          }
-        } else {
-          sub_dims(c, false, sd);
-          const SubResult a = sub_level(li + 1, sd);
-          compute = a.runtime;
-          sub_active += a.avg_active * static_cast<long double>(L.num_sub);
-          if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
-        }
-      } else {
-        compute = ceil_div(psums_critical, P.hw.simd_lanes);
-      }
-
-      // Words on the network. Without multicast every busy PE below this
-      // level receives its own copy of each input word; without reduction
-      // every PE's partial sums leave it separately (MAESTRO Table 1). L2
-      // serves each copy with a read and accumulates each extra partial sum
-      // with a read-modify-write; the words landing in the L1s and the
-      // partial sums the PEs produce are the same either way.
-      std::int64_t noc_in = ingress, noc_out = egress;
-      if (!shared_net) {
-        const auto focc = static_cast<long double>(occ);
-        long double in_words = 0;
+      const State& spatial = *c.st[first_spatial];
+      const SubWork sub = innermost
+                              ? SubWork{ceil_div(psums_critical, P.hw.simd_lanes), 0, {1, 1, 1}}
+                              : sub_work(c, li, spatial);
+      f.compute = sub.runtime;
+      network_words(c, sub.unshared, f);
+      if (!share) {
+        const auto occ = static_cast<long double>(f.occ);
         for (int t = 0; t < 2; ++t) {
-          const auto whole = static_cast<long double>(in_of[t]);
-          const long double words =
-              P.hw.multicast ? whole
-                             : static_cast<long double>(c.ingress_unshared(t)) * sub_unshared[t];
-          in_words += words;
-          words_whole[t] += focc * whole;
-          words_unshared[t] += focc * words;
-          if (top) top->extra_l2_rd[t] += focc * (words - whole);  // one read per copy
+          words_whole[t] += occ * static_cast<long double>(f.in_of[t]);
+          words_unshared[t] += occ * f.in_words[t];
         }
-        if (!P.hw.multicast) noc_in = std::llround(in_words);
-        const long double out_words =
-            P.hw.reduction ? static_cast<long double>(egress)
-                           : static_cast<long double>(c.egress_unshared()) * sub_unshared[2];
-        words_whole[2] += focc * static_cast<long double>(egress);
-        words_unshared[2] += focc * out_words;
-        if (!P.hw.reduction) {
-          noc_out = std::llround(out_words);
-          if (top) {
-            const long double extra = focc * (out_words - static_cast<long double>(egress));
-            top->extra_l2_wr[2] += extra;  // every partial sum arrives on its own
-            top->extra_l2_rd[2] += extra;  // and is added to L2's running sum
-          }
-        }
+        words_whole[2] += occ * static_cast<long double>(f.egress);
+        words_unshared[2] += occ * f.out_words;
+        accounts.unshared(P, f);
       }
-      const std::int64_t in_delay = noc_delay(noc_in);
-      const std::int64_t out_delay = noc_delay(noc_out);
-      // Double buffering hides communication behind computation except in
-      // the first step, which must fill the buffers (§IV-B).
-      std::int64_t outstanding =
-          c.all_init() ? compute + in_delay : std::max(out_delay, std::max(compute, in_delay));
-      const std::int64_t compute_nz = std::max<std::int64_t>(compute, 1);
-      if (top) {
-        // Off-chip traffic refills the (double-buffered) L2 tiles.
-        const std::int64_t in_off = (top->l2_size[0] + top->l2_size[1]) / P.hw.offchip_bw / 2;
-        const std::int64_t out_off = top->l2_size[2] / P.hw.offchip_bw / 2;
-        outstanding = std::max(in_off, std::max(outstanding, out_off));
-        std::int64_t req = std::max(top->l2_size[2] / compute_nz,
-                                    (top->l2_size[0] + top->l2_size[1]) / compute_nz);
-        if (P.maestro_compat) {
-          // MAESTRO halves its running maximum once per case, so the result
-          // depends on the order of the cases.
-          top->offchip = std::max(top->offchip, req) / 2;
-        } else {
-          // The refill rate needed by the busiest case, halved once because
-          // the double-buffered L2 tile refills over two compute steps.
-          top->offchip = std::max(top->offchip, req);
-        }
-      }
-      runtime += occ * outstanding;
-      if (top) top->macs += occ * psums_all;
-      const long double units = sub_active == 0 ? static_cast<long double>(active) : sub_active;
-      active_sum += units * static_cast<long double>(occ);
-      if (top) {
-        const std::int64_t traffic = std::max(noc_in, noc_out);
-        top->peak_bw = std::max(top->peak_bw, traffic / compute_nz);
-        top->avg_bw += static_cast<long double>(occ * traffic / compute_nz);
-        top->ingress_avg += static_cast<long double>(occ * in_delay);
-        top->egress_avg += static_cast<long double>(occ * out_delay);
-        top->compute_avg += static_cast<long double>(occ * compute_nz);
-      }
-      occurrences += occ;
-      ++case_id;
+      f.in_delay = noc_delay(f.noc_in);
+      f.out_delay = noc_delay(f.noc_out);
+      std::int64_t outstanding = c.all_init()
+                                     ? f.compute + f.in_delay
+                                     : std::max(f.out_delay, std::max(f.compute, f.in_delay));
+      const std::int64_t compute_nz = std::max<std::int64_t>(f.compute, 1);
+      outstanding = accounts.overlap_offchip(P, outstanding, compute_nz);
+      runtime += f.occ * outstanding;
+      const std::int64_t busy = spatial.is_edge() ? L.num_edge_sub : L.num_sub;
+      const long double units = sub.active == 0 ? static_cast<long double>(busy) : sub.active;
+      active_sum += units * static_cast<long double>(f.occ);
+      accounts.counted(f, compute_nz);
+      occurrences += f.occ;
     }
-    SubResult r;
-    r.runtime = runtime;
+    accounts.finish(P, occurrences);
+    SubResult r{runtime, 0, {1, 1, 1}};
     r.avg_active = occurrences > 0 ? active_sum / static_cast<long double>(occurrences) : 0;
     for (int t = 0; t < kNumTensors; ++t)
       if (words_whole[t] > 0)
         r.unshared[t] = static_cast<double>(words_unshared[t] / words_whole[t]);
-    if (top && occurrences > 0) {
-      const long double n = static_cast<long double>(occurrences);
-      top->avg_bw /= n;
-      if (!P.maestro_compat) top->offchip /= 2;
-      top->ingress_avg /= n;
-      top->egress_avg /= n;
-      top->compute_avg /= n;
-    }
     return r;
   }
 };
@@ -1150,9 +1252,9 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
 }
 
 Result analyse(const Plan& p) {
-  Analyser a{p, {}, 0};
-  Top top;
-  const SubResult r = a.level(0, p.full_dims, &top);
+  Analyser a(p);
+  TopAccounts top;
+  const SubResult r = a.level(0, p.full_dims, top);
   if (top.macs <= 0 || r.runtime <= 0)
     throw InputError(
         "the directives leave no work in some iteration (a tile larger than its dimension, "
