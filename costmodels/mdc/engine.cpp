@@ -261,10 +261,44 @@ StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
 
 // ---- one iteration case of one level ------------------------------------------
 
+// The level's directives are sorted once per level by the tensors they
+// touch, so that a case visits only the directives that matter to each
+// tensor; what every case asks several times (the directive that moved, a
+// sub-unit's output and reduction tiles) is worked out once per case
+// (`begin`). Tests of every directive against every tensor were most of
+// the analysis.
 struct Case {
+  Case(const Plan& plan, const Level& level) : P(plan), L(level) {
+    for (int t = 0; t < kNumTensors; ++t) {
+      num_coupled_dirs[t] = num_spatial_coupled[t] = 0;
+      for (int i = 0; i < L.num_dirs; ++i)
+        if (coupled(t, L.dirs[i].dim)) coupled_dirs[t][num_coupled_dirs[t]++] = i;
+      // In the tensor's own order of coupled dimensions (spatial_of: the
+      // last one decides edge_pe).
+      for (int k = 0; k < P.num_coupled[t]; ++k) {
+        const int i = L.dir_of_dim[P.coupled[t][k]];
+        if (i >= 0 && L.dirs[i].spatial) spatial_coupled[t][num_spatial_coupled[t]++] = i;
+      }
+    }
+    for (int i = 0; i < L.num_dirs; ++i) {
+      if (!coupled(2, L.dirs[i].dim)) reduced_dirs[num_reduced_dirs++] = i;
+      if (L.dirs[i].spatial) spatial_dirs[num_spatial_dirs++] = i;
+    }
+    for (int k = 0; k < P.num_coupled[2]; ++k)
+      if (const int i = L.dir_of_dim[P.coupled[2][k]]; i >= 0) output_dirs[num_output_dirs++] = i;
+  }
+
   const Plan& P;
   const Level& L;
   const State* st[kMaxDirectives];
+
+  // Called once the states `st` of a new case are set.
+  void begin() {
+    changing = -1;
+    for (int i = 0; i < L.num_dirs; ++i)
+      if (st[i]->pos != kInit) changing = i;
+    memo_valid = 0;
+  }
   // In MAESTRO's iteration space a spatial edge with one busy unit gives
   // that unit the edge tile even when it is full; in the true one only the
   // partial unit (edge_pe) has the edge tile.
@@ -278,9 +312,9 @@ struct Case {
   // Tile of one sub-unit for an input tensor (no reuse).
   std::int64_t pe_mapped(int t, bool first, bool edge_pe) const {
     std::int64_t v = 1;
-    for (int i = 0; i < L.num_dirs; ++i) {
+    for (int k = 0; k < num_coupled_dirs[t]; ++k) {
+      const int i = coupled_dirs[t][k];
       const Dir& d = L.dirs[i];
-      if (!coupled(t, d.dim)) continue;
       if (!d.spatial) {
         v *= edge(i) ? L.mapped_edge[d.dim] : L.mapped[d.dim];
       } else if (edge(i)) {
@@ -301,21 +335,17 @@ struct Case {
   // a temporal map brings the unique part of the slid tile; a sub-unit
   // other than the first gets only what its neighbour does not share.
   std::int64_t pe_ingress(int t, bool first, bool edge_pe) const {
-    int changing = -1;
-    for (int i = 0; i < L.num_dirs; ++i)
-      if (st[i]->pos != kInit) changing = i;
     if (changing < 0) return pe_mapped(t, first, edge_pe);
     bool inited = false;
-    for (int i = changing + 1; i < L.num_dirs; ++i)
-      if (st[i]->pos == kInit && coupled(t, L.dirs[i].dim) && !st[i]->unrolled) {
-        inited = true;
-        break;
-      }
+    for (int k = 0; k < num_coupled_dirs[t] && !inited; ++k) {
+      const int i = coupled_dirs[t][k];
+      inited = i > changing && st[i]->pos == kInit && !st[i]->unrolled;
+    }
     std::int64_t v = 1;
     bool changes = false;
-    for (int i = 0; i < L.num_dirs; ++i) {
+    for (int k = 0; k < num_coupled_dirs[t]; ++k) {
+      const int i = coupled_dirs[t][k];
       const Dir& d = L.dirs[i];
-      if (!coupled(t, d.dim)) continue;
       const int x = d.dim;
       if (i == changing) changes = true;
       const std::int64_t m = edge_pe ? L.mapped_edge[x] : L.mapped[x];
@@ -336,45 +366,68 @@ struct Case {
 
   // Output (or partial-sum) volume of one sub-unit. With `psums`, the
   // reduction dimensions' tiles multiply in (the MACs of the sub-unit).
+  // Both factors are kept per case for the four (first, edge_pe) sub-units.
   std::int64_t pe_egress(bool psums, bool first, bool edge_pe, bool reuse_at_edge = true) const {
-    const int t = 2;
+    if (!reuse_at_edge)
+      return (psums ? reduction_tile(first, edge_pe) : 1) * output_tile(first, edge_pe, false);
+    const int key = (first ? 2 : 0) + (edge_pe ? 1 : 0);
+    if (!(memo_valid & (1U << key))) {
+      memo_output[key] = output_tile(first, edge_pe, true);
+      memo_valid |= 1U << key;
+    }
+    if (!psums) return memo_output[key];
+    if (!(memo_valid & (16U << key))) {
+      memo_reduction[key] = reduction_tile(first, edge_pe);
+      memo_valid |= 16U << key;
+    }
+    return memo_reduction[key] * memo_output[key];
+  }
+
+  // The sub-unit's tiles along the dimensions the output does not have
+  // (those its partial sums are reduced over).
+  std::int64_t reduction_tile(bool first, bool edge_pe) const {
     std::int64_t v = 1;
     auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
-    if (psums) {
-      for (int i = 0; i < L.num_dirs; ++i) {
-        const Dir& d = L.dirs[i];
-        if (coupled(t, d.dim)) continue;
-        const int x = d.dim;
-        if (!d.spatial) {
-          v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
-          continue;
-        }
-        switch (st[i]->pos) {
-          case kInit:
-            if (edge(i) && edge_pe)
-              v *= L.mapped_edge[x];
-            else
-              v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
-            break;
-          case kSteady:
+    for (int k = 0; k < num_reduced_dirs; ++k) {
+      const int i = reduced_dirs[k];
+      const Dir& d = L.dirs[i];
+      const int x = d.dim;
+      if (!d.spatial) {
+        v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
+        continue;
+      }
+      switch (st[i]->pos) {
+        case kInit:
+          if (edge(i) && edge_pe)
+            v *= L.mapped_edge[x];
+          else
             v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
-            break;
-          case kEdge:
-            if (single_edge_unit()) {
-              if (first || edge_pe) v *= L.mapped_edge[x];
-            } else if (edge_pe) {
-              v *= (first && !P.maestro_compat) ? L.mapped_edge[x] : L.unique_edge[x];
-            } else {
-              v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
-            }
-            break;
-        }
+          break;
+        case kSteady:
+          v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
+          break;
+        case kEdge:
+          if (single_edge_unit()) {
+            if (first || edge_pe) v *= L.mapped_edge[x];
+          } else if (edge_pe) {
+            v *= (first && !P.maestro_compat) ? L.mapped_edge[x] : L.unique_edge[x];
+          } else {
+            v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
+          }
+          break;
       }
     }
-    for (int k = 0; k < P.num_coupled[t]; ++k) {
-      const int x = P.coupled[t][k];
-      const int i = L.dir_of_dim[x];
-      if (i < 0) continue;
+    return v;
+  }
+
+  // The sub-unit's output tile (new outputs only where a neighbour shares
+  // the rest, §IV-A).
+  std::int64_t output_tile(bool first, bool edge_pe, bool reuse_at_edge) const {
+    std::int64_t v = 1;
+    auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
+    for (int k = 0; k < num_output_dirs; ++k) {
+      const int i = output_dirs[k];
+      const int x = L.dirs[i].dim;
       const int a = P.conv ? output_of(x) : x;
       if (!L.dirs[i].spatial) {
         switch (st[i]->pos) {
@@ -435,13 +488,9 @@ struct Case {
       s.edge_pe = st[i]->edge_pe;
       if (edge(i)) s.edge = true;
     };
-    for (int k = 0; k < P.num_coupled[t]; ++k) {
-      const int i = L.dir_of_dim[P.coupled[t][k]];
-      if (i >= 0 && L.dirs[i].spatial) take(i);
-    }
+    for (int k = 0; k < num_spatial_coupled[t]; ++k) take(spatial_coupled[t][k]);
     if (any_dim)
-      for (int i = 0; i < L.num_dirs; ++i)
-        if (L.dirs[i].spatial) take(i);
+      for (int k = 0; k < num_spatial_dirs; ++k) take(spatial_dirs[k]);
     return s;
   }
 
@@ -449,8 +498,8 @@ struct Case {
   // the first sub-unit, the others that receive only their unique part, and
   // at a spatial edge only the busy ones (§IV-A, spatial reuse).
   template <class F>
-  std::int64_t over_units(const Spatial& s, F f, std::int64_t others_factor_full) const {
-    if (!s.mapped) return f(true, false) + 0 * others_factor_full;
+  std::int64_t over_units(const Spatial& s, F f) const {
+    if (!s.mapped) return f(true, false);
     if (!s.edge) return f(true, false) + (L.num_sub - 1) * f(false, false);
     std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? f(true, true) : f(true, false);
     if (L.num_edge_sub > 1) {
@@ -463,10 +512,11 @@ struct Case {
 
   // Sub-units busy in this case: all, or those of the spatial edge step.
   std::int64_t busy_units() const {
-    for (int i = 0; i < L.num_dirs; ++i)
-      if (L.dirs[i].spatial) return edge(i) ? L.num_edge_sub : L.num_sub;
-    return L.num_sub;
+    if (num_spatial_dirs == 0) return L.num_sub;
+    return edge(spatial_dirs[0]) ? L.num_edge_sub : L.num_sub;
   }
+  // The level's first SpatialMap (compile requires one).
+  int first_spatial() const { return spatial_dirs[0]; }
 
   // Total over the busy sub-units of a per-sub-unit volume `f(first,
   // edge_pe)` when nothing is shared between them: every unit is served as
@@ -493,12 +543,12 @@ struct Case {
   }
 
   std::int64_t ingress(int t) const {
-    return over_units(
-        spatial_of(t, false), [&](bool first, bool ep) { return pe_ingress(t, first, ep); }, 0);
+    return over_units(spatial_of(t, false),
+                      [&](bool first, bool ep) { return pe_ingress(t, first, ep); });
   }
   std::int64_t egress() const {
-    return over_units(
-        spatial_of(2, false), [&](bool first, bool ep) { return pe_egress(false, first, ep); }, 0);
+    return over_units(spatial_of(2, false),
+                      [&](bool first, bool ep) { return pe_egress(false, first, ep); });
   }
   // Partial sums on the critical path: those of the first (fullest) unit.
   std::int64_t critical_psums() const {
@@ -515,7 +565,7 @@ struct Case {
     // when its tile is full; only a real partial tile reduces the work.
     if (!P.maestro_compat)
       return over_units(
-          s, [&](bool first, bool ep) { return pe_egress(true, first, ep && L.has_partial); }, 0);
+          s, [&](bool first, bool ep) { return pe_egress(true, first, ep && L.has_partial); });
     if (!s.edge) return L.num_sub * pe_egress(true, true, false);
     std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? pe_egress(true, true, true)
                                                         : pe_egress(true, true, false);
@@ -526,11 +576,25 @@ struct Case {
     }
     return v;
   }
-  bool all_init() const {
-    for (int i = 0; i < L.num_dirs; ++i)
-      if (st[i]->pos != kInit) return false;
-    return true;
-  }
+  bool all_init() const { return changing < 0; }
+
+ private:
+  int coupled_dirs[kNumTensors][kMaxDirectives];  // directives on a tensor's dimensions
+  int num_coupled_dirs[kNumTensors];
+  int spatial_coupled[kNumTensors][kMaxDirectives];  // spatial ones, in coupled order
+  int num_spatial_coupled[kNumTensors];
+  int reduced_dirs[kMaxDirectives];  // directives on dimensions the output lacks
+  int num_reduced_dirs = 0;
+  int output_dirs[kMaxDirectives];  // directives on the output's, in coupled order
+  int num_output_dirs = 0;
+  int spatial_dirs[kMaxDirectives];
+  int num_spatial_dirs = 0;
+  // Per case (begin): the innermost directive that moved (-1: all Init),
+  // and the sub-units' output and reduction tiles once computed (bit key
+  // and 16 << key, key = 2 * first + edge_pe).
+  int changing = -1;
+  mutable unsigned memo_valid = 0;
+  mutable std::int64_t memo_output[4], memo_reduction[4];
 };
 
 // ---- recursion over cluster levels, with a cache of sub-level results ------
@@ -604,6 +668,7 @@ class CaseOrder {
       c.st[i] = &lists_[i].s[digit[i]];
       occ *= c.st[i]->occ;
     }
+    c.begin();
     return occ;
   }
 
@@ -904,13 +969,10 @@ struct Analyser {
     std::optional<Level> resized;
     const Level& L = level_for(li, dims, resized);
     const bool innermost = li == P.num_levels - 1;
-    int first_spatial = -1;
-    for (int i = 0; i < L.num_dirs && first_spatial < 0; ++i)
-      if (L.dirs[i].spatial) first_spatial = i;
     const bool share = shared_net();
 
     CaseOrder order(P, L, dims);
-    Case c{P, L, {}};
+    Case c(P, L);
     std::int64_t runtime = 0, occurrences = 0;
     long double active_sum = 0;
     // Without multicast or reduction, the words each PE receives or sends
@@ -934,7 +996,7 @@ struct Analyser {
       }
       accounts.inputs(f);
 
-      const State& spatial = *c.st[first_spatial];
+      const State& spatial = *c.st[c.first_spatial()];
       const SubWork sub = innermost
                               ? SubWork{ceil_div(psums_critical, P.hw.simd_lanes), 0, {1, 1, 1}}
                               : sub_work(c, li, spatial);
