@@ -25,8 +25,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <mapex/checked.hpp>
 #include <mapex/error.hpp>
 #include <optional>
+#include <string>
 
 namespace mapex::mdc::engine {
 namespace {
@@ -297,6 +300,13 @@ struct Case {
     changing = -1;
     for (int i = 0; i < L.num_dirs; ++i)
       if (st[i]->pos != kInit) changing = i;
+    for (int t = 0; t < 2; ++t) {
+      restarted[t] = false;
+      for (int k = 0; k < num_coupled_dirs[t] && !restarted[t]; ++k) {
+        const int i = coupled_dirs[t][k];
+        restarted[t] = i > changing && st[i]->pos == kInit && !st[i]->unrolled;
+      }
+    }
     memo_valid = 0;
   }
   // In MAESTRO's iteration space a spatial edge with one busy unit gives
@@ -336,11 +346,7 @@ struct Case {
   // other than the first gets only what its neighbour does not share.
   std::int64_t pe_ingress(int t, bool first, bool edge_pe) const {
     if (changing < 0) return pe_mapped(t, first, edge_pe);
-    bool inited = false;
-    for (int k = 0; k < num_coupled_dirs[t] && !inited; ++k) {
-      const int i = coupled_dirs[t][k];
-      inited = i > changing && st[i]->pos == kInit && !st[i]->unrolled;
-    }
+    const bool inited = restarted[t];
     std::int64_t v = 1;
     bool changes = false;
     for (int k = 0; k < num_coupled_dirs[t]; ++k) {
@@ -593,6 +599,9 @@ struct Case {
   // and the sub-units' output and reduction tiles once computed (bit key
   // and 16 << key, key = 2 * first + edge_pe).
   int changing = -1;
+  // Per input tensor: a directive inside the one that moved starts over
+  // (is at Init and not unrolled), so the tensor's tile is new whole.
+  bool restarted[2] = {false, false};
   mutable unsigned memo_valid = 0;
   mutable std::int64_t memo_output[4], memo_reduction[4];
 };
@@ -1036,6 +1045,28 @@ struct Analyser {
   }
 };
 
+// Layer::true_macs on the dimensions as the layer gives them, by id: its
+// lookups by name were a quarter of building the plan.
+std::int64_t true_macs(const Layer& layer, const std::int64_t* given) {
+  auto mul = [&](std::int64_t a, std::int64_t b) {
+    if (auto p = checked_mul(a, b)) return *p;
+    throw InputError("layer '" + layer.name + "': its number of MACs exceeds " +
+                     std::to_string(std::numeric_limits<std::int64_t>::max()));
+  };
+  if (layer.type == LayerType::kGemm) return mul(mul(given[kM], given[kN]), given[kK]);
+  auto at_least_1 = [&](int d) { return std::max<std::int64_t>(given[d], 1); };
+  const std::int64_t r = at_least_1(kR), s = at_least_1(kS);
+  // Output rows: given directly (Y'), or from the input rows and the stride.
+  std::int64_t oy = given[kYo], ox = given[kXo];
+  if (oy == 0) oy = (given[kY] - r) / layer.stride_y + 1;
+  if (ox == 0) ox = (given[kX] - s) / layer.stride_x + 1;
+  std::int64_t macs = 1;
+  for (std::int64_t f : {at_least_1(kN), at_least_1(kC), r, s, oy, ox}) macs = mul(macs, f);
+  if (layer.type != LayerType::kDsconv) macs = mul(macs, at_least_1(kK));
+  if (layer.type == LayerType::kNgconv) macs = mul(macs, at_least_1(kG));
+  return macs;
+}
+
 void compute_mapping_sizes(Level& L, bool conv) {
   for (int d = 0; d < kNumDims; ++d)
     L.mapped[d] = L.unique[d] = L.mapped_edge[d] = L.unique_edge[d] = 0;
@@ -1074,7 +1105,6 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
   p.type = layer.type;
   p.conv = layer.type != LayerType::kGemm;
   p.hw = hw;
-  p.true_macs = layer.true_macs();
   auto fail = [&](int line, const std::string& problem) {
     throw InputError(SourceLocation{"", line, 0}, "Dataflow",
                      "layer '" + layer.name + "': " + problem);
@@ -1088,6 +1118,7 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
     if (d < 0) fail(layer.line, "unknown dimension '" + name + "'");
     p.full_dims[d] = v;
   }
+  p.true_macs = true_macs(layer, p.full_dims);
   std::int64_t stride[kNumDims];
   for (int d = 0; d < kNumDims; ++d) stride[d] = 1;
   if (p.conv) {
