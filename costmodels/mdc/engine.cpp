@@ -698,7 +698,8 @@ struct CaseFlow {
   // Words on the network: the same as egress and in_of with multicast and
   // reduction; without them each busy PE's own copies and partial sums
   // (fractional where the sub-levels' ratios enter).
-  long double in_words[2] = {0, 0}, out_words = 0;
+  // Set by network_words only when a switch is off (no x87 stores per case).
+  long double in_words[2], out_words;
   std::int64_t noc_in = 0, noc_out = 0;
   std::int64_t compute = 0;  // the sub-level's runtime, or the PE's MAC steps
   std::int64_t in_delay = 0, out_delay = 0;
@@ -740,6 +741,12 @@ struct TopAccounts {
   long double avg_bw = 0;
   std::int64_t offchip = 0;
   long double ingress_avg = 0, egress_avg = 0, compute_avg = 0;
+  // The sums behind the averages, in integers: exact, as the long double
+  // sums of the same integers were, and without x87 work per case.
+  std::int64_t bw_sum = 0, ingress_sum = 0, egress_sum = 0, compute_sum = 0;
+  // Cycles to refill the L2 tiles of the inputs and of the output, fixed
+  // once the first case has sized L2.
+  std::int64_t in_refill = 0, out_refill = 0;
   std::int64_t num_skipped = 0;
   std::int64_t num_counted = 0;
   // L2 traffic a network without multicast or reduction adds to MAESTRO's
@@ -771,6 +778,8 @@ struct TopAccounts {
     }
     l2_size[2] = 2 * f.egress;
     l2_rd[2] = out_size;
+    in_refill = (l2_size[0] + l2_size[1]) / P.hw.offchip_bw / 2;
+    out_refill = l2_size[2] / P.hw.offchip_bw / 2;
   }
   // Every case, with work or not: its outputs go to L2, its partial sums
   // are read and written in L1.
@@ -802,10 +811,9 @@ struct TopAccounts {
   // Off-chip traffic refills the (double-buffered) L2 tiles; the case lasts
   // at least as long as its refill.
   std::int64_t overlap_offchip(const Plan& P, std::int64_t outstanding, std::int64_t compute_nz) {
-    const std::int64_t in_off = (l2_size[0] + l2_size[1]) / P.hw.offchip_bw / 2;
-    const std::int64_t out_off = l2_size[2] / P.hw.offchip_bw / 2;
-    const std::int64_t req =
-        std::max(l2_size[2] / compute_nz, (l2_size[0] + l2_size[1]) / compute_nz);
+    // max(a / c, b / c) with one division (c > 0: the quotient, rounded
+    // toward zero, grows with the dividend).
+    const std::int64_t req = std::max(l2_size[2], l2_size[0] + l2_size[1]) / compute_nz;
     if (P.maestro_compat) {
       // MAESTRO halves its running maximum once per case, so the result
       // depends on the order of the cases.
@@ -815,19 +823,23 @@ struct TopAccounts {
       // because the double-buffered L2 tile refills over two compute steps.
       offchip = std::max(offchip, req);
     }
-    return std::max(in_off, std::max(outstanding, out_off));
+    return std::max(in_refill, std::max(outstanding, out_refill));
   }
   void counted(const CaseFlow& f, std::int64_t compute_nz) {
     macs += f.occ * f.psums_all;
     const std::int64_t traffic = std::max(f.noc_in, f.noc_out);
     peak_bw = std::max(peak_bw, traffic / compute_nz);
-    avg_bw += static_cast<long double>(f.occ * traffic / compute_nz);
-    ingress_avg += static_cast<long double>(f.occ * f.in_delay);
-    egress_avg += static_cast<long double>(f.occ * f.out_delay);
-    compute_avg += static_cast<long double>(f.occ * compute_nz);
+    bw_sum += f.occ * traffic / compute_nz;
+    ingress_sum += f.occ * f.in_delay;
+    egress_sum += f.occ * f.out_delay;
+    compute_sum += f.occ * compute_nz;
     ++num_counted;
   }
   void finish(const Plan& P, std::int64_t occurrences) {
+    avg_bw = static_cast<long double>(bw_sum);
+    ingress_avg = static_cast<long double>(ingress_sum);
+    egress_avg = static_cast<long double>(egress_sum);
+    compute_avg = static_cast<long double>(compute_sum);
     if (occurrences <= 0) return;
     const auto n = static_cast<long double>(occurrences);
     avg_bw /= n;
@@ -951,9 +963,9 @@ struct Analyser {
   void network_words(const Case& c, const long double* sub_unshared, CaseFlow& f) const {
     f.noc_in = f.in_of[0] + f.in_of[1];
     f.noc_out = f.egress;
+    if (shared_net()) return;  // in_words and out_words are only read without
     for (int t = 0; t < 2; ++t) f.in_words[t] = static_cast<long double>(f.in_of[t]);
     f.out_words = static_cast<long double>(f.egress);
-    if (shared_net()) return;
     if (!P.hw.multicast) {
       long double in_words = 0;
       for (int t = 0; t < 2; ++t) {
