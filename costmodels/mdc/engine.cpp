@@ -660,23 +660,19 @@ class CaseOrder {
   /// Points `c` at the next case (the first call gives case 0) and returns
   /// how often that case occurs.
   std::int64_t next(Case& c) {
-    int digit[kMaxDirectives];
-    if (n_ == 0) {
-      for (int i = 0; i < num_; ++i) digit[i] = 0;
-    } else {
-      if (n_ > 1)
-        for (int i = num_ - 1; i >= 0; --i) {
-          if (++raw_[i] < lists_[i].n) break;
-          raw_[i] = 0;
-        }
-      for (int i = 0; i < num_; ++i) digit[i] = raw_[i] + 1 == lists_[i].n ? 0 : raw_[i] + 1;
+    // Only the directives from the last carry on change state.
+    int from = 0;
+    if (n_ > 1) {
+      from = num_ - 1;
+      while (++raw_[from] == lists_[from].n && from > 0) raw_[from--] = 0;
+    }
+    for (int i = from; i < num_; ++i) {
+      const int digit = n_ == 0 || raw_[i] + 1 == lists_[i].n ? 0 : raw_[i] + 1;
+      c.st[i] = &lists_[i].s[digit];
     }
     ++n_;
     std::int64_t occ = 1;
-    for (int i = 0; i < num_; ++i) {
-      c.st[i] = &lists_[i].s[digit[i]];
-      occ *= c.st[i]->occ;
-    }
+    for (int i = 0; i < num_; ++i) occ *= c.st[i]->occ;
     c.begin();
     return occ;
   }
