@@ -990,7 +990,7 @@ struct Analyser {
 
     CaseOrder order(P, L, dims);
     Case c(P, L);
-    std::int64_t runtime = 0, occurrences = 0;
+    std::int64_t runtime = 0, occurrences = 0, busy_pes = 0;
     long double active_sum = 0;
     // Without multicast or reduction, the words each PE receives or sends
     // on its own, summed over the cases, against the words the level
@@ -1013,12 +1013,22 @@ struct Analyser {
       }
       accounts.inputs(f);
 
+      // The compute delay: the MAC steps of one PE at the innermost level,
+      // else recursively the sub-level's runtime; and the PEs kept busy.
       const State& spatial = *c.st[c.first_spatial()];
-      const SubWork sub = innermost
-                              ? SubWork{ceil_div(psums_critical, P.hw.simd_lanes), 0, {1, 1, 1}}
-                              : sub_work(c, li, spatial);
-      f.compute = sub.runtime;
-      network_words(c, sub.unshared, f);
+      const std::int64_t busy = spatial.is_edge() ? L.num_edge_sub : L.num_sub;
+      if (innermost) {
+        static constexpr long double kOwnWords[kNumTensors] = {1, 1, 1};
+        f.compute = ceil_div(psums_critical, P.hw.simd_lanes);
+        busy_pes += busy * f.occ;
+        network_words(c, kOwnWords, f);
+      } else {
+        const SubWork sub = sub_work(c, li, spatial);
+        f.compute = sub.runtime;
+        const long double units = sub.active == 0 ? static_cast<long double>(busy) : sub.active;
+        active_sum += units * static_cast<long double>(f.occ);
+        network_words(c, sub.unshared, f);
+      }
       if (!share) {
         const auto occ = static_cast<long double>(f.occ);
         for (int t = 0; t < 2; ++t) {
@@ -1037,13 +1047,13 @@ struct Analyser {
       const std::int64_t compute_nz = std::max<std::int64_t>(f.compute, 1);
       outstanding = accounts.overlap_offchip(P, outstanding, compute_nz);
       runtime += f.occ * outstanding;
-      const std::int64_t busy = spatial.is_edge() ? L.num_edge_sub : L.num_sub;
-      const long double units = sub.active == 0 ? static_cast<long double>(busy) : sub.active;
-      active_sum += units * static_cast<long double>(f.occ);
       accounts.counted(f, compute_nz);
       occurrences += f.occ;
     }
     accounts.finish(P, occurrences);
+    // Whole PEs summed as integers at the innermost level (exact, as the
+    // long double sum of the same integers was).
+    active_sum += static_cast<long double>(busy_pes);
     SubResult r{runtime, 0, {1, 1, 1}};
     r.avg_active = occurrences > 0 ? active_sum / static_cast<long double>(occurrences) : 0;
     for (int t = 0; t < kNumTensors; ++t)
