@@ -652,27 +652,37 @@ class CaseOrder {
       lists_[i] =
           P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, L.dirs[i], dim);
       total_ *= lists_[i].n;
-      raw_[i] = 0;
+      if (lists_[i].n > 1) {
+        raw_[num_moving_] = 0;
+        moving_[num_moving_++] = i;
+      } else {
+        fixed_occ_ *= lists_[i].s[0].occ;
+      }
     }
   }
   std::int64_t size() const { return total_; }
 
   /// Points `c` at the next case (the first call gives case 0) and returns
-  /// how often that case occurs.
+  /// how often that case occurs. A directive with one state keeps it (its
+  /// digit is always 0), so only the others are counted, and of those only
+  /// the ones from the last carry on change.
   std::int64_t next(Case& c) {
-    // Only the directives from the last carry on change state.
-    int from = 0;
-    if (n_ > 1) {
-      from = num_ - 1;
-      while (++raw_[from] == lists_[from].n && from > 0) raw_[from--] = 0;
-    }
-    for (int i = from; i < num_; ++i) {
-      const int digit = n_ == 0 || raw_[i] + 1 == lists_[i].n ? 0 : raw_[i] + 1;
-      c.st[i] = &lists_[i].s[digit];
+    if (n_ == 0) {
+      for (int i = 0; i < num_; ++i) c.st[i] = &lists_[i].s[0];
+    } else {
+      int from = 0;
+      if (n_ > 1) {
+        from = num_moving_ - 1;
+        while (++raw_[from] == lists_[moving_[from]].n && from > 0) raw_[from--] = 0;
+      }
+      for (int k = from; k < num_moving_; ++k) {
+        const StateList& list = lists_[moving_[k]];
+        c.st[moving_[k]] = &list.s[raw_[k] + 1 == list.n ? 0 : raw_[k] + 1];
+      }
     }
     ++n_;
-    std::int64_t occ = 1;
-    for (int i = 0; i < num_; ++i) occ *= c.st[i]->occ;
+    std::int64_t occ = fixed_occ_;
+    for (int k = 0; k < num_moving_; ++k) occ *= c.st[moving_[k]]->occ;
     c.begin();
     return occ;
   }
@@ -682,7 +692,10 @@ class CaseOrder {
   int num_;
   std::int64_t total_ = 1;
   std::int64_t n_ = 0;
-  int raw_[kMaxDirectives];  // the mixed-radix digits of n-1, counted up
+  int moving_[kMaxDirectives];  // the directives with more than one state
+  int num_moving_ = 0;
+  std::int64_t fixed_occ_ = 1;  // occurrences of the others' single states
+  int raw_[kMaxDirectives];     // the mixed-radix digits of n-1 over moving_, counted up
 };
 
 // What one iteration case moves and costs at its level (§IV-A, §IV-B).
