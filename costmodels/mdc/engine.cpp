@@ -723,6 +723,27 @@ struct SubWork {
   long double unshared[kNumTensors] = {1, 1, 1};
 };
 
+// Without multicast or reduction, the words each PE receives or sends on
+// its own, summed over a level's cases, against the words the level
+// receives or sends as a whole: the ratio the level above scales its own
+// traffic by (SubResult::unshared).
+struct UnsharedWords {
+  long double whole[kNumTensors] = {0, 0, 0}, own[kNumTensors] = {0, 0, 0};
+  void add(const CaseFlow& f) {
+    const auto occ = static_cast<long double>(f.occ);
+    for (int t = 0; t < 2; ++t) {
+      whole[t] += occ * static_cast<long double>(f.in_of[t]);
+      own[t] += occ * f.in_words[t];
+    }
+    whole[2] += occ * static_cast<long double>(f.egress);
+    own[2] += occ * f.out_words;
+  }
+  void ratios(double* out) const {
+    for (int t = 0; t < kNumTensors; ++t)
+      if (whole[t] > 0) out[t] = static_cast<double>(own[t] / whole[t]);
+  }
+};
+
 // A sub-level keeps no accounts: the level above counts its traffic.
 struct NoAccounts {
   void first_case(const Plan&, const std::int64_t*, const CaseFlow&) {}
@@ -989,6 +1010,16 @@ struct Analyser {
     }
   }
 
+  // How long a case takes on the network and in the sub-units (§IV-B):
+  // double buffering hides communication behind computation except in the
+  // first step, which must fill the buffers.
+  std::int64_t case_delay(bool first_step, CaseFlow& f) const {
+    f.in_delay = noc_delay(f.noc_in);
+    f.out_delay = noc_delay(f.noc_out);
+    return first_step ? f.compute + f.in_delay
+                      : std::max(f.out_delay, std::max(f.compute, f.in_delay));
+  }
+
   // Level `li` on dimensions `dims`: its cases, each weighted by its
   // occurrences, give the runtime (double buffering hides communication
   // behind computation except in the first step, which must fill the
@@ -1005,11 +1036,7 @@ struct Analyser {
     Case c(P, L);
     std::int64_t runtime = 0, occurrences = 0, busy_pes = 0;
     long double active_sum = 0;
-    // Without multicast or reduction, the words each PE receives or sends
-    // on its own, summed over the cases, against the words the level
-    // receives or sends as a whole: the ratio the level above scales its
-    // own traffic by (SubResult::unshared).
-    long double words_whole[kNumTensors] = {0, 0, 0}, words_unshared[kNumTensors] = {0, 0, 0};
+    UnsharedWords unshared;
     for (std::int64_t n = 0; n < order.size(); ++n) {
       CaseFlow f;
       f.occ = order.next(c);
@@ -1043,22 +1070,12 @@ struct Analyser {
         network_words(c, sub.unshared, f);
       }
       if (!share) {
-        const auto occ = static_cast<long double>(f.occ);
-        for (int t = 0; t < 2; ++t) {
-          words_whole[t] += occ * static_cast<long double>(f.in_of[t]);
-          words_unshared[t] += occ * f.in_words[t];
-        }
-        words_whole[2] += occ * static_cast<long double>(f.egress);
-        words_unshared[2] += occ * f.out_words;
+        unshared.add(f);
         accounts.unshared(P, f);
       }
-      f.in_delay = noc_delay(f.noc_in);
-      f.out_delay = noc_delay(f.noc_out);
-      std::int64_t outstanding = c.all_init()
-                                     ? f.compute + f.in_delay
-                                     : std::max(f.out_delay, std::max(f.compute, f.in_delay));
       const std::int64_t compute_nz = std::max<std::int64_t>(f.compute, 1);
-      outstanding = accounts.overlap_offchip(P, outstanding, compute_nz);
+      const std::int64_t outstanding =
+          accounts.overlap_offchip(P, case_delay(c.all_init(), f), compute_nz);
       runtime += f.occ * outstanding;
       accounts.counted(f, compute_nz);
       occurrences += f.occ;
@@ -1069,9 +1086,7 @@ struct Analyser {
     active_sum += static_cast<long double>(busy_pes);
     SubResult r{runtime, 0, {1, 1, 1}};
     r.avg_active = occurrences > 0 ? active_sum / static_cast<long double>(occurrences) : 0;
-    for (int t = 0; t < kNumTensors; ++t)
-      if (words_whole[t] > 0)
-        r.unshared[t] = static_cast<double>(words_unshared[t] / words_whole[t]);
+    unshared.ratios(r.unshared);
     return r;
   }
 };
