@@ -129,12 +129,14 @@ void compute_mapping_sizes(Level& L, bool conv);
 
 enum Pos : std::uint8_t { kInit, kSteady, kEdge };
 
+// Every state is built with all its fields (State{...}); no default member
+// values, so a level's 16 lists of 3 are not filled in before use.
 struct State {
-  Pos pos = kInit;
-  bool unrolled = false;
-  bool init_edge = false;  // the first step already reaches past the dimension
-  bool edge_pe = false;    // at a spatial edge, the last busy sub-unit has a partial tile
-  std::int64_t occ = 1;
+  Pos pos;
+  bool unrolled;
+  bool init_edge;  // the first step already reaches past the dimension
+  bool edge_pe;    // at a spatial edge, the last busy sub-unit has a partial tile
+  std::int64_t occ;
   bool is_edge() const { return pos == kEdge || init_edge; }
 };
 
