@@ -4,6 +4,7 @@
 // files reach the same engine through the DirectiveEvaluator capability
 // (see the comment in mapex/mdc.hpp for why it is a separate interface).
 
+#include <algorithm>
 #include <array>
 #include <mapex/analysis.hpp>
 #include <mapex/bounds.hpp>
@@ -65,9 +66,10 @@ class BoundMdc final : public mapex::BoundCostModel {
     }
     // Spatial levels that disagree on multicast or reduction cannot be one
     // MAESTRO network: refuse the chip now rather than every mapping later.
-    (void)mapex::mdc::hardware_from(arch);
+    hw_ = mapex::mdc::hardware_from(arch);
     refuse_hop_energy(arch);
     dram_floor_ = mapex::dram_floor(op, arch);
+    set_floors();
   }
 
   std::optional<std::string> precheck(const mapex::Mapping& mapping) const override {
@@ -142,23 +144,24 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// no term for a tensor that skips one. Refused (mapex evaluate: bad
   /// input at the `keep` key; a search: an invalid mapping), never
   /// evaluated as if the tensor were kept.
-  // A bound for partial mappings (mapex/bounds.hpp). MAESTRO's runtime is
-  // no shorter than the MACs over the PEs a completion can engage, and its
-  // energy is MAC, L1 and L2 accesses (all non-negative) plus the off-chip
-  // traffic, which comes from the loop-nest analysis (to_metrics) and so is
-  // exact once the L2 tile and DRAM's order are fixed; latency adds or
-  // overlaps that traffic's cycles as to_metrics does.
+  // A bound for partial mappings (mapex/bounds.hpp). Three parts:
+  // - once the model reads nothing that is still free, the bound is the
+  //   value itself (exact_bound);
+  // - MAESTRO's runtime is no shorter than the MACs over the PEs a
+  //   completion can engage, nor than the time its NoC takes to carry every
+  //   word once (noc_floor_cycles), nor, once the tiles are fixed, than
+  //   its first fill and its refills (step_bound_cycles);
+  // - its energy is MAC, L1 and L2 accesses (all non-negative, each at
+  //   least its floor: onchip_floor_pj) plus the off-chip traffic, which
+  //   comes from the loop-nest analysis (to_metrics) and so is exact once
+  //   the L2 tile and DRAM's order are fixed; latency adds or overlaps that
+  //   traffic's cycles as to_metrics does.
   std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
-    const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
-    const double macs = static_cast<double>(op_.macs());
-    mapex::Score s{true, compute, macs * arch_.mac_energy_pj()};
-    // engine.cpp: every partial sum reads its two operands and reads and
-    // writes its output in L1 (l1_rd, l1_wr per case), once per MAC.
-    const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
-    const auto& names = names_;
-    if (l1.partitions.empty() && !names[0].empty() && !names[1].empty())
-      s.energy_pj += macs * (l1.read_energy_of(names[0]) + l1.read_energy_of(names[1]) +
-                             l1.read_energy_of(names[2]) + l1.write_energy_of(names[2]));
+    if (auto exact = exact_bound(partial)) return exact;
+    const double compute = std::max({mapex::compute_cycles_bound(op_, arch_, partial),
+                                     noc_floor_cycles_, step_bound_cycles(partial)});
+    mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
+    s.energy_pj += onchip_floor_pj_;
     const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
     const auto dram = static_cast<std::size_t>(dram_);
     const bool fixed = nest.determined[dram];
@@ -168,6 +171,119 @@ class BoundMdc final : public mapex::BoundCostModel {
                            ? std::max(compute, off_chip)
                            : compute + off_chip;
     return s;
+  }
+
+  /// The value itself when the partial mapping fixes everything the model
+  /// reads: Algorithm 1's lowering (mdc_transform.cpp, from_mapping) reads
+  /// the splits, the spans below them and the orders of the data levels
+  /// above L1, never L1's own order (a PE's point loops carry no reuse in
+  /// MAESTRO), and the off-chip part needs DRAM's traffic determined. Every
+  /// completion then has this value, so it bounds them all. Nothing when
+  /// the completion is invalid (the caller falls back on the floors).
+  std::optional<mapex::Score> exact_bound(const mapex::PartialMapping& partial) const {
+    if (partial.first_fixed > 0) return std::nullopt;
+    for (int j = l1_ + 1; j < arch_.num_levels(); ++j)
+      if (arch_.levels()[static_cast<std::size_t>(j)].holds_data() &&
+          !(static_cast<std::size_t>(j) < partial.order_fixed.size() &&
+            partial.order_fixed[static_cast<std::size_t>(j)]))
+        return std::nullopt;
+    const mapex::Metrics m = evaluate(*partial.mapping);
+    if (!m.valid) return std::nullopt;
+    return mapex::Score{true, m.latency_cycles, m.energy_pj};
+  }
+
+  /// MAESTRO's runtime once every tile and split is fixed, whatever the
+  /// orders (engine.cpp, the top cluster level's cases): the first case
+  /// (all Init) takes its compute plus the NoC delay of filling every PE's
+  /// first tiles; every case takes at least its compute and, at the top,
+  /// the refill of its L2 share at the off-chip bandwidth (in_off). So the
+  /// runtime is at least the MACs over the engaged PEs plus that first fill,
+  /// and at least the steps times the refill. Words of the first step: each
+  /// input's footprint over the span below L2 (the union of the PEs'
+  /// tiles, which multicast sends once; without multicast more). Steps:
+  /// the layer over that span in every dimension but the filter windows
+  /// (which MAESTRO may map whole at the top). Only for one spatial level
+  /// between L1 and L2 and spans that divide the layer; 0 otherwise.
+  double step_bound_cycles(const mapex::PartialMapping& partial) const {
+    if (partial.first_fixed > 0 || l1_ != 0 || l2_ != l1_ + 2 ||
+        arch_.levels()[1].kind != mapex::LevelKind::kSpatial)
+      return 0;
+    const auto span = partial.mapping->span(op_, arch_, 1);
+    const auto& dims = op_.dims();
+    double steps = 1;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      if (span[d] <= 0 || dims[d].bound % span[d] != 0) return 0;
+      if (!window_filter_[d]) steps *= static_cast<double>(dims[d].bound / span[d]);
+    }
+    std::int64_t first_words = 0;
+    for (const auto& t : op_.tensors()) {
+      if (t.role == mapex::TensorRole::kOutput) continue;
+      std::int64_t words = 1;
+      for (const auto& e : t.subscripts) {
+        std::int64_t extent = 1, combinations = 1;
+        for (const auto& term : e.terms) {
+          if (term.coeff == 0) continue;
+          const std::int64_t n = span[static_cast<std::size_t>(term.dim)];
+          extent += std::abs(term.coeff) * (n - 1);
+          combinations *= n;
+        }
+        words *= std::min(extent, combinations);
+      }
+      first_words += words;
+    }
+    const std::int64_t fill = std::max<std::int64_t>(
+        0, hw_.noc_latency + (first_words + hw_.noc_bw - 1) / hw_.noc_bw - 1);
+    const std::int64_t refill = 2 * first_words / hw_.offchip_bw / 2;
+    const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
+    return std::max(compute + static_cast<double>(fill), steps * static_cast<double>(refill));
+  }
+
+  /// Per tensor of the operator, the fewest words any mapping moves of it
+  /// (mapex::tensor_word_floors).
+  void set_floors() {
+    const auto words = mapex::tensor_word_floors(op_);
+    const auto& names = names_;
+    const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
+    const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
+    const double macs = static_cast<double>(op_.macs());
+    // engine.cpp: every partial sum reads its two operands and reads and
+    // writes its output in L1 (l1_rd, l1_wr per case), once per MAC.
+    if (!names[0].empty() && !names[1].empty())
+      onchip_floor_pj_ += macs * (l1.read_energy_of(names[0]) + l1.read_energy_of(names[1]) +
+                                  l1.read_energy_of(names[2]) + l1.write_energy_of(names[2]));
+    // Every word of each tensor crosses L2 and the NoC at least once: an
+    // input is written into L2 (l2_wr: the tensor's size), read out of it
+    // and written into an L1 (l2_rd, l1_wr: the step ingress, which covers
+    // every word the MACs read); the output is written to L2 (l2_wr: the
+    // step egress) and read out once (l2_rd: its size).
+    double in_words = 0, out_words = 0;
+    for (std::size_t t = 0; t < op_.tensors().size(); ++t) {
+      const auto& tensor = op_.tensors()[t];
+      const double w = words[t];
+      if (tensor.role == mapex::TensorRole::kOutput) {
+        out_words += w;
+        if (l2_ != l1_)
+          onchip_floor_pj_ +=
+              w * (l2.read_energy_of(tensor.name) + l2.write_energy_of(tensor.name));
+      } else {
+        in_words += w;
+        if (l2_ != l1_)
+          onchip_floor_pj_ +=
+              w * (l2.read_energy_of(tensor.name) + l2.write_energy_of(tensor.name));
+        onchip_floor_pj_ += w * l1.write_energy_of(tensor.name);
+      }
+    }
+    // Each step's NoC delay (engine.cpp, noc_delay) is latency - 1 +
+    // ceil(words / bandwidth) and the steps' runtimes add up, each at least
+    // its ingress and its egress delay: with a latency of at least one
+    // cycle the runtime is at least every input word and, apart, every
+    // output word over the bandwidth.
+    if (hw_.noc_latency >= 1 && hw_.noc_bw > 0)
+      noc_floor_cycles_ = std::max(in_words, out_words) / static_cast<double>(hw_.noc_bw);
+    // R and S of a convolution (filter windows over P and Q).
+    for (const auto& d : op_.dims())
+      window_filter_.push_back((d.name == "R" && op_.find_dim("P") >= 0) ||
+                               (d.name == "S" && op_.find_dim("Q") >= 0));
   }
 
   std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
@@ -320,6 +436,10 @@ class BoundMdc final : public mapex::BoundCostModel {
   std::array<std::string, 3> names_;  // maestro_tensors
   int l1_ = -1, l2_ = -1, dram_ = -1;
   mapex::DramFloor dram_floor_;
+  Hardware hw_;
+  std::vector<char> window_filter_;
+  double onchip_floor_pj_ = 0;
+  double noc_floor_cycles_ = 0;
 };
 
 class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator {

@@ -87,10 +87,8 @@ NestBound nest_bound(const Operator& op, const Architecture& arch, const Partial
   return out;
 }
 
-DramFloor dram_floor(const Operator& op, const Architecture& arch) {
-  DramFloor out;
-  const Level& dram = arch.levels().back();
-  double bytes = 0;
+std::vector<double> tensor_word_floors(const Operator& op) {
+  std::vector<double> out;
   for (const auto& t : op.tensors()) {
     double words = 1;
     for (const auto& e : t.subscripts) {
@@ -103,9 +101,22 @@ DramFloor dram_floor(const Operator& op, const Architecture& arch) {
       }
       words *= std::min(extent, combinations);
     }
+    out.push_back(words);
+  }
+  return out;
+}
+
+DramFloor dram_floor(const Operator& op, const Architecture& arch) {
+  DramFloor out;
+  const Level& dram = arch.levels().back();
+  const std::vector<double> words = tensor_word_floors(op);
+  double bytes = 0;
+  for (size_t i = 0; i < op.tensors().size(); ++i) {
+    const auto& t = op.tensors()[i];
     const bool output = t.role == TensorRole::kOutput;
-    out.energy_pj += words * (output ? dram.write_energy_of(t.name) : dram.read_energy_of(t.name));
-    bytes += words * arch.word_bytes_of(t);
+    out.energy_pj +=
+        words[i] * (output ? dram.write_energy_of(t.name) : dram.read_energy_of(t.name));
+    bytes += words[i] * arch.word_bytes_of(t);
   }
   if (dram.bandwidth_gbps) out.transfer_cycles = bytes / arch.bytes_per_cycle(*dram.bandwidth_gbps);
   return out;

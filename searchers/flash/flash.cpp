@@ -41,13 +41,25 @@ std::string format_value(double v) {
   return buf;
 }
 
+fl::TileValues tile_values(const std::string& name) {
+  if (name == "all") return fl::TileValues::kAll;
+  if (name == "largest") return fl::TileValues::kLargest;
+  if (name == "pow2") return fl::TileValues::kPow2;
+  throw mapex::InputError(mapex::SourceLocation{}, "tiles",
+                          "searcher 'flash' expects pow2, all or largest, got '" + name + "'");
+}
+
+const char* tile_values_name(fl::TileValues v) {
+  return v == fl::TileValues::kAll ? "all" : v == fl::TileValues::kLargest ? "largest" : "pow2";
+}
+
 class FlashSearch final : public mapex::Searcher {
  public:
   explicit FlashSearch(const mapex::Params& params)
       : style_(params.get_string("style")),
         order_(params.get_string("order")),
         space_(params.get_string("space")),
-        tiles_(params.get_string("tiles") == "all" ? fl::TileValues::kAll : fl::TileValues::kPow2),
+        tiles_(tile_values(params.get_string("tiles"))),
         max_candidates_(static_cast<std::size_t>(params.get_int("max_candidates"))),
         batch_size_(static_cast<std::size_t>(params.get_int("batch_size"))) {}
 
@@ -100,7 +112,8 @@ class FlashSearch final : public mapex::Searcher {
         const fl::Candidate c = fl::non_tiled(flow);
         const bool wanted =
             orders.empty() || std::find(orders.begin(), orders.end(), flow.order) != orders.end();
-        if (wanted && fl::fits(c, problem, chip)) candidates.push_back(c);
+        if (wanted && fl::non_tiled_cluster(flow, problem, chip.pes) && fl::fits(c, problem, chip))
+          candidates.push_back(c);
       }
     }
     // Nothing fits: not bad input but a chip without a valid mapping, so
@@ -135,7 +148,7 @@ class FlashSearch final : public mapex::Searcher {
       next += results.size();
     }
 
-    const std::string values = tiles_ == fl::TileValues::kAll ? "all" : "pow2";
+    const std::string values = tile_values_name(tiles_);
     std::string stats = "flash " + style_ + (order_.empty() ? "" : " " + order_) + " (" + space_ +
                         " space, " + values + " tiles): " + format_count(before) +
                         " tile tuples before pruning, " + std::to_string(generated) +
@@ -181,7 +194,8 @@ const mapex::ParamSpec kParams[] = {
      "for what pruning loses); non_tiled: the non-tiled mapping of every dataflow (§3.2)."},
     {"tiles", mapex::ParamType::kString, "pow2",
      "Tile values within each range: pow2 (powers of two and the range's bound, FLASH §4 and "
-     "§5.1) or all (every integer)."},
+     "§5.1), all (every integer) or largest (per dataflow only the largest power of two of "
+     "each range that fits: the paper's pick, §4 and §5.1)."},
     {"max_candidates", mapex::ParamType::kInt, "5000000",
      "Refuse a space with more candidates than this (memory)."},
     {"batch_size", mapex::ParamType::kInt, "4096", "Candidates per parallel evaluation batch."},
@@ -204,10 +218,7 @@ mapex::Searcher* make(const mapex::Params& params) {
     throw mapex::InputError(
         mapex::SourceLocation{}, "space",
         "searcher 'flash' expects pruned, full or non_tiled, got '" + space + "'");
-  const std::string tiles = params.get_string("tiles");
-  if (tiles != "pow2" && tiles != "all")
-    throw mapex::InputError(mapex::SourceLocation{}, "tiles",
-                            "searcher 'flash' expects pow2 or all, got '" + tiles + "'");
+  (void)tile_values(params.get_string("tiles"));  // bad value: InputError naming "tiles"
   if (params.get_int("max_candidates") < 1)
     throw mapex::InputError(mapex::SourceLocation{}, "max_candidates",
                             "parameter of searcher 'flash' must be at least 1");

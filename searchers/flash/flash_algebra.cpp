@@ -317,8 +317,19 @@ namespace {
 // The values a tile takes in [1, hi]: every integer, or the powers of two
 // and `hi` itself (§4: "the largest power of two (constrained by Equations
 // 3 and 4)"; §5.1: "or their closest power of two"), ascending.
+// kLargest walks the powers of two down from the largest one in [1, hi] and
+// stops at the first value f accepts (true): §4's pick, "the largest power
+// of two (constrained by Equations 3 and 4)", and "we iteratively decrease
+// the largest tile size when the tiles do not fit in the S2 buffer".
 template <class F>
 void for_each_tile(std::int64_t hi, TileValues values, F&& f) {
+  if (values == TileValues::kLargest) {
+    std::int64_t v = 1;
+    while (v * 2 <= hi) v *= 2;
+    for (; v >= 1 && hi >= 1; v /= 2)
+      if (f(v)) return;
+    return;
+  }
   for (std::int64_t v = 1; v <= hi;) {
     if (!f(v)) return;
     if (values == TileValues::kAll) {
@@ -343,18 +354,24 @@ void enumerate(const Dataflow& flow, const Problem& problem, const Chip& chip, b
   // Every loop stops at the first value that overflows a buffer: the
   // footprints grow with every tile (false ends the loop).
   for_each_tile(share, values, [&](std::int64_t ti) {
+    const std::size_t inter_before = out.size();
     Extents upper{D[0], D[1], D[2]};
     upper[ui] = share;
     upper[un] = maeri ? flow.cluster_size : ceil_div(D[un], flow.cluster_size);
     if (pruned) {
       const Bounds b = outer_bounds(flow, problem, chip, ti);
-      if (!b.feasible) return true;
+      // Ascending: try the next tile; kLargest: a smaller inter tile
+      // shortens the extent Eq. 3 sees, so try it (false).
+      if (!b.feasible) return values != TileValues::kLargest;
       upper = b.outer;
     }
     c.outer[ui] = ti;
     bool any_intra = false;
     // MAERI's intra tile is lambda; the STT intra tile ranges (T^in = T^out).
+    // kLargest stops each range at the first tile that yields a candidate.
+    const bool largest = values == TileValues::kLargest;
     auto intra_tile = [&](std::int64_t tn) {
+      const std::size_t intra_before = out.size();
       c.outer[un] = tn;
       c.inner[un] = maeri ? 1 : tn;
       bool any_outer = false;
@@ -363,6 +380,7 @@ void enumerate(const Dataflow& flow, const Problem& problem, const Chip& chip, b
         c.inner[ui] = c.inner[uo] = 1;
         if (2 * s2_footprint(c, problem) > chip.s2_words) return false;
         any_outer = true;
+        const std::size_t outer_before = out.size();
         std::array<std::int64_t, 2> in_upper{c.outer[ui], c.outer[uo]};
         if (pruned) in_upper = inner_bounds(c, chip);
         for_each_tile(in_upper[0], values, [&](std::int64_t xi) {
@@ -383,16 +401,16 @@ void enumerate(const Dataflow& flow, const Problem& problem, const Chip& chip, b
           });
           return any;
         });
-        return true;
+        return largest ? out.size() > outer_before : true;
       });
       any_intra = any_intra || any_outer;
-      return any_outer;
+      return largest ? out.size() > intra_before : any_outer;
     };
     if (maeri)
       intra_tile(upper[un]);
     else
       for_each_tile(upper[un], values, intra_tile);
-    return any_intra || pruned;
+    return largest ? out.size() > inter_before : (any_intra || pruned);
   });
 }
 
@@ -401,7 +419,22 @@ void enumerate(const Dataflow& flow, const Problem& problem, const Chip& chip, b
 Generation generate(Style style, const Problem& problem, const Chip& chip, bool pruned,
                     const std::vector<LoopOrder>& orders, TileValues values, std::size_t limit) {
   Generation g;
-  for (const Dataflow& flow : dataflows(style, problem, chip.pes)) {
+  // kLargest, MAERI: lambda is the last loop's tile T^out (Table 2), so it
+  // too is the largest power of two within Eq. 3, taken with Table 6's
+  // inter-cluster tile lambda D / P (one step over the whole dimension);
+  // a smaller one only when that leaves no candidate. Each order's
+  // dataflows are walked from the largest cluster down.
+  const bool maeri_largest = style == Style::kMaeri && values == TileValues::kLargest;
+  std::vector<Dataflow> flows = dataflows(style, problem, chip.pes);
+  if (maeri_largest)
+    for (auto first = flows.begin(); first != flows.end();) {
+      auto last = std::find_if(first, flows.end(),
+                               [&](const Dataflow& f) { return f.order != first->order; });
+      std::reverse(first, last);
+      first = last;
+    }
+  std::vector<LoopOrder> chosen;  // MAERI orders whose cluster size is found
+  for (const Dataflow& flow : flows) {
     if (!orders.empty() && std::find(orders.begin(), orders.end(), flow.order) == orders.end())
       continue;
     // §4: without constraints every outer tile ranges up to its dimension
@@ -419,14 +452,26 @@ Generation generate(Style style, const Problem& problem, const Chip& chip, bool 
     g.before_pruning += tuples;
     // MAERI's cluster size is its last loop's tile T^out (Table 2), so it
     // takes the same values as every other tile.
-    if (style == Style::kMaeri && values == TileValues::kPow2) {
+    if (style == Style::kMaeri && values != TileValues::kAll) {
       const std::int64_t lambda = flow.cluster_size;
       const std::int64_t top =
           std::min(chip.pes, problem.dims[static_cast<std::size_t>(flow.order[2])]);
       if ((lambda & (lambda - 1)) != 0 && lambda != top) continue;
+      if (maeri_largest) {
+        if (std::find(chosen.begin(), chosen.end(), flow.order) != chosen.end()) continue;
+        const auto whole =
+            static_cast<double>(problem.dims[static_cast<std::size_t>(flow.order[1])]);
+        const std::int64_t cap = std::max<std::int64_t>(
+            1,
+            std::min(top, floor_clamped(
+                              outer_bound_maeri(whole, static_cast<double>(chip.s2_words)), top)));
+        if (lambda > cap || (lambda & (lambda - 1)) != 0) continue;
+      }
     }
     ++g.dataflows;
+    const std::size_t before = g.candidates.size();
     enumerate(flow, problem, chip, pruned, values, limit, g.candidates);
+    if (maeri_largest && g.candidates.size() > before) chosen.push_back(flow.order);
   }
   return g;
 }
@@ -441,6 +486,12 @@ Candidate non_tiled(const Dataflow& flow) {
   if (flow.style == Style::kMaeri)
     c.outer[static_cast<std::size_t>(flow.intra_dim)] = flow.cluster_size;
   return c;
+}
+
+bool non_tiled_cluster(const Dataflow& flow, const Problem& problem, std::int64_t pes) {
+  if (flow.style != Style::kMaeri) return true;
+  const auto last = static_cast<std::size_t>(flow.order[2]);
+  return flow.cluster_size == std::min(problem.dims[last], pes);
 }
 
 MappingBuilder::MappingBuilder(const Operator& op, const Architecture& arch)

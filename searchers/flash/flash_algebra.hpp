@@ -165,8 +165,11 @@ struct Generation {
 /// what pruning loses; tuples that overflow a buffer are invalid under any
 /// capacity-checking model and are not generated).
 /// `orders` empty: all of the style's orders. `values`: which integers of
-/// each range are tiles. More than `limit` candidates: InputError.
-enum class TileValues { kPow2, kAll };
+/// each range are tiles: the powers of two and the range's bound, every
+/// integer, or (kLargest, §4 and §5.1's pick) per dataflow only the largest
+/// power of two of each range that fits, outer tiles first, decreasing a
+/// tile that overflows its buffer. More than `limit` candidates: InputError.
+enum class TileValues { kPow2, kAll, kLargest };
 Generation generate(Style style, const Problem& problem, const Chip& chip, bool pruned,
                     const std::vector<LoopOrder>& orders = {}, TileValues values = TileValues::kAll,
                     std::size_t limit = 50'000'000);
@@ -175,6 +178,13 @@ Generation generate(Style style, const Problem& problem, const Chip& chip, bool 
 /// the two outer loops, the innermost loop's tile filling the cluster with
 /// one element per PE.
 Candidate non_tiled(const Dataflow& flow);
+/// Whether a dataflow's cluster size is the one of §3.2's non-tiled
+/// mapping: MAERI's last loop's tile is its whole dimension (Fig. 6(a):
+/// T_K^out = K = 4), so lambda = min(D_last, P), which gives Table 5's
+/// non-tiled runtimes (2.23 ms for <m,n,k>, <n,m,k>; 1.31 ms for the
+/// others). The paper defines no non-tiled mapping for the fixed styles:
+/// every cluster size is kept.
+bool non_tiled_cluster(const Dataflow& flow, const Problem& problem, std::int64_t pes);
 
 /// The canonical mapping of a candidate on an S1 / PE array / S2 / DRAM
 /// chip (see the file comment): PE array split {inter: clusters} with a

@@ -4,11 +4,12 @@
 //       §5.2's pruning factor: the unpruned tile-size combinations by the
 //       paper's rule, and what Eq. 3-4 leave.
 //   mapex-flash candidates --workload W [--layer L] --arch A --style S
-//       [--order o] [--space pruned|full|non_tiled] [--tiles pow2|all] [--costmodel mdc]
-//       [-j N] [--csv no]
+//       [--order o] [--space pruned|full|non_tiled] [--tiles pow2|all|largest] [--costmodel mdc]
+//       [-j N] [--csv no] [--directives yes]
 //       Every candidate of Algorithm 2 evaluated, one CSV row each (for
 //       Fig. 7's histogram), and on standard error the time generation and
-//       evaluation took.
+//       evaluation took. --directives yes adds the MAESTRO directives the
+//       candidate lowers to (Table 2's form), to run them through MAESTRO.
 //
 // Exit status: 0 success, 2 bad usage or bad input.
 
@@ -21,6 +22,7 @@
 #include <map>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
+#include <mapex/mdc.hpp>
 #include <mapex/network.hpp>
 #include <string>
 #include <vector>
@@ -36,9 +38,9 @@ using Clock = std::chrono::steady_clock;
 const char* const kUsage =
     "usage: mapex-flash count [--n N] [--alpha WORDS] [--beta WORDS]\n"
     "       mapex-flash candidates --workload W [--layer L] --arch A --style S [--order o]\n"
-    "                              [--space pruned|full|non_tiled] [--tiles pow2|all]\n"
+    "                              [--space pruned|full|non_tiled] [--tiles pow2|all|largest]\n"
     "                              [--costmodel NAME] [-j N]\n"
-    "                              [--csv no]\n";
+    "                              [--csv no] [--directives yes]\n";
 
 std::map<std::string, std::string> parse_flags(int argc, char** argv) {
   std::map<std::string, std::string> flags;
@@ -129,15 +131,19 @@ int candidates(const std::map<std::string, std::string>& flags) {
 
   const auto t0 = Clock::now();
   const std::string tiles = flags.count("--tiles") ? flags.at("--tiles") : "pow2";
-  if (tiles != "pow2" && tiles != "all") throw mapex::InputError("--tiles expects pow2 or all");
-  fl::Generation g =
-      fl::generate(*style, problem, chip, space == "pruned", orders,
-                   tiles == "all" ? fl::TileValues::kAll : fl::TileValues::kPow2, 5'000'000);
+  if (tiles != "pow2" && tiles != "all" && tiles != "largest")
+    throw mapex::InputError("--tiles expects pow2, all or largest");
+  fl::Generation g = fl::generate(*style, problem, chip, space == "pruned", orders,
+                                  tiles == "all"       ? fl::TileValues::kAll
+                                  : tiles == "largest" ? fl::TileValues::kLargest
+                                                       : fl::TileValues::kPow2,
+                                  5'000'000);
   if (space == "non_tiled") {
     g.candidates.clear();
     for (const auto& flow : fl::dataflows(*style, problem, chip.pes)) {
       const auto c = fl::non_tiled(flow);
-      if ((orders.empty() || flow.order == orders[0]) && fl::fits(c, problem, chip))
+      if ((orders.empty() || flow.order == orders[0]) &&
+          fl::non_tiled_cluster(flow, problem, chip.pes) && fl::fits(c, problem, chip))
         g.candidates.push_back(c);
     }
   }
@@ -150,11 +156,13 @@ int candidates(const std::map<std::string, std::string>& flags) {
   const auto t2 = Clock::now();
 
   const bool csv = !flags.count("--csv") || flags.at("--csv") != "no";
+  const bool directives = flags.count("--directives") && flags.at("--directives") == "yes";
   if (csv)
     std::printf(
         "style,order,cluster_size,T_M_out,T_N_out,T_K_out,T_M_in,T_N_in,T_K_in,valid,"
         "latency_cycles,energy_pj,"
-        "S1_A,S1_B,S1_C,S2_A,S2_B,S2_C\n");
+        "S1_A,S1_B,S1_C,S2_A,S2_B,S2_C,S1_reads,S1_writes,S2_reads,S2_writes%s\n",
+        directives ? ",directives" : "");
   double best = 0;
   for (const auto& m : metrics)
     if (m.valid && (best == 0 || m.latency_cycles < best)) best = m.latency_cycles;
@@ -163,21 +171,39 @@ int candidates(const std::map<std::string, std::string>& flags) {
     const auto& m = metrics[i];
     // Accesses per matrix: reads plus writes, S1 first, then S2.
     double acc[2][3] = {{0, 0, 0}, {0, 0, 0}};
+    // Reads and writes of S1 and S2 over the three matrices: data reuse
+    // can be read as S1 / S2 accesses (Fig. 8's caption) or as MAESTRO's
+    // reuse factors (reads over writes), so both are printed.
+    double rw[2][2] = {{0, 0}, {0, 0}};
     for (std::size_t lv = 0; lv < m.levels.size(); ++lv) {
       const int slot = m.levels[lv].level == arch.levels()[0].name   ? 0
                        : m.levels[lv].level == arch.levels()[2].name ? 1
                                                                      : -1;
       if (slot < 0) continue;
-      for (std::size_t t = 0; t < m.levels[lv].tensors.size() && t < 3; ++t)
+      for (std::size_t t = 0; t < m.levels[lv].tensors.size() && t < 3; ++t) {
         acc[slot][t] = m.levels[lv].tensors[t].reads + m.levels[lv].tensors[t].writes;
+        rw[slot][0] += m.levels[lv].tensors[t].reads;
+        rw[slot][1] += m.levels[lv].tensors[t].writes;
+      }
     }
-    std::printf("%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.17g,%.17g,%g,%g,%g,%g,%g,%g\n",
-                fl::to_string(c.flow.style).c_str(), fl::to_string(c.flow.order).c_str(),
-                static_cast<long long>(c.flow.cluster_size), static_cast<long long>(c.outer[0]),
-                static_cast<long long>(c.outer[1]), static_cast<long long>(c.outer[2]),
-                static_cast<long long>(c.inner[0]), static_cast<long long>(c.inner[1]),
-                static_cast<long long>(c.inner[2]), m.valid ? 1 : 0, m.latency_cycles, m.energy_pj,
-                acc[0][0], acc[0][1], acc[0][2], acc[1][0], acc[1][1], acc[1][2]);
+    std::printf(
+        "%s,%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%.17g,%.17g,%g,%g,%g,%g,%g,%g,%g,%g,%g,%g",
+        fl::to_string(c.flow.style).c_str(), fl::to_string(c.flow.order).c_str(),
+        static_cast<long long>(c.flow.cluster_size), static_cast<long long>(c.outer[0]),
+        static_cast<long long>(c.outer[1]), static_cast<long long>(c.outer[2]),
+        static_cast<long long>(c.inner[0]), static_cast<long long>(c.inner[1]),
+        static_cast<long long>(c.inner[2]), m.valid ? 1 : 0, m.latency_cycles, m.energy_pj,
+        acc[0][0], acc[0][1], acc[0][2], acc[1][0], acc[1][1], acc[1][2], rw[0][0], rw[0][1],
+        rw[1][0], rw[1][1]);
+    if (directives) {
+      // One field, directives separated by spaces (MAESTRO syntax).
+      std::string d = mapex::mdc::format_dataflow(
+          mapex::mdc::from_mapping(*op, arch, builder.build(c)).layer.dataflow);
+      for (char& ch : d)
+        if (ch == '\n') ch = ' ';
+      std::printf(",\"%s\"", d.c_str());
+    }
+    std::printf("\n");
   }
   std::fprintf(stderr,
                "%s %s %s: %zu candidates (%.6g tile tuples before pruning); generation %.3f s, "

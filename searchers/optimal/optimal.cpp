@@ -18,7 +18,9 @@
 #include <map>
 #include <mapex/analysis.hpp>
 #include <mapex/checked.hpp>
+#include <mapex/moves.hpp>
 #include <mapex/plugin.hpp>
+#include <random>
 #include <sstream>
 #include <vector>
 
@@ -53,13 +55,15 @@ constexpr double kTolerance = 1e-9;
 
 class BranchAndBound {
  public:
-  BranchAndBound(mapex::SearchContext& ctx, bool reuse_orders, bool count_pruned)
+  BranchAndBound(mapex::SearchContext& ctx, bool reuse_orders, bool count_pruned,
+                 std::int64_t seed_samples)
       : ctx_(ctx),
         space_(ctx.mapspace()),
         op_(ctx.op()),
         arch_(ctx.arch()),
         reuse_orders_(reuse_orders),
         count_pruned_(count_pruned),
+        seed_samples_(seed_samples),
         relevant_(optimal::relevant_dims(ctx.op())) {
     build_stages();
   }
@@ -70,6 +74,13 @@ class BranchAndBound {
                               "optimal: the mapspace has cluster levels, which its level-by-level "
                               "enumeration does not cover (use exhaustive)");
     const int L = arch_.num_levels();
+    seed_incumbent();
+    if (ctx_.exhausted()) {
+      // The budget ran out before the tree was entered: the whole space
+      // stays open, under the root's bound.
+      stopped_ = true;
+      open_bound_ = root_bound();
+    }
     for (std::size_t k = 0; k < space_.keep_choices() && !stopped_; ++k) {
       Mapping m = Mapping::trivial(op_, arch_);
       space_.apply_keep_choice(m, k);
@@ -80,6 +91,40 @@ class BranchAndBound {
   }
 
  private:
+  // --- the first incumbent -------------------------------------------------
+
+  /// A good mapping before the tree is entered, so the bound prunes from
+  /// the first node: the best of a seeded uniform batch, then greedy
+  /// descent (the best neighbour, mapex/moves.hpp, while it improves).
+  /// Both go through the context like every leaf, so they count, are
+  /// budgeted and are the same at any thread count. They change what is
+  /// pruned, never the optimum: the bound rule only drops subtrees no
+  /// better than a mapping actually evaluated.
+  void seed_incumbent() {
+    if (seed_samples_ <= 0) return;
+    std::mt19937_64 rng(ctx_.seed());
+    std::vector<Mapping> batch;
+    for (std::int64_t k = 0; k < seed_samples_; ++k)
+      if (auto m = space_.sample(rng, 16)) batch.push_back(std::move(*m));
+    ctx_.evaluate(batch);
+    const mapex::MapspaceMoves moves(space_);
+    while (ctx_.best_mapping() && !ctx_.exhausted()) {
+      const double before = ctx_.best_value();
+      const auto neighbours = moves.neighbours(*ctx_.best_mapping());
+      ctx_.evaluate(neighbours);
+      if (!(ctx_.best_value() < before)) break;
+    }
+  }
+
+  /// The bound of the whole space (nothing fixed but DRAM's bounds).
+  double root_bound() const {
+    const int L = arch_.num_levels();
+    Mapping m = Mapping::trivial(op_, arch_);
+    const auto b = ctx_.model().lower_bound(
+        mapex::PartialMapping{&m, L - 1, std::vector<char>(static_cast<size_t>(L), 0)});
+    return b ? mapex::objective_value(*b, ctx_.objective()) : 0;
+  }
+
   // --- stages -----------------------------------------------------------
 
   /// Whether data level j's loops are known once levels >= first_fixed are:
@@ -230,6 +275,9 @@ class BranchAndBound {
     std::vector<double> batch_bounds;
     for (std::size_t k = 0; k < children.size(); ++k) {
       const Child& c = children[k];
+      // The budget is checked per child, not only after evaluations: a
+      // stretch of the tree whose leaves are all pruned evaluates nothing.
+      if (!stopped_ && ctx_.exhausted()) stopped_ = true;
       if (stopped_) {
         open_bound_ = std::min(open_bound_, c.bound);
         continue;
@@ -309,6 +357,7 @@ class BranchAndBound {
   const mapex::Architecture& arch_;
   bool reuse_orders_;
   bool count_pruned_;
+  std::int64_t seed_samples_;
   std::vector<std::uint32_t> relevant_;
   std::vector<Stage> stages_;
   bool stopped_ = false;
@@ -321,16 +370,18 @@ class Optimal final : public mapex::Searcher {
  public:
   explicit Optimal(const mapex::Params& params)
       : reuse_orders_(params.get_bool("reuse_orders")),
-        count_pruned_(params.get_bool("count_pruned")) {}
+        count_pruned_(params.get_bool("count_pruned")),
+        seed_samples_(params.get_int("seed_samples")) {}
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
-    BranchAndBound bb(ctx, reuse_orders_, count_pruned_);
+    BranchAndBound bb(ctx, reuse_orders_, count_pruned_, seed_samples_);
     return bb.run();
   }
 
  private:
   bool reuse_orders_;
   bool count_pruned_;
+  std::int64_t seed_samples_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -338,6 +389,8 @@ const mapex::ParamSpec kParams[] = {
      "Search one loop order per reuse class (README, rule 2)."},
     {"count_pruned", mapex::ParamType::kBool, "false",
      "Count exactly how many mappings each rule prunes (costs a count per pruned subtree)."},
+    {"seed_samples", mapex::ParamType::kInt, "256",
+     "Uniform samples whose best, improved by greedy descent, is the first incumbent (0: none)."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new Optimal(params); }

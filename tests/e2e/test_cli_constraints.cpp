@@ -180,8 +180,9 @@ TEST(CliConstraints, SearchersReturnMappingsWithinBoundsAndPins) {
 
 // flash builds FLASH's candidates itself, outside the mapspace: the
 // framework's check of every evaluation keeps its result within the
-// bounds. On layer VI (M = 512) its best MAERI mapping holds M = 128 in S2
-// (4 trips at DRAM); with DRAM looping over M at most twice it holds 256.
+// bounds. On layer VI (M = 512) its best MAERI mapping holds less than 256
+// of M in S2 (more than 2 trips at DRAM); with DRAM looping over M at most
+// twice it holds 256 or more.
 TEST(CliConstraints, FlashCandidatesOutsideTheBoundsAreNotReturned) {
   const std::string exp = MAPEX_EXPERIMENTS_DIR;
   auto s2_m_tile = [&](std::vector<std::string> extra) {
@@ -205,7 +206,7 @@ TEST(CliConstraints, FlashCandidatesOutsideTheBoundsAreNotReturned) {
     EXPECT_EQ(r.status, 0) << r.out << r.err;
     return nlohmann::json::parse(r.out)["mapping"]["S2"]["tile"]["M"].get<int>();
   };
-  EXPECT_EQ(s2_m_tile({}), 128);
+  EXPECT_LT(s2_m_tile({}), 256);
   const std::string c =
       constraints_file("flash_dram_m.yaml", "levels:\n  DRAM: {max_factor: {M: 2}}\n");
   EXPECT_GE(s2_m_tile({"--constraints", c}), 256);

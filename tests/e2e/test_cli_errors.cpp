@@ -189,6 +189,26 @@ TEST_F(BadInput, UnknownSearcherParameter) {
   EXPECT_HAS(e, "victory_condition");
 }
 
+TEST_F(BadInput, SearcherOperatorKinds) {
+  std::string text = kGood;
+  text.replace(text.find("searchers: [random]"), 19,
+               "searchers:\n  - plugin: random\n    operators: [matmul]");
+  std::string e = run_bad("unknown_kind.yaml", text);
+  EXPECT_HAS(e,
+             "unknown_kind.yaml:7:16: key 'operators': expected operator kinds among conv2d, "
+             "fc, gemm, loopnest, got 'matmul'");
+  text = kGood;
+  text.replace(text.find("searchers: [random]"), 19,
+               "searchers:\n  - plugin: random\n    operators: [gemm]");
+  e = run_bad("no_layer.yaml", text);
+  EXPECT_HAS(e, "no_layer.yaml:6:5: key 'operators': searcher 'random' runs on no layer");
+  text = kGood;
+  text.replace(text.find("searchers: [random]"), 19,
+               "searchers:\n  - plugin: random\n    operators: []");
+  e = run_bad("no_kind.yaml", text);
+  EXPECT_HAS(e, "no_kind.yaml:7:16: key 'operators': expected a non-empty list");
+}
+
 TEST_F(BadInput, RandomLevelProbabilityOutOfRange) {
   // KAPLA §V's per-level probability: 0 (off) or a probability in (0, 1].
   for (const std::string bad : {"-0.1", "1.5"}) {
@@ -423,8 +443,8 @@ TEST_F(BadInput, ReadWritePortsRefusedByModelsWithOneBandwidth) {
   std::stringstream text;
   text << in.rdbuf();
   std::string arch = text.str();
-  arch.replace(arch.find("    bandwidth_gbps: 25.6"), 24,
-               "    bandwidth_gbps: 25.6\n    read_bandwidth_gbps: 12.8");
+  arch.replace(arch.find("    bandwidth_gbps: 256"), 23,
+               "    bandwidth_gbps: 256\n    read_bandwidth_gbps: 128");
   const std::string path = write("ports.yaml", arch);
   std::vector<std::string> args{"evaluate",   "--workload", exp + "/workloads/flash_table3.yaml",
                                 "--layer",    "VI",         "--arch",

@@ -154,6 +154,50 @@ TEST(Sweep, BatchSizesBudgetsFlagsAndFilters) {
   EXPECT_DOUBLE_EQ(macs.at("tiny[batch=2]"), 2 * macs.at("tiny[batch=1]"));
 }
 
+// `operators:` keeps a searcher to the layers it is built for: FLASH-like
+// GEMM searchers beside whole-network ones, a row-stationary style only on
+// convolutions (its constraint would be bad input on the FC layer).
+TEST(Experiment, SearchersRunOnlyOnTheirOperatorKinds) {
+  const std::string exp = kWork + "/operator_kinds.yaml";
+  std::ofstream(exp) << "name: kinds\nseed: 3\nbudget: {evaluations: 10}\nworkloads: [" << kData
+                     << "/tiny_net.yaml]\narchitectures: [" << kData << "/tiny_arch.yaml]\n"
+                     << "searchers:\n  - random\n  - plugin: random\n    label: fc_only\n"
+                     << "    operators: [fc, gemm]\n  - plugin: random\n    label: rs\n"
+                     << "    operators: [conv2d]\n    mapspace: {style: row_stationary}\n"
+                     << "costmodels: [roofline]\n";
+  const Experiment e = load_experiment(exp);
+  std::multiset<std::string> runs;
+  std::set<std::string> ids;
+  for (const Job& j : expand_jobs(e)) {
+    const auto& layer =
+        e.workloads[static_cast<size_t>(j.workload)].network.layers()[static_cast<size_t>(j.layer)];
+    runs.insert(e.searchers[static_cast<size_t>(j.searcher)].label + "/" + layer.op.name());
+    ids.insert(j.id);
+  }
+  EXPECT_EQ(runs,
+            (std::multiset<std::string>{"random/conv", "random/fc", "fc_only/fc", "rs/conv"}));
+  EXPECT_EQ(ids.size(), 4u);
+  // The summaries then compare searchers within a workload only.
+  const auto r = run_cli({"run", exp, "-o", kWork + "/operator_kinds.h5", "--force"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("per workload, since the searchers cover different layers"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("| workload | architecture | searcher | costmodel | ok  | geomean_latency"),
+            std::string::npos)
+      << r.out;
+  // The restriction does not enter a job's id: the jobs that remain keep
+  // the ids they have without it (results stay comparable and resumable).
+  std::ofstream(exp) << "name: kinds\nseed: 3\nbudget: {evaluations: 10}\nworkloads: [" << kData
+                     << "/tiny_net.yaml]\narchitectures: [" << kData << "/tiny_arch.yaml]\n"
+                     << "searchers:\n  - plugin: random\n    label: fc_only\n"
+                     << "costmodels: [roofline]\n";
+  for (const Job& j : expand_jobs(load_experiment(exp)))
+    if (e.workloads[0].network.layers()[static_cast<size_t>(j.layer)].op.name() == "fc") {
+      EXPECT_TRUE(ids.count(j.id)) << j.id;
+    }
+}
+
 TEST(Sweep, JobIdsAreStableAcrossRuns) {
   const std::string out = kWork + "/sweep_again.h5";
   ASSERT_EQ(run_cli({"run", kSweep, "-o", out, "-j", "1", "--quiet"}).status, 0);

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
@@ -356,4 +357,69 @@ TEST(FlashBounds, ACappedTileLeavesItsRoomToThePartner) {
   for (const auto& c : g.candidates)
     found = found || (c.flow.cluster_size == 256 && c.inner == fl::Extents{27, 8, 1});
   EXPECT_TRUE(found);
+}
+
+TEST(FlashCandidates, LargestTilesGiveTable5sTiledMapping) {
+  // §4: "the largest power of two (constrained by Equations 3 and 4)". On
+  // workload VI (512 x 256 x 256), MAERI <m,n,k>: lambda = T_K^out and
+  // T_M^out are bounded by Eq. 3's 85, so 64; T_N^out = N lambda / P = 64;
+  // Eq. 4 bounds T_M^in and T_N^in by 15, so 8: Table 5's tiled mapping,
+  // the only candidate.
+  const auto op = mapex::make_gemm("VI", 512, 256, 256);
+  const fl::Problem p = fl::problem_from(op);
+  const auto g = fl::generate(fl::Style::kMaeri, p, kEdge, true, {{fl::kM, fl::kN, fl::kK}},
+                              fl::TileValues::kLargest);
+  ASSERT_EQ(g.candidates.size(), 1u);
+  const auto& c = g.candidates[0];
+  EXPECT_EQ(c.flow.cluster_size, 64);
+  EXPECT_EQ(c.outer, (fl::Extents{64, 64, 64}));
+  EXPECT_EQ(c.inner, (fl::Extents{8, 8, 1}));
+  // <n,m,k>: the middle loop is M = 512, so Eq. 3 gives 47 and lambda 32.
+  const auto h = fl::generate(fl::Style::kMaeri, p, kEdge, true, {{fl::kN, fl::kM, fl::kK}},
+                              fl::TileValues::kLargest);
+  ASSERT_EQ(h.candidates.size(), 1u);
+  EXPECT_EQ(h.candidates[0].flow.cluster_size, 32);
+}
+
+TEST(FlashCandidates, LargestTilesTakeTheLargestInnerTilesThatFit) {
+  // Each pick's inner tiles are the largest powers of two that fit: the
+  // same candidate with either inner tile doubled is not in the pow2 space
+  // (it would overflow S1 or leave Eq. 2's range), on every style.
+  const auto op = mapex::make_gemm("IV", 8, 8192, 1024);
+  const fl::Problem p = fl::problem_from(op);
+  for (fl::Style s : fl::kAllStyles) {
+    const auto largest = fl::generate(s, p, kEdge, true, {}, fl::TileValues::kLargest);
+    const auto pow2 = fl::generate(s, p, kEdge, true, {}, fl::TileValues::kPow2);
+    ASSERT_FALSE(largest.candidates.empty()) << fl::to_string(s);
+    EXPECT_LT(largest.candidates.size(), pow2.candidates.size()) << fl::to_string(s);
+    for (const auto& c : largest.candidates) {
+      EXPECT_TRUE(fl::fits(c, p, kEdge));
+      for (std::size_t d = 0; d < 3; ++d) {
+        fl::Candidate bigger = c;
+        bigger.inner[d] *= 2;
+        const bool in_pow2 = std::any_of(
+            pow2.candidates.begin(), pow2.candidates.end(), [&](const fl::Candidate& o) {
+              return o.flow.order == bigger.flow.order &&
+                     o.flow.cluster_size == bigger.flow.cluster_size && o.outer == bigger.outer &&
+                     o.inner == bigger.inner;
+            });
+        EXPECT_FALSE(in_pow2) << fl::to_string(s) << " inner tile " << d;
+      }
+    }
+  }
+}
+
+TEST(FlashCandidates, NonTiledMaeriClusterIsTheLastLoopsWholeDimension) {
+  // Fig. 6(a): T_K^out = K; Table 5's non-tiled runtimes (2.23 ms for
+  // <m,n,k>) come from lambda = min(D_last, P).
+  const fl::Problem p = fl::problem_from(mapex::make_gemm("VI", 512, 256, 256));
+  int kept = 0;
+  for (const auto& f : fl::dataflows(fl::Style::kMaeri, p, 256)) {
+    const bool keep = fl::non_tiled_cluster(f, p, 256);
+    kept += keep;
+    EXPECT_EQ(keep, f.cluster_size == 256) << fl::to_string(f.order) << " " << f.cluster_size;
+  }
+  EXPECT_EQ(kept, 6);  // one per loop order
+  for (const auto& f : fl::dataflows(fl::Style::kNvdla, p, 256))
+    EXPECT_TRUE(fl::non_tiled_cluster(f, p, 256));
 }

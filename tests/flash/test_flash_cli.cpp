@@ -102,6 +102,7 @@ TEST(FlashCli, BadParametersExitTwo) {
       {"style=gpu", "expects eyeriss, nvdla"},
       {"order=mnn", "permutation of m, n, k"},
       {"space=some", "expects pruned, full or non_tiled"},
+      {"tiles=big", "expects pow2, all or largest"},
       {"batch_size=0", "at least 1"}};
   for (const auto& [param, message] : cases) {
     const auto r = run_cli(search({"--param", param}));
@@ -132,6 +133,29 @@ TEST(FlashTool, CandidatesAreCsvWithTimings) {
             0u);
   EXPECT_NE(r.out.find("\nshidiannao,mnk,"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("generation"), std::string::npos) << r.err;
+}
+
+TEST(FlashTool, LargestTilesPrintTable5sTiledMappingWithItsDirectives) {
+  // The paper's pick on workload VI, MAERI <m,n,k>: one candidate, Table
+  // 5's tiles, and the directives of Table 2 with them (lambda 64).
+  const auto r = run_cli({"candidates", "--workload", kWorkloads + "flash_table3.yaml", "--layer",
+                          "VI", "--arch", kEdge, "--style", "maeri", "--order", "mnk", "--tiles",
+                          "largest", "--directives", "yes", "-j", "1"},
+                         {}, MAPEX_FLASH_BINARY);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(",S1_reads,S1_writes,S2_reads,S2_writes,directives\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("\nmaeri,mnk,64,64,64,64,8,8,1,1,"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TemporalMap(64,64) M; SpatialMap(64,64) N; TemporalMap(64,64) K; "
+                       "Cluster(64,P); TemporalMap(8,8) M; TemporalMap(8,8) N; SpatialMap(1,1) K;"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.err.find(": 1 candidates"), std::string::npos) << r.err;
+  const auto bad = run_cli({"candidates", "--workload", kWorkloads + "flash_table3.yaml", "--arch",
+                            kEdge, "--style", "tpu", "--tiles", "big"},
+                           {}, MAPEX_FLASH_BINARY);
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("--tiles expects pow2, all or largest"), std::string::npos) << bad.err;
 }
 
 TEST(FlashTool, BadUsageExitsTwo) {

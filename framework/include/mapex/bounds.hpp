@@ -52,6 +52,11 @@ struct NestBound {
 };
 NestBound nest_bound(const Operator& op, const Architecture& arch, const PartialMapping& partial);
 
+/// Per tensor of the operator (in its order), the fewest words any mapping
+/// moves of it: per subscript the fewer of its extent over the whole bounds
+/// and the product of the bounds of the dimensions it reads (see DramFloor).
+std::vector<double> tensor_word_floors(const Operator& op);
+
 /// The off-chip traffic no mapping avoids: every input word read from DRAM
 /// once and every output word written once, at DRAM's energies and
 /// bandwidth. A tensor's words are counted per subscript as the fewer of its

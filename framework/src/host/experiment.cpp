@@ -1,5 +1,6 @@
 #include "host/experiment.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -86,13 +87,43 @@ Use read_use(const std::string& file, const YAML::Node& node, const char* what, 
     if (auto p = m.optional("params")) use.params = read_params(file, *p);
     if (budget) {
       if (auto b = m.optional("budget")) *budget = read_budget(file, *b, *budget);
-      m.allow("sweep");  // searcher entries may sweep; read by the caller
+      m.allow("sweep");      // searcher entries may sweep; read by the caller
+      m.allow("operators");  // and name their operator kinds; read by the caller
     }
     if (mapspace) *mapspace = m.optional("mapspace");
     m.finish();
   }
   if (use.label.empty()) use.label = use.plugin;
   return use;
+}
+
+// `operators: [gemm, fc]`: the operator kinds a searcher runs on.
+std::vector<std::string> read_operator_kinds(const std::string& file, const YAML::Node& node) {
+  static const std::set<std::string> known{"conv2d", "fc", "gemm", "loopnest"};
+  auto kinds = yaml::as_string_list(file, node, "operators");
+  if (kinds.empty())
+    yaml::fail(file, node, "operators",
+               "expected a non-empty list of operator kinds (conv2d, fc, gemm, loopnest)");
+  for (const auto& k : kinds)
+    if (!known.count(k))
+      yaml::fail(file, node, "operators",
+                 "expected operator kinds among conv2d, fc, gemm, loopnest, got '" + k + "'");
+  return kinds;
+}
+
+// A searcher restricted to operator kinds that no layer of the experiment
+// has would run no job: the user meant something else.
+void check_every_searcher_has_a_layer(const Experiment& e) {
+  for (const auto& su : e.searchers) {
+    bool any = false;
+    for (const auto& w : e.workloads)
+      for (int layer : w.layers)
+        any = any || su.applies_to(w.network.layers()[static_cast<size_t>(layer)].op);
+    if (!any)
+      throw InputError(
+          su.where, "operators",
+          "searcher '" + su.label + "' runs on no layer of the experiment's workloads");
+  }
 }
 
 // Searcher variants: `sweep:` over `params.<name>`, `budget.evaluations`
@@ -375,6 +406,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
       use.mapspace = parse_constraint_spec(path, *ms);
       use.mapspace_key = YAML::Dump(*ms);
     }
+    if (s.IsMap() && s["operators"]) use.operators = read_operator_kinds(path, s["operators"]);
     if (!sweep) {
       e.searchers.push_back(std::move(use));
     } else {
@@ -396,8 +428,9 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
         const Operator& op = w.network.layers()[static_cast<size_t>(layer)].op;
         resolve(e.mapspace, op, a.arch);
         for (const auto& su : e.searchers)
-          if (su.mapspace) resolve(*su.mapspace, op, a.arch);
+          if (su.mapspace && su.applies_to(op)) resolve(*su.mapspace, op, a.arch);
       }
+  check_every_searcher_has_a_layer(e);
   return e;
 }
 
@@ -413,6 +446,11 @@ void check_plugins(const Experiment& e, const PluginRegistry& registry) {
   for (const auto& c : e.costmodels) check(c, PluginKind::kCostModel);
 }
 
+bool SearcherUse::applies_to(const Operator& op) const {
+  return operators.empty() ||
+         std::find(operators.begin(), operators.end(), op.kind()) != operators.end();
+}
+
 std::vector<Job> expand_jobs(const Experiment& e) {
   std::vector<Job> jobs;
   for (size_t w = 0; w < e.workloads.size(); ++w) {
@@ -426,6 +464,7 @@ std::vector<Job> expand_jobs(const Experiment& e) {
         for (size_t s = 0; s < e.searchers.size(); ++s)
           for (size_t c = 0; c < e.costmodels.size(); ++c) {
             const auto& su = e.searchers[s];
+            if (!su.applies_to(op)) continue;
             const auto& cu = e.costmodels[c];
             std::string key =
                 "workload=" + wl.network.name() + "/" + op.name() + "{" + op_key + "}";

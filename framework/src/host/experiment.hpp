@@ -34,6 +34,11 @@ struct SearcherUse : PluginUse {
   /// one experiment compares mapping styles side by side).
   std::optional<ConstraintSpec> mapspace;
   std::string mapspace_key;  ///< the block's text, for job ids
+  /// Operator kinds the searcher runs on (`operators:`); empty: every layer.
+  /// A searcher built for one operator (FLASH searches GEMMs, §4) joins an
+  /// experiment of mixed layers without a failed job per other layer.
+  std::vector<std::string> operators;
+  bool applies_to(const Operator& op) const;
 };
 
 struct WorkloadUse {

@@ -99,6 +99,39 @@ std::string match_key(const JobRow& j, const std::string& baseline_key) {
   return k;
 }
 
+// Whether the (architecture, searcher, cost model) groups cover different
+// layers (a searcher kept to some operator kinds): their totals and means
+// are then only comparable within a workload, so the summaries split by it.
+bool groups_cover_different_layers(const ResultFile& results) {
+  std::map<std::string, std::set<std::string>> layers;
+  for (const auto& j : results.jobs)
+    layers[j.architecture + "\n" + j.searcher + "\n" + j.costmodel].insert(j.workload + "\n" +
+                                                                           j.layer);
+  for (const auto& [group, set] : layers)
+    if (set != layers.begin()->second) return true;
+  return false;
+}
+
+// A summary group: the workload (when groups cover different layers),
+// architecture, searcher and cost model.
+using GroupKey = std::tuple<std::string, std::string, std::string, std::string>;
+
+GroupKey group_key(const JobRow& j, bool by_workload) {
+  return {by_workload ? j.workload : std::string(), j.architecture, j.searcher, j.costmodel};
+}
+
+std::vector<std::string> group_header(bool by_workload) {
+  std::vector<std::string> h{"architecture", "searcher", "costmodel"};
+  if (by_workload) h.insert(h.begin(), "workload");
+  return h;
+}
+
+std::vector<std::string> group_cells(const GroupKey& key, bool by_workload) {
+  std::vector<std::string> c{std::get<1>(key), std::get<2>(key), std::get<3>(key)};
+  if (by_workload) c.insert(c.begin(), std::get<0>(key));
+  return c;
+}
+
 struct GeoMean {
   double log_sum = 0;
   std::size_t n = 0;
@@ -125,9 +158,10 @@ void print_summary(const ResultFile& results, TableFormat format, std::ostream& 
     std::size_t jobs = 0, ok = 0;
     GeoMean latency, energy, vs_peak, latency_ratio, energy_ratio;
   };
-  std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
+  const bool by_workload = groups_cover_different_layers(results);
+  std::map<GroupKey, Group> groups;
   for (const auto& j : results.jobs) {
-    Group& g = groups[{j.architecture, j.searcher, j.costmodel}];
+    Group& g = groups[group_key(j, by_workload)];
     ++g.jobs;
     if (j.status != "ok") continue;
     ++g.ok;
@@ -142,19 +176,19 @@ void print_summary(const ResultFile& results, TableFormat format, std::ostream& 
       }
     }
   }
-  std::vector<std::string> header{"architecture",    "searcher",        "costmodel",     "ok",
-                                  "geomean_latency", "geomean_vs_peak", "geomean_energy"};
+  std::vector<std::string> header = group_header(by_workload);
+  for (const char* h : {"ok", "geomean_latency", "geomean_vs_peak", "geomean_energy"})
+    header.push_back(h);
   if (baseline) {
     header.push_back("latency_vs_" + baseline->value);
     header.push_back("energy_vs_" + baseline->value);
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& [key, g] : groups) {
-    std::vector<std::string> row{
-        std::get<0>(key), std::get<1>(key),
-        std::get<2>(key), std::to_string(g.ok) + "/" + std::to_string(g.jobs),
-        g.latency.text(), g.vs_peak.text(),
-        g.energy.text()};
+    std::vector<std::string> row = group_cells(key, by_workload);
+    for (std::string cell : {std::to_string(g.ok) + "/" + std::to_string(g.jobs), g.latency.text(),
+                             g.vs_peak.text(), g.energy.text()})
+      row.push_back(std::move(cell));
     if (baseline) {
       row.push_back(g.latency_ratio.text());
       row.push_back(g.energy_ratio.text());
@@ -264,9 +298,10 @@ void print_report(const ResultFile& results, TableFormat format, std::ostream& o
     double latency = 0, energy = 0, peak = 0;
     std::uint64_t evaluations = 0;
   };
-  std::map<std::tuple<std::string, std::string, std::string>, Total> totals;
+  const bool by_workload = groups_cover_different_layers(results);
+  std::map<GroupKey, Total> totals;
   for (const auto& j : results.jobs) {
-    Total& t = totals[{j.architecture, j.searcher, j.costmodel}];
+    Total& t = totals[group_key(j, by_workload)];
     ++t.jobs;
     t.evaluations += j.evaluations;
     if (j.status == "ok") {
@@ -277,16 +312,22 @@ void print_report(const ResultFile& results, TableFormat format, std::ostream& o
     }
   }
   std::vector<std::vector<std::string>> summary;
-  for (const auto& [key, t] : totals)
-    summary.push_back({std::get<0>(key), std::get<1>(key), std::get<2>(key),
-                       std::to_string(t.ok) + "/" + std::to_string(t.jobs), number(t.latency),
-                       t.peak > 0 ? number(t.latency / t.peak) : "", number(t.energy),
-                       std::to_string(t.evaluations)});
+  for (const auto& [key, t] : totals) {
+    std::vector<std::string> row = group_cells(key, by_workload);
+    for (std::string cell : {std::to_string(t.ok) + "/" + std::to_string(t.jobs), number(t.latency),
+                             t.peak > 0 ? number(t.latency / t.peak) : "", number(t.energy),
+                             std::to_string(t.evaluations)})
+      row.push_back(std::move(cell));
+    summary.push_back(std::move(row));
+  }
   // vs_peak: summed latency over summed roofline peaks (Marvel Fig. 9).
-  out << "\nTotals over layers (jobs that found a valid mapping):\n\n";
-  print_table({"architecture", "searcher", "costmodel", "ok", "latency_cycles", "vs_peak",
-               "energy_pj", "evaluations"},
-              summary, format, out);
+  out << "\nTotals over layers (jobs that found a valid mapping"
+      << (by_workload ? "; per workload, since the searchers cover different layers" : "")
+      << "):\n\n";
+  std::vector<std::string> totals_header = group_header(by_workload);
+  for (const char* h : {"ok", "latency_cycles", "vs_peak", "energy_pj", "evaluations"})
+    totals_header.push_back(h);
+  print_table(totals_header, summary, format, out);
   print_summary(results, format, out, options.baseline);
   std::set<std::string> architectures;
   for (const auto& j : results.jobs) architectures.insert(j.architecture);
