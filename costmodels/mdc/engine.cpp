@@ -25,8 +25,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <mapex/checked.hpp>
 #include <mapex/error.hpp>
 #include <optional>
+#include <string>
 
 namespace mapex::mdc::engine {
 namespace {
@@ -126,12 +129,14 @@ void compute_mapping_sizes(Level& L, bool conv);
 
 enum Pos : std::uint8_t { kInit, kSteady, kEdge };
 
+// Every state is built with all its fields (State{...}); no default member
+// values, so a level's 16 lists of 3 are not filled in before use.
 struct State {
-  Pos pos = kInit;
-  bool unrolled = false;
-  bool init_edge = false;  // the first step already reaches past the dimension
-  bool edge_pe = false;    // at a spatial edge, the last busy sub-unit has a partial tile
-  std::int64_t occ = 1;
+  Pos pos;
+  bool unrolled;
+  bool init_edge;  // the first step already reaches past the dimension
+  bool edge_pe;    // at a spatial edge, the last busy sub-unit has a partial tile
+  std::int64_t occ;
   bool is_edge() const { return pos == kEdge || init_edge; }
 };
 
@@ -261,10 +266,51 @@ StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
 
 // ---- one iteration case of one level ------------------------------------------
 
+// The level's directives are sorted once per level by the tensors they
+// touch, so that a case visits only the directives that matter to each
+// tensor; what every case asks several times (the directive that moved, a
+// sub-unit's output and reduction tiles) is worked out once per case
+// (`begin`). Tests of every directive against every tensor were most of
+// the analysis.
 struct Case {
+  Case(const Plan& plan, const Level& level) : P(plan), L(level) {
+    for (int t = 0; t < kNumTensors; ++t) {
+      num_coupled_dirs[t] = num_spatial_coupled[t] = 0;
+      for (int i = 0; i < L.num_dirs; ++i)
+        if (coupled(t, L.dirs[i].dim)) coupled_dirs[t][num_coupled_dirs[t]++] = i;
+      // In the tensor's own order of coupled dimensions (spatial_of: the
+      // last one decides edge_pe).
+      for (int k = 0; k < P.num_coupled[t]; ++k) {
+        const int i = L.dir_of_dim[P.coupled[t][k]];
+        if (i >= 0 && L.dirs[i].spatial) spatial_coupled[t][num_spatial_coupled[t]++] = i;
+      }
+    }
+    for (int i = 0; i < L.num_dirs; ++i) {
+      if (!coupled(2, L.dirs[i].dim)) reduced_dirs[num_reduced_dirs++] = i;
+      if (L.dirs[i].spatial) spatial_dirs[num_spatial_dirs++] = i;
+    }
+    for (int k = 0; k < P.num_coupled[2]; ++k)
+      if (const int i = L.dir_of_dim[P.coupled[2][k]]; i >= 0) output_dirs[num_output_dirs++] = i;
+  }
+
   const Plan& P;
   const Level& L;
   const State* st[kMaxDirectives];
+
+  // Called once the states `st` of a new case are set.
+  void begin() {
+    changing = -1;
+    for (int i = 0; i < L.num_dirs; ++i)
+      if (st[i]->pos != kInit) changing = i;
+    for (int t = 0; t < 2; ++t) {
+      restarted[t] = false;
+      for (int k = 0; k < num_coupled_dirs[t] && !restarted[t]; ++k) {
+        const int i = coupled_dirs[t][k];
+        restarted[t] = i > changing && st[i]->pos == kInit && !st[i]->unrolled;
+      }
+    }
+    memo_valid = 0;
+  }
   // In MAESTRO's iteration space a spatial edge with one busy unit gives
   // that unit the edge tile even when it is full; in the true one only the
   // partial unit (edge_pe) has the edge tile.
@@ -278,9 +324,9 @@ struct Case {
   // Tile of one sub-unit for an input tensor (no reuse).
   std::int64_t pe_mapped(int t, bool first, bool edge_pe) const {
     std::int64_t v = 1;
-    for (int i = 0; i < L.num_dirs; ++i) {
+    for (int k = 0; k < num_coupled_dirs[t]; ++k) {
+      const int i = coupled_dirs[t][k];
       const Dir& d = L.dirs[i];
-      if (!coupled(t, d.dim)) continue;
       if (!d.spatial) {
         v *= edge(i) ? L.mapped_edge[d.dim] : L.mapped[d.dim];
       } else if (edge(i)) {
@@ -301,21 +347,13 @@ struct Case {
   // a temporal map brings the unique part of the slid tile; a sub-unit
   // other than the first gets only what its neighbour does not share.
   std::int64_t pe_ingress(int t, bool first, bool edge_pe) const {
-    int changing = -1;
-    for (int i = 0; i < L.num_dirs; ++i)
-      if (st[i]->pos != kInit) changing = i;
     if (changing < 0) return pe_mapped(t, first, edge_pe);
-    bool inited = false;
-    for (int i = changing + 1; i < L.num_dirs; ++i)
-      if (st[i]->pos == kInit && coupled(t, L.dirs[i].dim) && !st[i]->unrolled) {
-        inited = true;
-        break;
-      }
+    const bool inited = restarted[t];
     std::int64_t v = 1;
     bool changes = false;
-    for (int i = 0; i < L.num_dirs; ++i) {
+    for (int k = 0; k < num_coupled_dirs[t]; ++k) {
+      const int i = coupled_dirs[t][k];
       const Dir& d = L.dirs[i];
-      if (!coupled(t, d.dim)) continue;
       const int x = d.dim;
       if (i == changing) changes = true;
       const std::int64_t m = edge_pe ? L.mapped_edge[x] : L.mapped[x];
@@ -336,45 +374,68 @@ struct Case {
 
   // Output (or partial-sum) volume of one sub-unit. With `psums`, the
   // reduction dimensions' tiles multiply in (the MACs of the sub-unit).
+  // Both factors are kept per case for the four (first, edge_pe) sub-units.
   std::int64_t pe_egress(bool psums, bool first, bool edge_pe, bool reuse_at_edge = true) const {
-    const int t = 2;
+    if (!reuse_at_edge)
+      return (psums ? reduction_tile(first, edge_pe) : 1) * output_tile(first, edge_pe, false);
+    const int key = (first ? 2 : 0) + (edge_pe ? 1 : 0);
+    if (!(memo_valid & (1U << key))) {
+      memo_output[key] = output_tile(first, edge_pe, true);
+      memo_valid |= 1U << key;
+    }
+    if (!psums) return memo_output[key];
+    if (!(memo_valid & (16U << key))) {
+      memo_reduction[key] = reduction_tile(first, edge_pe);
+      memo_valid |= 16U << key;
+    }
+    return memo_reduction[key] * memo_output[key];
+  }
+
+  // The sub-unit's tiles along the dimensions the output does not have
+  // (those its partial sums are reduced over).
+  std::int64_t reduction_tile(bool first, bool edge_pe) const {
     std::int64_t v = 1;
     auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
-    if (psums) {
-      for (int i = 0; i < L.num_dirs; ++i) {
-        const Dir& d = L.dirs[i];
-        if (coupled(t, d.dim)) continue;
-        const int x = d.dim;
-        if (!d.spatial) {
-          v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
-          continue;
-        }
-        switch (st[i]->pos) {
-          case kInit:
-            if (edge(i) && edge_pe)
-              v *= L.mapped_edge[x];
-            else
-              v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
-            break;
-          case kSteady:
+    for (int k = 0; k < num_reduced_dirs; ++k) {
+      const int i = reduced_dirs[k];
+      const Dir& d = L.dirs[i];
+      const int x = d.dim;
+      if (!d.spatial) {
+        v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
+        continue;
+      }
+      switch (st[i]->pos) {
+        case kInit:
+          if (edge(i) && edge_pe)
+            v *= L.mapped_edge[x];
+          else
             v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
-            break;
-          case kEdge:
-            if (single_edge_unit()) {
-              if (first || edge_pe) v *= L.mapped_edge[x];
-            } else if (edge_pe) {
-              v *= (first && !P.maestro_compat) ? L.mapped_edge[x] : L.unique_edge[x];
-            } else {
-              v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
-            }
-            break;
-        }
+          break;
+        case kSteady:
+          v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
+          break;
+        case kEdge:
+          if (single_edge_unit()) {
+            if (first || edge_pe) v *= L.mapped_edge[x];
+          } else if (edge_pe) {
+            v *= (first && !P.maestro_compat) ? L.mapped_edge[x] : L.unique_edge[x];
+          } else {
+            v *= first ? L.mapped[x] : unique_or_one(L.unique[x]);
+          }
+          break;
       }
     }
-    for (int k = 0; k < P.num_coupled[t]; ++k) {
-      const int x = P.coupled[t][k];
-      const int i = L.dir_of_dim[x];
-      if (i < 0) continue;
+    return v;
+  }
+
+  // The sub-unit's output tile (new outputs only where a neighbour shares
+  // the rest, §IV-A).
+  std::int64_t output_tile(bool first, bool edge_pe, bool reuse_at_edge) const {
+    std::int64_t v = 1;
+    auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
+    for (int k = 0; k < num_output_dirs; ++k) {
+      const int i = output_dirs[k];
+      const int x = L.dirs[i].dim;
       const int a = P.conv ? output_of(x) : x;
       if (!L.dirs[i].spatial) {
         switch (st[i]->pos) {
@@ -435,13 +496,9 @@ struct Case {
       s.edge_pe = st[i]->edge_pe;
       if (edge(i)) s.edge = true;
     };
-    for (int k = 0; k < P.num_coupled[t]; ++k) {
-      const int i = L.dir_of_dim[P.coupled[t][k]];
-      if (i >= 0 && L.dirs[i].spatial) take(i);
-    }
+    for (int k = 0; k < num_spatial_coupled[t]; ++k) take(spatial_coupled[t][k]);
     if (any_dim)
-      for (int i = 0; i < L.num_dirs; ++i)
-        if (L.dirs[i].spatial) take(i);
+      for (int k = 0; k < num_spatial_dirs; ++k) take(spatial_dirs[k]);
     return s;
   }
 
@@ -449,8 +506,8 @@ struct Case {
   // the first sub-unit, the others that receive only their unique part, and
   // at a spatial edge only the busy ones (§IV-A, spatial reuse).
   template <class F>
-  std::int64_t over_units(const Spatial& s, F f, std::int64_t others_factor_full) const {
-    if (!s.mapped) return f(true, false) + 0 * others_factor_full;
+  std::int64_t over_units(const Spatial& s, F f) const {
+    if (!s.mapped) return f(true, false);
     if (!s.edge) return f(true, false) + (L.num_sub - 1) * f(false, false);
     std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? f(true, true) : f(true, false);
     if (L.num_edge_sub > 1) {
@@ -463,10 +520,11 @@ struct Case {
 
   // Sub-units busy in this case: all, or those of the spatial edge step.
   std::int64_t busy_units() const {
-    for (int i = 0; i < L.num_dirs; ++i)
-      if (L.dirs[i].spatial) return edge(i) ? L.num_edge_sub : L.num_sub;
-    return L.num_sub;
+    if (num_spatial_dirs == 0) return L.num_sub;
+    return edge(spatial_dirs[0]) ? L.num_edge_sub : L.num_sub;
   }
+  // The level's first SpatialMap (compile requires one).
+  int first_spatial() const { return spatial_dirs[0]; }
 
   // Total over the busy sub-units of a per-sub-unit volume `f(first,
   // edge_pe)` when nothing is shared between them: every unit is served as
@@ -493,12 +551,12 @@ struct Case {
   }
 
   std::int64_t ingress(int t) const {
-    return over_units(
-        spatial_of(t, false), [&](bool first, bool ep) { return pe_ingress(t, first, ep); }, 0);
+    return over_units(spatial_of(t, false),
+                      [&](bool first, bool ep) { return pe_ingress(t, first, ep); });
   }
   std::int64_t egress() const {
-    return over_units(
-        spatial_of(2, false), [&](bool first, bool ep) { return pe_egress(false, first, ep); }, 0);
+    return over_units(spatial_of(2, false),
+                      [&](bool first, bool ep) { return pe_egress(false, first, ep); });
   }
   // Partial sums on the critical path: those of the first (fullest) unit.
   std::int64_t critical_psums() const {
@@ -515,7 +573,7 @@ struct Case {
     // when its tile is full; only a real partial tile reduces the work.
     if (!P.maestro_compat)
       return over_units(
-          s, [&](bool first, bool ep) { return pe_egress(true, first, ep && L.has_partial); }, 0);
+          s, [&](bool first, bool ep) { return pe_egress(true, first, ep && L.has_partial); });
     if (!s.edge) return L.num_sub * pe_egress(true, true, false);
     std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? pe_egress(true, true, true)
                                                         : pe_egress(true, true, false);
@@ -526,23 +584,42 @@ struct Case {
     }
     return v;
   }
-  bool all_init() const {
-    for (int i = 0; i < L.num_dirs; ++i)
-      if (st[i]->pos != kInit) return false;
-    return true;
-  }
+  bool all_init() const { return changing < 0; }
+
+ private:
+  int coupled_dirs[kNumTensors][kMaxDirectives];  // directives on a tensor's dimensions
+  int num_coupled_dirs[kNumTensors];
+  int spatial_coupled[kNumTensors][kMaxDirectives];  // spatial ones, in coupled order
+  int num_spatial_coupled[kNumTensors];
+  int reduced_dirs[kMaxDirectives];  // directives on dimensions the output lacks
+  int num_reduced_dirs = 0;
+  int output_dirs[kMaxDirectives];  // directives on the output's, in coupled order
+  int num_output_dirs = 0;
+  int spatial_dirs[kMaxDirectives];
+  int num_spatial_dirs = 0;
+  // Per case (begin): the innermost directive that moved (-1: all Init),
+  // and the sub-units' output and reduction tiles once computed (bit key
+  // and 16 << key, key = 2 * first + edge_pe).
+  int changing = -1;
+  // Per input tensor: a directive inside the one that moved starts over
+  // (is at Init and not unrolled), so the tensor's tile is new whole.
+  bool restarted[2] = {false, false};
+  mutable unsigned memo_valid = 0;
+  mutable std::int64_t memo_output[4], memo_reduction[4];
 };
 
 // ---- recursion over cluster levels, with a cache of sub-level results ------
 
+// No default member values: a cache of them stays trivially constructible
+// (see CacheEntry); `level` fills every field.
 struct SubResult {
-  std::int64_t runtime = 0;
-  long double avg_active = 0;
+  std::int64_t runtime;
+  long double avg_active;
   // Words that reach (input, filter) or leave (output) the level's PEs one
   // by one, per word the level receives or sends as a whole: 1 with
   // multicast and reduction, the number of PEs sharing a word without them.
   // Computed only when a switch is off (Plan::hw).
-  double unshared[kNumTensors] = {1, 1, 1};
+  double unshared[kNumTensors];
 };
 
 // An inline compare: the cache is probed once per iteration case, and a
@@ -553,15 +630,141 @@ bool same_dims(const std::int64_t* a, const std::int64_t* b) {
   return same;
 }
 
+// Entries are written before they are read (cache_used counts them), so
+// the cache is left uninitialised: zeroing its 9 KB cost more per layer
+// than the whole analysis of a one-level dataflow.
 struct CacheEntry {
-  int level = -1;
+  int level;
   std::int64_t dims[kNumDims];
   SubResult r;
 };
 
 constexpr int kCacheSize = 64;
 
-struct Top {
+// The iteration cases of one level in MAESTRO's enumeration order (§IV-B):
+// case 0 is all-Init; after it, the mixed-radix digits of n-1 shifted by one
+// (last directive fastest). The digits are counted up rather than divided
+// out of n (two integer divisions per directive and case were a tenth of
+// the analysis).
+class CaseOrder {
+ public:
+  CaseOrder(const Plan& P, const Level& L, const std::int64_t* dims) : num_(L.num_dirs) {
+    for (int i = 0; i < num_; ++i) {
+      const std::int64_t dim = dims[L.dirs[i].dim];
+      lists_[i] =
+          P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, L.dirs[i], dim);
+      total_ *= lists_[i].n;
+      if (lists_[i].n > 1) {
+        raw_[num_moving_] = 0;
+        moving_[num_moving_++] = i;
+      } else {
+        fixed_occ_ *= lists_[i].s[0].occ;
+      }
+    }
+  }
+  std::int64_t size() const { return total_; }
+
+  /// Points `c` at the next case (the first call gives case 0) and returns
+  /// how often that case occurs. A directive with one state keeps it (its
+  /// digit is always 0), so only the others are counted, and of those only
+  /// the ones from the last carry on change.
+  std::int64_t next(Case& c) {
+    if (n_ == 0) {
+      for (int i = 0; i < num_; ++i) c.st[i] = &lists_[i].s[0];
+    } else {
+      int from = 0;
+      if (n_ > 1) {
+        from = num_moving_ - 1;
+        while (++raw_[from] == lists_[moving_[from]].n && from > 0) raw_[from--] = 0;
+      }
+      for (int k = from; k < num_moving_; ++k) {
+        const StateList& list = lists_[moving_[k]];
+        c.st[moving_[k]] = &list.s[raw_[k] + 1 == list.n ? 0 : raw_[k] + 1];
+      }
+    }
+    ++n_;
+    std::int64_t occ = fixed_occ_;
+    for (int k = 0; k < num_moving_; ++k) occ *= c.st[moving_[k]]->occ;
+    c.begin();
+    return occ;
+  }
+
+ private:
+  StateList lists_[kMaxDirectives];
+  int num_;
+  std::int64_t total_ = 1;
+  std::int64_t n_ = 0;
+  int moving_[kMaxDirectives];  // the directives with more than one state
+  int num_moving_ = 0;
+  std::int64_t fixed_occ_ = 1;  // occurrences of the others' single states
+  int raw_[kMaxDirectives];     // the mixed-radix digits of n-1 over moving_, counted up
+};
+
+// What one iteration case moves and costs at its level (§IV-A, §IV-B).
+struct CaseFlow {
+  std::int64_t occ = 1;
+  std::int64_t psums_all = 0;      // MACs over all busy sub-units
+  std::int64_t egress = 0;         // output words leaving the sub-units
+  std::int64_t in_of[2] = {0, 0};  // words of each input tensor entering them
+  // Words on the network: the same as egress and in_of with multicast and
+  // reduction; without them each busy PE's own copies and partial sums
+  // (fractional where the sub-levels' ratios enter).
+  // Set by network_words only when a switch is off (no x87 stores per case).
+  long double in_words[2], out_words;
+  std::int64_t noc_in = 0, noc_out = 0;
+  std::int64_t compute = 0;  // the sub-level's runtime, or the PE's MAC steps
+  std::int64_t in_delay = 0, out_delay = 0;
+};
+
+// The busy sub-units' share of one case: the slowest one's runtime, the PEs
+// they keep busy, and their unshared ratios (SubResult::unshared) averaged
+// over them.
+struct SubWork {
+  std::int64_t runtime = 0;
+  long double active = 0;
+  long double unshared[kNumTensors] = {1, 1, 1};
+};
+
+// Without multicast or reduction, the words each PE receives or sends on
+// its own, summed over a level's cases, against the words the level
+// receives or sends as a whole: the ratio the level above scales its own
+// traffic by (SubResult::unshared).
+struct UnsharedWords {
+  long double whole[kNumTensors] = {0, 0, 0}, own[kNumTensors] = {0, 0, 0};
+  void add(const CaseFlow& f) {
+    const auto occ = static_cast<long double>(f.occ);
+    for (int t = 0; t < 2; ++t) {
+      whole[t] += occ * static_cast<long double>(f.in_of[t]);
+      own[t] += occ * f.in_words[t];
+    }
+    whole[2] += occ * static_cast<long double>(f.egress);
+    own[2] += occ * f.out_words;
+  }
+  void ratios(double* out) const {
+    for (int t = 0; t < kNumTensors; ++t)
+      if (whole[t] > 0) out[t] = static_cast<double>(own[t] / whole[t]);
+  }
+};
+
+// A sub-level keeps no accounts: the level above counts its traffic.
+struct NoAccounts {
+  void first_case(const Plan&, const std::int64_t*, const CaseFlow&) {}
+  bool is_first() const { return false; }
+  void outputs(const CaseFlow&) {}
+  void skipped() {}
+  void inputs(const CaseFlow&) {}
+  void unshared(const Plan&, const CaseFlow&) {}
+  std::int64_t overlap_offchip(const Plan&, std::int64_t outstanding, std::int64_t) {
+    return outstanding;
+  }
+  void counted(const CaseFlow&, std::int64_t) {}
+  void finish(const Plan&, std::int64_t) {}
+};
+
+// The top level's accounts: L2 and L1 traffic, L2 sizes, off-chip and NoC
+// bandwidth and the average delays MAESTRO reports (refdata README,
+// "Output CSV").
+struct TopAccounts {
   std::int64_t l2_rd[3] = {0, 0, 0}, l2_wr[3] = {0, 0, 0};
   std::int64_t l1_rd[3] = {0, 0, 0}, l1_wr[3] = {0, 0, 0};
   std::int64_t l2_size[3] = {0, 0, 0};
@@ -570,13 +773,117 @@ struct Top {
   long double avg_bw = 0;
   std::int64_t offchip = 0;
   long double ingress_avg = 0, egress_avg = 0, compute_avg = 0;
-  std::int64_t skipped = 0;
+  // The sums behind the averages, in integers: exact, as the long double
+  // sums of the same integers were, and without x87 work per case.
+  std::int64_t bw_sum = 0, ingress_sum = 0, egress_sum = 0, compute_sum = 0;
+  // Cycles to refill the L2 tiles of the inputs and of the output, fixed
+  // once the first case has sized L2.
+  std::int64_t in_refill = 0, out_refill = 0;
+  std::int64_t num_skipped = 0;
+  std::int64_t num_counted = 0;
   // L2 traffic a network without multicast or reduction adds to MAESTRO's
   // counts (fractional where sub-levels' ratios enter).
   long double extra_l2_rd[3] = {0, 0, 0}, extra_l2_wr[3] = {0, 0, 0};
+
+  // L2 holds the first counted case's tiles, double-buffered; each tensor
+  // is written into L2 (inputs) or read out of it (output) once whole.
+  bool is_first() const { return num_counted == 0; }
+  void first_case(const Plan& P, const std::int64_t* dims, const CaseFlow& f) {
+    for (int t = 0; t < 2; ++t) {
+      std::int64_t size = 1;
+      for (int k = 0; k < P.num_coupled[t]; ++k) size *= dims[P.coupled[t][k]];
+      l2_size[t] += 2 * f.in_of[t];
+      l2_wr[t] = size;
+    }
+    std::int64_t out_size = 1;
+    for (int k = 0; k < P.num_coupled[2]; ++k) {
+      const int x = P.coupled[2][k];
+      // MAESTRO sizes the output as Y - R + 1 rows whatever the stride;
+      // its true size is (Y - R) / stride + 1 (§III-B).
+      const int s = P.conv ? sliding_of(x) : -1;
+      if (s < 0)
+        out_size *= dims[x];
+      else if (P.maestro_compat)
+        out_size *= dims[x] - dims[s] + 1;
+      else
+        out_size *= outputs_of(dims[x], dims[s], P.stride[x]);
+    }
+    l2_size[2] = 2 * f.egress;
+    l2_rd[2] = out_size;
+    in_refill = (l2_size[0] + l2_size[1]) / P.hw.offchip_bw / 2;
+    out_refill = l2_size[2] / P.hw.offchip_bw / 2;
+  }
+  // Every case, with work or not: its outputs go to L2, its partial sums
+  // are read and written in L1.
+  void outputs(const CaseFlow& f) {
+    l2_wr[2] += f.occ * f.egress;
+    l1_wr[2] += f.occ * f.psums_all;
+    l1_rd[2] += f.occ * f.psums_all;
+  }
+  void skipped() { ++num_skipped; }
+  void inputs(const CaseFlow& f) {
+    for (int t = 0; t < 2; ++t) {
+      l2_rd[t] += f.occ * f.in_of[t];
+      l1_wr[t] += f.occ * f.in_of[t];  // every word read from L2 lands in an L1
+      l1_rd[t] += f.occ * f.psums_all;
+    }
+  }
+  // Without multicast L2 serves each copy with a read; without reduction
+  // it accumulates each extra partial sum with a read-modify-write.
+  void unshared(const Plan& P, const CaseFlow& f) {
+    const auto occ = static_cast<long double>(f.occ);
+    for (int t = 0; t < 2; ++t)
+      extra_l2_rd[t] += occ * (f.in_words[t] - static_cast<long double>(f.in_of[t]));
+    if (!P.hw.reduction) {
+      const long double extra = occ * (f.out_words - static_cast<long double>(f.egress));
+      extra_l2_wr[2] += extra;
+      extra_l2_rd[2] += extra;
+    }
+  }
+  // Off-chip traffic refills the (double-buffered) L2 tiles; the case lasts
+  // at least as long as its refill.
+  std::int64_t overlap_offchip(const Plan& P, std::int64_t outstanding, std::int64_t compute_nz) {
+    // max(a / c, b / c) with one division (c > 0: the quotient, rounded
+    // toward zero, grows with the dividend).
+    const std::int64_t req = std::max(l2_size[2], l2_size[0] + l2_size[1]) / compute_nz;
+    if (P.maestro_compat) {
+      // MAESTRO halves its running maximum once per case, so the result
+      // depends on the order of the cases.
+      offchip = std::max(offchip, req) / 2;
+    } else {
+      // The refill rate needed by the busiest case, halved once (finish)
+      // because the double-buffered L2 tile refills over two compute steps.
+      offchip = std::max(offchip, req);
+    }
+    return std::max(in_refill, std::max(outstanding, out_refill));
+  }
+  void counted(const CaseFlow& f, std::int64_t compute_nz) {
+    macs += f.occ * f.psums_all;
+    const std::int64_t traffic = std::max(f.noc_in, f.noc_out);
+    peak_bw = std::max(peak_bw, traffic / compute_nz);
+    bw_sum += f.occ * traffic / compute_nz;
+    ingress_sum += f.occ * f.in_delay;
+    egress_sum += f.occ * f.out_delay;
+    compute_sum += f.occ * compute_nz;
+    ++num_counted;
+  }
+  void finish(const Plan& P, std::int64_t occurrences) {
+    avg_bw = static_cast<long double>(bw_sum);
+    ingress_avg = static_cast<long double>(ingress_sum);
+    egress_avg = static_cast<long double>(egress_sum);
+    compute_avg = static_cast<long double>(compute_sum);
+    if (occurrences <= 0) return;
+    const auto n = static_cast<long double>(occurrences);
+    avg_bw /= n;
+    if (!P.maestro_compat) offchip /= 2;
+    ingress_avg /= n;
+    egress_avg /= n;
+    compute_avg /= n;
+  }
 };
 
 struct Analyser {
+  explicit Analyser(const Plan& plan) : P(plan) {}
   const Plan& P;
   CacheEntry cache[kCacheSize];
   int cache_used = 0;
@@ -585,11 +892,13 @@ struct Analyser {
     const std::int64_t sends = ceil_div(words, P.hw.noc_bw);
     return P.hw.noc_latency + sends - 1;
   }
+  bool shared_net() const { return P.hw.multicast && P.hw.reduction; }
 
   SubResult sub_level(int li, const std::int64_t* dims) {
     for (int c = 0; c < cache_used; ++c)
       if (cache[c].level == li && same_dims(cache[c].dims, dims)) return cache[c].r;
-    const SubResult r = level(li, dims, nullptr);
+    NoAccounts none;
+    const SubResult r = level(li, dims, none);
     if (cache_used < kCacheSize) {
       cache[cache_used].level = li;
       std::memcpy(cache[cache_used].dims, dims, sizeof(std::int64_t) * kNumDims);
@@ -621,256 +930,190 @@ struct Analyser {
     }
   }
 
-  SubResult level(int li, const std::int64_t* dims, Top* top) {
-    const Level* lp = &P.levels[li];
-    // A sub-level reached from an edge tile of the level above works on
-    // smaller dimensions than it was compiled for; its edge tiles and busy
-    // units follow those dimensions (MAESTRO keeps the compiled ones).
-    // (std::optional: the copy lives on the stack and is made only when needed.)
+  // A sub-level reached from an edge tile of the level above works on
+  // smaller dimensions than it was compiled for; in the true space its edge
+  // tiles and busy units follow those dimensions (MAESTRO keeps the
+  // compiled ones). The copy lives in `resized` and is made only when needed.
+  const Level& level_for(int li, const std::int64_t* dims, std::optional<Level>& resized) const {
+    const Level& compiled = P.levels[li];
+    if (P.maestro_compat) return compiled;
+    bool same = true;
+    for (int i = 0; i < compiled.num_dirs; ++i)
+      same = same && compiled.dims[compiled.dirs[i].dim] == dims[compiled.dirs[i].dim];
+    if (same) return compiled;
+    resized.emplace(compiled);
+    for (int i = 0; i < resized->num_dirs; ++i)
+      resized->dims[resized->dirs[i].dim] = dims[resized->dirs[i].dim];
+    true_tile_sizes(*resized, P.conv);
+    return *resized;
+  }
+
+  // The sub-level's work in case `c` of level `li` (§IV-B, recursively).
+  // At a spatial edge whose last busy unit has a partial tile, that unit
+  // and the full ones see different dimensions: both are analysed and the
+  // slower one sets the pace.
+  SubWork sub_work(const Case& c, int li, const State& spatial) {
+    const Level& L = c.L;
+    const bool share = shared_net();
+    SubWork w;
+    std::int64_t sd[kNumDims];
+    auto take_unshared = [&](const SubResult& r) {
+      if (!share) std::copy(r.unshared, r.unshared + kNumTensors, w.unshared);
+    };
+    if (spatial.is_edge() && spatial.edge_pe) {
+      sub_dims(c, true, sd);
+      const SubResult partial = sub_level(li + 1, sd);
+      w.runtime = std::max<std::int64_t>(0, partial.runtime);
+      w.active = partial.avg_active;
+      take_unshared(partial);
+      const std::int64_t full_units = L.num_edge_sub - 1;
+      if (full_units > 0) {
+        sub_dims(c, false, sd);
+        const SubResult full = sub_level(li + 1, sd);
+        w.runtime = std::max(w.runtime, full.runtime);
+        w.active += full.avg_active * static_cast<long double>(full_units);
+        const auto busy = static_cast<long double>(L.num_edge_sub);
+        for (int t = 0; t < kNumTensors && !share; ++t)
+          w.unshared[t] = (partial.unshared[t] + full.unshared[t] * (busy - 1)) / busy;
+      }
+      return w;
+    }
+    sub_dims(c, false, sd);
+    const SubResult r = sub_level(li + 1, sd);
+    w.runtime = r.runtime;
+    w.active =
+        r.avg_active * static_cast<long double>(spatial.is_edge() ? L.num_edge_sub : L.num_sub);
+    take_unshared(r);
+    return w;
+  }
+
+  // Words on the network in case `c` (MAESTRO Table 1). Without multicast
+  // every busy PE below this level receives its own copy of each input
+  // word; without reduction every PE's partial sums leave it separately.
+  // The words landing in the L1s and the partial sums the PEs produce are
+  // the same either way.
+  void network_words(const Case& c, const long double* sub_unshared, CaseFlow& f) const {
+    f.noc_in = f.in_of[0] + f.in_of[1];
+    f.noc_out = f.egress;
+    if (shared_net()) return;  // in_words and out_words are only read without
+    for (int t = 0; t < 2; ++t) f.in_words[t] = static_cast<long double>(f.in_of[t]);
+    f.out_words = static_cast<long double>(f.egress);
+    if (!P.hw.multicast) {
+      long double in_words = 0;
+      for (int t = 0; t < 2; ++t) {
+        f.in_words[t] = static_cast<long double>(c.ingress_unshared(t)) * sub_unshared[t];
+        in_words += f.in_words[t];
+      }
+      f.noc_in = std::llround(in_words);
+    }
+    if (!P.hw.reduction) {
+      f.out_words = static_cast<long double>(c.egress_unshared()) * sub_unshared[2];
+      f.noc_out = std::llround(f.out_words);
+    }
+  }
+
+  // How long a case takes on the network and in the sub-units (§IV-B):
+  // double buffering hides communication behind computation except in the
+  // first step, which must fill the buffers.
+  std::int64_t case_delay(bool first_step, CaseFlow& f) const {
+    f.in_delay = noc_delay(f.noc_in);
+    f.out_delay = noc_delay(f.noc_out);
+    return first_step ? f.compute + f.in_delay
+                      : std::max(f.out_delay, std::max(f.compute, f.in_delay));
+  }
+
+  // Level `li` on dimensions `dims`: its cases, each weighted by its
+  // occurrences, give the runtime (double buffering hides communication
+  // behind computation except in the first step, which must fill the
+  // buffers, §IV-B) and the average busy PEs; `accounts` adds the top
+  // level's traffic and sizes.
+  template <class Accounts>
+  SubResult level(int li, const std::int64_t* dims, Accounts& accounts) {
     std::optional<Level> resized;
-    if (!P.maestro_compat) {
-      bool same = true;
-      for (int i = 0; i < lp->num_dirs; ++i)
-        same = same && lp->dims[lp->dirs[i].dim] == dims[lp->dirs[i].dim];
-      if (!same) {
-        resized.emplace(*lp);
-        for (int i = 0; i < resized->num_dirs; ++i)
-          resized->dims[resized->dirs[i].dim] = dims[resized->dirs[i].dim];
-        true_tile_sizes(*resized, P.conv);
-        lp = &*resized;
-      }
-    }
-    const Level& L = *lp;
+    const Level& L = level_for(li, dims, resized);
     const bool innermost = li == P.num_levels - 1;
-    StateList lists[kMaxDirectives];
-    std::int64_t total_cases = 1;
-    for (int i = 0; i < L.num_dirs; ++i) {
-      const std::int64_t dim = dims[L.dirs[i].dim];
-      lists[i] =
-          P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, L.dirs[i], dim);
-      total_cases *= lists[i].n;
-    }
-    int first_spatial = -1;
-    for (int i = 0; i < L.num_dirs && first_spatial < 0; ++i)
-      if (L.dirs[i].spatial) first_spatial = i;
+    const bool share = shared_net();
 
-    Case c{P, L, {}};
-    std::int64_t runtime = 0, occurrences = 0;
+    CaseOrder order(P, L, dims);
+    Case c(P, L);
+    std::int64_t runtime = 0, occurrences = 0, busy_pes = 0;
     long double active_sum = 0;
-    // Without multicast or reduction (MAESTRO Table 1), the words each PE
-    // receives or sends on its own, summed over the cases, against the words
-    // the level receives or sends as a whole: the sub-level ratio the level
-    // above scales its own traffic by (SubResult::unshared).
-    const bool shared_net = P.hw.multicast && P.hw.reduction;
-    long double words_whole[kNumTensors] = {0, 0, 0}, words_unshared[kNumTensors] = {0, 0, 0};
-    int digit[kMaxDirectives];
-    int raw[kMaxDirectives];  // the mixed-radix digits of n-1, counted up
-    for (int i = 0; i < L.num_dirs; ++i) raw[i] = 0;
-    int case_id = 0;
-    for (std::int64_t n = 0; n < total_cases; ++n) {
-      // MAESTRO's enumeration order: case 0 is all-Init; after it, the
-      // mixed-radix digits of n-1 shifted by one (last directive fastest).
-      // The digits are counted up rather than divided out of n (two integer
-      // divisions per directive and case were a tenth of the analysis).
-      if (n == 0) {
-        for (int i = 0; i < L.num_dirs; ++i) digit[i] = 0;
-      } else {
-        if (n > 1)
-          for (int i = L.num_dirs - 1; i >= 0; --i) {
-            if (++raw[i] < lists[i].n) break;
-            raw[i] = 0;
-          }
-        for (int i = 0; i < L.num_dirs; ++i) digit[i] = raw[i] + 1 == lists[i].n ? 0 : raw[i] + 1;
-      }
-      std::int64_t occ = 1;
-      for (int i = 0; i < L.num_dirs; ++i) {
-        c.st[i] = &lists[i].s[digit[i]];
-        occ *= c.st[i]->occ;
-      }
-
-      const std::int64_t psums_all = c.all_psums();
-      const std::int64_t egress = c.egress();
+    UnsharedWords unshared;
+    for (std::int64_t n = 0; n < order.size(); ++n) {
+      CaseFlow f;
+      f.occ = order.next(c);
+      f.psums_all = c.all_psums();
+      f.egress = c.egress();
+      for (int t = 0; t < 2; ++t) f.in_of[t] = c.ingress(t);
       const std::int64_t psums_critical = c.critical_psums();
-      if (top && case_id == 0) {
-        for (int t = 0; t < 2; ++t) {
-          std::int64_t size = 1;
-          for (int k = 0; k < P.num_coupled[t]; ++k) size *= dims[P.coupled[t][k]];
-          top->l2_size[t] += 2 * c.ingress(t);
-          top->l2_wr[t] = size;
-        }
-        std::int64_t out_size = 1;
-        for (int k = 0; k < P.num_coupled[2]; ++k) {
-          const int x = P.coupled[2][k];
-          // The output tensor is read out of L2 once. MAESTRO sizes it as
-          // Y - R + 1 rows whatever the stride; its true size is
-          // (Y - R) / stride + 1 (§III-B).
-          const int s = P.conv ? sliding_of(x) : -1;
-          if (s < 0)
-            out_size *= dims[x];
-          else if (P.maestro_compat)
-            out_size *= dims[x] - dims[s] + 1;
-          else
-            out_size *= outputs_of(dims[x], dims[s], P.stride[x]);
-        }
-        top->l2_size[2] = 2 * egress;
-        top->l2_rd[2] = out_size;
-      }
-      if (top) {
-        top->l2_wr[2] += occ * egress;
-        top->l1_wr[2] += occ * psums_all;
-        top->l1_rd[2] += occ * psums_all;
-      }
+      if (accounts.is_first()) accounts.first_case(P, dims, f);
+      accounts.outputs(f);
       if (psums_critical <= 0) {
         // No work in this case: a tile larger than its dimension.
-        if (top) ++top->skipped;
+        accounts.skipped();
         continue;
       }
-      std::int64_t ingress = 0;
-      std::int64_t in_of[2] = {0, 0};
-      for (int t = 0; t < 2; ++t) {
-        const std::int64_t in = c.ingress(t);
-        in_of[t] = in;
-        ingress += in;
-        if (top) {
-          top->l2_rd[t] += occ * in;
-          top->l1_wr[t] += occ * in;  // every word read from L2 lands in an L1
-          top->l1_rd[t] += occ * psums_all;
-        }
-      }
+      accounts.inputs(f);
 
-      const State& sp = *c.st[first_spatial];
-      const std::int64_t active = sp.is_edge() ? L.num_edge_sub : L.num_sub;
-      std::int64_t compute = 0;
-      long double sub_active = 0;
-      // The sub-units' unshared ratios, averaged over the busy ones.
-      long double sub_unshared[kNumTensors] = {1, 1, 1};
-      if (!innermost) {
-        std::int64_t sd[kNumDims];
-        if (sp.is_edge()) {
-          if (sp.edge_pe) {
-            sub_dims(c, true, sd);
-            const SubResult a = sub_level(li + 1, sd);
-            compute = std::max(compute, a.runtime);
-            sub_active += a.avg_active;
-            if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
-            if (L.num_edge_sub - 1 > 0) {
-              sub_dims(c, false, sd);
-              const SubResult b = sub_level(li + 1, sd);
-              compute = std::max(compute, b.runtime);
-              sub_active += b.avg_active * static_cast<long double>(L.num_edge_sub - 1);
-              const auto busy = static_cast<long double>(L.num_edge_sub);
-              for (int t = 0; t < kNumTensors && !shared_net; ++t)
-                sub_unshared[t] = (a.unshared[t] + b.unshared[t] * (busy - 1)) / busy;
-            }
-          } else {
-            sub_dims(c, false, sd);
-            const SubResult a = sub_level(li + 1, sd);
-            compute = a.runtime;
-            sub_active += a.avg_active * static_cast<long double>(L.num_edge_sub);
-            if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
-          }
-        } else {
-          sub_dims(c, false, sd);
-          const SubResult a = sub_level(li + 1, sd);
-          compute = a.runtime;
-          sub_active += a.avg_active * static_cast<long double>(L.num_sub);
-          if (!shared_net) std::copy(a.unshared, a.unshared + kNumTensors, sub_unshared);
-        }
+      // The compute delay: the MAC steps of one PE at the innermost level,
+      // else recursively the sub-level's runtime; and the PEs kept busy.
+      const State& spatial = *c.st[c.first_spatial()];
+      const std::int64_t busy = spatial.is_edge() ? L.num_edge_sub : L.num_sub;
+      if (innermost) {
+        static constexpr long double kOwnWords[kNumTensors] = {1, 1, 1};
+        f.compute = ceil_div(psums_critical, P.hw.simd_lanes);
+        busy_pes += busy * f.occ;
+        network_words(c, kOwnWords, f);
       } else {
-        compute = ceil_div(psums_critical, P.hw.simd_lanes);
+        const SubWork sub = sub_work(c, li, spatial);
+        f.compute = sub.runtime;
+        const long double units = sub.active == 0 ? static_cast<long double>(busy) : sub.active;
+        active_sum += units * static_cast<long double>(f.occ);
+        network_words(c, sub.unshared, f);
       }
-
-      // Words on the network. Without multicast every busy PE below this
-      // level receives its own copy of each input word; without reduction
-      // every PE's partial sums leave it separately (MAESTRO Table 1). L2
-      // serves each copy with a read and accumulates each extra partial sum
-      // with a read-modify-write; the words landing in the L1s and the
-      // partial sums the PEs produce are the same either way.
-      std::int64_t noc_in = ingress, noc_out = egress;
-      if (!shared_net) {
-        const auto focc = static_cast<long double>(occ);
-        long double in_words = 0;
-        for (int t = 0; t < 2; ++t) {
-          const auto whole = static_cast<long double>(in_of[t]);
-          const long double words =
-              P.hw.multicast ? whole
-                             : static_cast<long double>(c.ingress_unshared(t)) * sub_unshared[t];
-          in_words += words;
-          words_whole[t] += focc * whole;
-          words_unshared[t] += focc * words;
-          if (top) top->extra_l2_rd[t] += focc * (words - whole);  // one read per copy
-        }
-        if (!P.hw.multicast) noc_in = std::llround(in_words);
-        const long double out_words =
-            P.hw.reduction ? static_cast<long double>(egress)
-                           : static_cast<long double>(c.egress_unshared()) * sub_unshared[2];
-        words_whole[2] += focc * static_cast<long double>(egress);
-        words_unshared[2] += focc * out_words;
-        if (!P.hw.reduction) {
-          noc_out = std::llround(out_words);
-          if (top) {
-            const long double extra = focc * (out_words - static_cast<long double>(egress));
-            top->extra_l2_wr[2] += extra;  // every partial sum arrives on its own
-            top->extra_l2_rd[2] += extra;  // and is added to L2's running sum
-          }
-        }
+      if (!share) {
+        unshared.add(f);
+        accounts.unshared(P, f);
       }
-      const std::int64_t in_delay = noc_delay(noc_in);
-      const std::int64_t out_delay = noc_delay(noc_out);
-      // Double buffering hides communication behind computation except in
-      // the first step, which must fill the buffers (§IV-B).
-      std::int64_t outstanding =
-          c.all_init() ? compute + in_delay : std::max(out_delay, std::max(compute, in_delay));
-      const std::int64_t compute_nz = std::max<std::int64_t>(compute, 1);
-      if (top) {
-        // Off-chip traffic refills the (double-buffered) L2 tiles.
-        const std::int64_t in_off = (top->l2_size[0] + top->l2_size[1]) / P.hw.offchip_bw / 2;
-        const std::int64_t out_off = top->l2_size[2] / P.hw.offchip_bw / 2;
-        outstanding = std::max(in_off, std::max(outstanding, out_off));
-        std::int64_t req = std::max(top->l2_size[2] / compute_nz,
-                                    (top->l2_size[0] + top->l2_size[1]) / compute_nz);
-        if (P.maestro_compat) {
-          // MAESTRO halves its running maximum once per case, so the result
-          // depends on the order of the cases.
-          top->offchip = std::max(top->offchip, req) / 2;
-        } else {
-          // The refill rate needed by the busiest case, halved once because
-          // the double-buffered L2 tile refills over two compute steps.
-          top->offchip = std::max(top->offchip, req);
-        }
-      }
-      runtime += occ * outstanding;
-      if (top) top->macs += occ * psums_all;
-      const long double units = sub_active == 0 ? static_cast<long double>(active) : sub_active;
-      active_sum += units * static_cast<long double>(occ);
-      if (top) {
-        const std::int64_t traffic = std::max(noc_in, noc_out);
-        top->peak_bw = std::max(top->peak_bw, traffic / compute_nz);
-        top->avg_bw += static_cast<long double>(occ * traffic / compute_nz);
-        top->ingress_avg += static_cast<long double>(occ * in_delay);
-        top->egress_avg += static_cast<long double>(occ * out_delay);
-        top->compute_avg += static_cast<long double>(occ * compute_nz);
-      }
-      occurrences += occ;
-      ++case_id;
+      const std::int64_t compute_nz = std::max<std::int64_t>(f.compute, 1);
+      const std::int64_t outstanding =
+          accounts.overlap_offchip(P, case_delay(c.all_init(), f), compute_nz);
+      runtime += f.occ * outstanding;
+      accounts.counted(f, compute_nz);
+      occurrences += f.occ;
     }
-    SubResult r;
-    r.runtime = runtime;
+    accounts.finish(P, occurrences);
+    // Whole PEs summed as integers at the innermost level (exact, as the
+    // long double sum of the same integers was).
+    active_sum += static_cast<long double>(busy_pes);
+    SubResult r{runtime, 0, {1, 1, 1}};
     r.avg_active = occurrences > 0 ? active_sum / static_cast<long double>(occurrences) : 0;
-    for (int t = 0; t < kNumTensors; ++t)
-      if (words_whole[t] > 0)
-        r.unshared[t] = static_cast<double>(words_unshared[t] / words_whole[t]);
-    if (top && occurrences > 0) {
-      const long double n = static_cast<long double>(occurrences);
-      top->avg_bw /= n;
-      if (!P.maestro_compat) top->offchip /= 2;
-      top->ingress_avg /= n;
-      top->egress_avg /= n;
-      top->compute_avg /= n;
-    }
+    unshared.ratios(r.unshared);
     return r;
   }
 };
+
+// Layer::true_macs on the dimensions as the layer gives them, by id: its
+// lookups by name were a quarter of building the plan.
+std::int64_t true_macs(const Layer& layer, const std::int64_t* given) {
+  auto mul = [&](std::int64_t a, std::int64_t b) {
+    if (auto p = checked_mul(a, b)) return *p;
+    throw InputError("layer '" + layer.name + "': its number of MACs exceeds " +
+                     std::to_string(std::numeric_limits<std::int64_t>::max()));
+  };
+  if (layer.type == LayerType::kGemm) return mul(mul(given[kM], given[kN]), given[kK]);
+  auto at_least_1 = [&](int d) { return std::max<std::int64_t>(given[d], 1); };
+  const std::int64_t r = at_least_1(kR), s = at_least_1(kS);
+  // Output rows: given directly (Y'), or from the input rows and the stride.
+  std::int64_t oy = given[kYo], ox = given[kXo];
+  if (oy == 0) oy = (given[kY] - r) / layer.stride_y + 1;
+  if (ox == 0) ox = (given[kX] - s) / layer.stride_x + 1;
+  std::int64_t macs = 1;
+  for (std::int64_t f : {at_least_1(kN), at_least_1(kC), r, s, oy, ox}) macs = mul(macs, f);
+  if (layer.type != LayerType::kDsconv) macs = mul(macs, at_least_1(kK));
+  if (layer.type == LayerType::kNgconv) macs = mul(macs, at_least_1(kG));
+  return macs;
+}
 
 void compute_mapping_sizes(Level& L, bool conv) {
   for (int d = 0; d < kNumDims; ++d)
@@ -910,7 +1153,6 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
   p.type = layer.type;
   p.conv = layer.type != LayerType::kGemm;
   p.hw = hw;
-  p.true_macs = layer.true_macs();
   auto fail = [&](int line, const std::string& problem) {
     throw InputError(SourceLocation{"", line, 0}, "Dataflow",
                      "layer '" + layer.name + "': " + problem);
@@ -924,6 +1166,7 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
     if (d < 0) fail(layer.line, "unknown dimension '" + name + "'");
     p.full_dims[d] = v;
   }
+  p.true_macs = true_macs(layer, p.full_dims);
   std::int64_t stride[kNumDims];
   for (int d = 0; d < kNumDims; ++d) stride[d] = 1;
   if (p.conv) {
@@ -1150,9 +1393,9 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
 }
 
 Result analyse(const Plan& p) {
-  Analyser a{p, {}, 0};
-  Top top;
-  const SubResult r = a.level(0, p.full_dims, &top);
+  Analyser a(p);
+  TopAccounts top;
+  const SubResult r = a.level(0, p.full_dims, top);
   if (top.macs <= 0 || r.runtime <= 0)
     throw InputError(
         "the directives leave no work in some iteration (a tile larger than its dimension, "

@@ -15,11 +15,13 @@ constexpr int kMaxDirectives = 16;
 constexpr int kMaxLevels = 6;
 constexpr int kNumTensors = 3;  // input, filter, output
 
+// Built with all its fields (Dir{...}); no default member values, so a
+// plan's 6 x 16 directive slots are not filled in for every layer.
 struct Dir {
-  bool spatial = false;
-  int dim = 0;
-  std::int64_t size = 1;
-  std::int64_t offset = 1;
+  bool spatial;
+  int dim;
+  std::int64_t size;
+  std::int64_t offset;
 };
 
 /// One cluster level after MAESTRO's filling-in rules (refdata README,

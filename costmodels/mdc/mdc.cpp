@@ -5,6 +5,7 @@
 // (see the comment in mapex/mdc.hpp for why it is a separate interface).
 
 #include <algorithm>
+#include <array>
 #include <mapex/analysis.hpp>
 #include <mapex/bounds.hpp>
 #include <mapex/error.hpp>
@@ -22,7 +23,11 @@ class BoundMdc final : public mapex::BoundCostModel {
  public:
   BoundMdc(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity,
            bool maestro_compat)
-      : op_(op), arch_(arch), check_capacity_(check_capacity), maestro_compat_(maestro_compat) {
+      : op_(op),
+        arch_(arch),
+        check_capacity_(check_capacity),
+        maestro_compat_(maestro_compat),
+        names_(maestro_tensors(op)) {
     std::vector<int> buffers;
     for (int i = 0; i < arch.num_levels(); ++i) {
       const auto kind = arch.levels()[static_cast<std::size_t>(i)].kind;
@@ -237,7 +242,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// (mapex::tensor_word_floors).
   void set_floors() {
     const auto words = mapex::tensor_word_floors(op_);
-    const auto names = maestro_names();
+    const auto& names = names_;
     const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
     const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
     const double macs = static_cast<double>(op_.macs());
@@ -293,14 +298,26 @@ class BoundMdc final : public mapex::BoundCostModel {
     return std::nullopt;
   }
 
-  /// MAESTRO's names of the operator's tensors, in its order (input,
-  /// filter, output); "" where the operator has no such tensor.
-  std::vector<std::string> maestro_names() const {
-    std::vector<std::string> names;
-    for (const auto& t : op_.tensors())
-      if (t.role == mapex::TensorRole::kInput) names.push_back(t.name);
-    names.resize(2, "");
-    names.push_back(op_.output().name);
+  /// The operator's tensors in MAESTRO's roles (§III, Table 1: input,
+  /// filter, output), matched by the dimensions they index, not by their
+  /// place in the operator: MAESTRO's input is the operand indexed by the
+  /// batch dimension N (the rows M of a GEMM, which MAESTRO couples to its
+  /// input), its filter the other operand. "" where no operand fits a role
+  /// unambiguously (an operator MAESTRO has no layer for; evaluate refuses
+  /// it when it lowers the mapping).
+  static std::array<std::string, 3> maestro_tensors(const mapex::Operator& op) {
+    std::array<std::string, 3> names{"", "", op.output().name};
+    const bool gemm = op.kind() == "gemm" || (op.find_dim("M") >= 0 && op.find_dim("N") >= 0 &&
+                                              op.find_dim("K") >= 0 && op.num_dims() == 3);
+    const mapex::DimId row = op.find_dim(gemm ? "M" : "N");
+    std::vector<const mapex::Tensor*> with_row, without_row;
+    for (const auto& t : op.tensors())
+      if (t.role == mapex::TensorRole::kInput)
+        (row >= 0 && t.relevant(row) ? with_row : without_row).push_back(&t);
+    if (with_row.size() == 1 && without_row.size() == 1) {
+      names[0] = with_row.front()->name;
+      names[1] = without_row.front()->name;
+    }
     return names;
   }
 
@@ -310,7 +327,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   std::optional<std::string> partition_overflow(const mapex::Level& l,
                                                 const double (&words)[3]) const {
     if (l.partitions.empty()) return std::nullopt;
-    const auto names = maestro_names();
+    const auto& names = names_;
     const double scale = arch_.word_bytes() * (l.double_buffered ? 1.0 : 0.5);
     for (const auto& p : l.partitions) {
       double need = 0;
@@ -350,9 +367,8 @@ class BoundMdc final : public mapex::BoundCostModel {
     m.compute_cycles = a.compute_cycles;
     m.latency_cycles = r.runtime_cycles;
     m.bound_by = "mdc";
-    // MAESTRO's tensors are input, filter, output; mapex's follow the
-    // operator (inputs in order, then the output).
-    const std::vector<std::string> names = maestro_names();
+    // MAESTRO's tensors are input, filter, output (names_).
+    const auto& names = names_;
     const double rd1[3] = {r.input_l1_rd, r.filter_l1_rd, r.output_l1_rd};
     const double wr1[3] = {r.input_l1_wr, r.filter_l1_wr, r.output_l1_wr};
     const double rd2[3] = {r.input_l2_rd, r.filter_l2_rd, r.output_l2_rd};
@@ -417,6 +433,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   const mapex::Architecture& arch_;
   bool check_capacity_;
   bool maestro_compat_;
+  std::array<std::string, 3> names_;  // maestro_tensors
   int l1_ = -1, l2_ = -1, dram_ = -1;
   mapex::DramFloor dram_floor_;
   Hardware hw_;

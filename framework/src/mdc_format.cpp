@@ -13,6 +13,7 @@
 #include <mapex/mdc.hpp>
 #include <optional>
 #include <sstream>
+#include <string_view>
 
 namespace mapex::mdc {
 
@@ -85,7 +86,7 @@ std::vector<Token> tokenize(const std::string& text) {
   bool negative = false;
   auto column = [&](std::size_t at) { return static_cast<int>(at - line_start) + 1; };
   auto flush = [&] {
-    if (!cur.empty()) out.push_back({cur, line, negative, column(start)});
+    if (!cur.empty()) out.push_back({std::move(cur), line, negative, column(start)});
     cur.clear();
     negative = false;
   };
@@ -219,18 +220,23 @@ class Parser {
     if (at_end()) fail(last(), "", "unexpected end of file");
     return tokens_[pos_++];
   }
-  bool peek_is(const std::string& s) const { return !at_end() && tokens_[pos_].text == s; }
-  Token expect_any(const std::string& what) {
-    if (at_end()) fail(last(), "", "unexpected end of file; expected " + what);
+  // The words these take are literals: string_view and const char* keep
+  // a std::string from being built for every token (messages build theirs).
+  bool peek_is(std::string_view s) const { return !at_end() && tokens_[pos_].text == s; }
+  const Token& expect_any(std::string_view what) {
+    if (at_end()) fail(last(), "", "unexpected end of file; expected " + std::string(what));
     const Token& t = tokens_[pos_];
-    if (t.text == "{" || t.text == "}") fail(t, "", "expected " + what + ", got '" + t.text + "'");
+    if (t.text == "{" || t.text == "}")
+      fail(t, "", "expected " + std::string(what) + ", got '" + t.text + "'");
     ++pos_;
     return t;
   }
-  void expect(const std::string& s, const std::string& key) {
-    if (at_end()) fail(last(), key, "unexpected end of file; expected '" + s + "'");
+  void expect(std::string_view s, std::string_view key) {
+    if (at_end())
+      fail(last(), std::string(key), "unexpected end of file; expected '" + std::string(s) + "'");
     const Token& t = tokens_[pos_];
-    if (t.text != s) fail(t, key, "expected '" + s + "', got '" + t.text + "'");
+    if (t.text != s)
+      fail(t, std::string(key), "expected '" + std::string(s) + "', got '" + t.text + "'");
     ++pos_;
   }
   void skip_block(const Token& opener) {
@@ -244,23 +250,28 @@ class Parser {
     }
   }
 
-  static std::vector<std::string> allowed_dims(LayerType type) {
+  static const std::vector<std::string>& allowed_dims(LayerType type) {
+    static const std::vector<std::string> gemm{"M", "N", "K"};
+    static const std::vector<std::string> ngconv{"N", "G", "K", "C",  "R",
+                                                 "S", "Y", "X", "Y'", "X'"};
+    static const std::vector<std::string> conv{"N", "K", "C", "R", "S", "Y", "X", "Y'", "X'"};
     switch (type) {
       case LayerType::kGemm:
-        return {"M", "N", "K"};
+        return gemm;
       case LayerType::kNgconv:
-        return {"N", "G", "K", "C", "R", "S", "Y", "X", "Y'", "X'"};
+        return ngconv;
       default:
-        return {"N", "K", "C", "R", "S", "Y", "X", "Y'", "X'"};
+        return conv;
     }
   }
 
   // A size or offset: an integer, a Constant, or Sz(DIM).
-  std::int64_t parse_value(const Layer& layer, const std::string& key) {
-    const Token t = expect_any("a size");
+  std::int64_t parse_value(const Layer& layer, const char* key_text) {
+    const Token& t = expect_any("a size");
+    const std::string_view key = key_text;
     std::int64_t v = 0;
     if (t.text == "Sz") {
-      const Token d = expect_any("a dimension after Sz");
+      const Token& d = expect_any("a dimension after Sz");
       v = layer.dim(d.text);
       if (v == 0) {
         // Sz of an output dimension given through the input one, and back.
@@ -269,23 +280,25 @@ class Parser {
         else if (d.text == "X'" && layer.dim("X") > 0)
           v = (layer.dim("X") - std::max<std::int64_t>(layer.dim("S"), 1)) / layer.stride_x + 1;
         else
-          fail(d, key, "Sz(" + d.text + ") names no dimension of layer '" + layer.name + "'");
+          fail(d, key_text, "Sz(" + d.text + ") names no dimension of layer '" + layer.name + "'");
       }
     } else if (is_integer(t.text)) {
       const auto parsed = to_int64(t.text);
       if (!parsed)
-        fail(t, key,
-             "expected a positive " + key + " of at most " + kInt64Max + ", got '" + t.text + "'");
+        fail(t, key_text,
+             "expected a positive " + std::string(key) + " of at most " + kInt64Max + ", got '" +
+                 t.text + "'");
       v = *parsed;
     } else if (auto it = constants_.find(t.text); it != constants_.end()) {
       v = it->second;
     } else {
-      fail(t, key,
-           "expected a positive integer, a Constant or Sz(DIM) as " + key + ", got '" + t.text +
-               "'");
+      fail(t, key_text,
+           "expected a positive integer, a Constant or Sz(DIM) as " + std::string(key) + ", got '" +
+               t.text + "'");
     }
     if (t.negative) v = -v;
-    if (v <= 0) fail(t, key, "expected a positive " + key + ", got " + std::to_string(v));
+    if (v <= 0)
+      fail(t, key_text, "expected a positive " + std::string(key) + ", got " + std::to_string(v));
     return v;
   }
 
@@ -302,7 +315,7 @@ class Parser {
     Token type_token = layer_token;
     while (!peek_is("}")) {
       if (at_end()) fail(layer_token, "Layer", "missing '}' closing layer '" + layer.name + "'");
-      const Token t = next();
+      const Token& t = next();
       if (t.text == "Type") {
         type_token = expect_any("a layer type");
         const std::string& v = type_token.text;
@@ -324,7 +337,7 @@ class Parser {
         if (has_dims) fail(t, "Stride", "Stride must come before Dimensions");
         expect("{", "Stride");
         while (!peek_is("}")) {
-          const Token k = expect_any("X or Y");
+          const Token& k = expect_any("X or Y");
           if (k.text != "X" && k.text != "Y")
             fail(k, "Stride", "expected X or Y, got '" + k.text + "'");
           const std::int64_t v = parse_value(layer, "stride");
@@ -334,9 +347,9 @@ class Parser {
       } else if (t.text == "Dimensions") {
         if (!has_type) fail(t, "Dimensions", "Type must come before Dimensions");
         expect("{", "Dimensions");
-        const auto allowed = allowed_dims(layer.type);
+        const auto& allowed = allowed_dims(layer.type);
         while (!peek_is("}")) {
-          const Token k = expect_any("a dimension name");
+          const Token& k = expect_any("a dimension name");
           if (std::find(allowed.begin(), allowed.end(), k.text) == allowed.end()) {
             std::string list;
             for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
@@ -425,7 +438,7 @@ class Parser {
   }
 
   Directive parse_directive(const Layer& layer) {
-    const Token t = next();
+    const Token& t = next();
     Directive d;
     d.line = t.line;
     d.column = t.column;
@@ -433,7 +446,7 @@ class Parser {
       d.kind = t.text == "TemporalMap" ? DirectiveKind::kTemporalMap : DirectiveKind::kSpatialMap;
       d.size = parse_value(layer, "size");
       d.offset = parse_value(layer, "offset");
-      const Token dim = expect_any("a dimension name");
+      const Token& dim = expect_any("a dimension name");
       if (is_directive_word(dim.text))
         fail(dim, "Dataflow", t.text + " needs a dimension after (size, offset)");
       d.dim = dim.text;
@@ -441,7 +454,7 @@ class Parser {
     } else if (t.text == "Cluster") {
       d.kind = DirectiveKind::kCluster;
       d.size = parse_value(layer, "cluster size");
-      const Token type = expect_any("the cluster type P or L");
+      const Token& type = expect_any("the cluster type P or L");
       if (type.text != "P" && type.text != "L")
         fail(type, "Cluster", "expected the cluster type P or L, got '" + type.text + "'");
       d.cluster_type = type.text[0];

@@ -117,6 +117,46 @@ TEST(MdcPlugin, ComputeCyclesIsTheComputeBoundAsUnderRoofline) {
   EXPECT_GE(mdc.latency_cycles, mdc.compute_cycles);
 }
 
+// MAESTRO's input and filter are told apart by the dimensions they index,
+// not by their place in the operator: a GEMM that lists B (K x N) before A
+// (M x K) still has A as MAESTRO's input (coupled to M) and B as its filter,
+// so each keeps the L1 and L2 counts it has in the usual order. With tiles
+// of M1 N4 K8 A's and B's counts differ (8 and 32 words a tile).
+TEST(MdcPlugin, TensorsAreMatchedByTheDimensionsTheyIndexNotByPosition) {
+  const Architecture arch = chip(4, 1 << 10, true, true, 1);
+  const Operator usual = make_gemm("g", 8, 8, 8);
+  auto var = [](DimId d) { return AffineExpr{{AffineTerm{d, 1}}, 0}; };
+  const Operator swapped =
+      Operator::make("g", "gemm", {{"M", 8}, {"N", 8}, {"K", 8}},
+                     {{"B", TensorRole::kInput, Reduction::kNone, {var(2), var(1)}},
+                      {"A", TensorRole::kInput, Reduction::kNone, {var(0), var(2)}},
+                      {"C", TensorRole::kOutput, Reduction::kSum, {var(0), var(1)}}});
+  auto metrics = [&](const Operator& op) {
+    Mapping m = Mapping::trivial(op, arch);
+    m.level(0).tile = {1, 4, 8};
+    m.level(1).split = {4, 1, 1};
+    m.level(2).tile = {8, 8, 8};
+    return evaluate("mdc", op, arch, m);
+  };
+  const Metrics a = metrics(usual), b = metrics(swapped);
+  ASSERT_TRUE(a.valid && b.valid) << a.invalid_reason << b.invalid_reason;
+  for (const char* name : {"L1", "L2"}) {
+    const LevelMetrics& la = level(a, name);
+    const LevelMetrics& lb = level(b, name);
+    ASSERT_EQ(la.tensors.size(), 3u);
+    ASSERT_EQ(lb.tensors.size(), 3u);
+    for (std::size_t t = 0; t < 3; ++t) {
+      EXPECT_EQ(lb.tensors[t].tensor, la.tensors[t].tensor) << name;
+      EXPECT_EQ(lb.tensors[t].reads, la.tensors[t].reads) << name << " " << la.tensors[t].tensor;
+      EXPECT_EQ(lb.tensors[t].writes, la.tensors[t].writes) << name << " " << la.tensors[t].tensor;
+    }
+  }
+  EXPECT_EQ(level(a, "L1").tensors[0].tensor, "A");
+  EXPECT_NE(level(a, "L1").tensors[0].reads + level(a, "L1").tensors[0].writes,
+            level(a, "L1").tensors[1].reads + level(a, "L1").tensors[1].writes);
+  EXPECT_DOUBLE_EQ(b.energy_pj, a.energy_pj);
+}
+
 // A buffer between the innermost and the outermost would get no traffic in
 // MAESTRO's two-buffer analysis: the chip is refused, naming the level.
 TEST(MdcPlugin, ChipWithAMiddleBufferIsRefusedNamingIt) {
