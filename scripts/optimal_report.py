@@ -96,10 +96,9 @@ def report(rows):
         "outermost (searchers/optimal/README.md, rule 4). mdc does not honour that "
         "equivalence at L2 (Algorithm 1's lowering walks the whole layer in L2's order, so "
         "where a loop that runs once at L2 stands still matters), so a mapping that places "
-        "such a loop elsewhere can beat the proven optimum by a hair: the bound check below "
-        "names them (on FLASH's III, kapla's L2 order K, M, N with M and N running once at "
-        "L2: 5123 cycles against 5128; flash's mapping there has a cluster level and a "
-        "K tile of 17, outside the space). On the small "
+        "such a loop elsewhere can beat the proven optimum by a hair (searchers/optimal/"
+        "README.md gives a case); the bound check below names any such mapping of the other "
+        "searchers in this run. On the small "
         "layers of `tests/plugins/test_optimal.cpp` `optimal` proves the optimum of "
         "exhaustive for roofline, mdc and tensor_centric, latency, energy and EDP.")
     out.append("")
