@@ -295,7 +295,10 @@ TEST_F(BadInput, ScheduleNeedsOneConnectedGraph) {
   const std::string e = expect_bad(
       {"schedule", "--workload", std::string(MAPEX_EXPERIMENTS_DIR) + "/workloads/kapla_small.yaml",
        "--arch", kData + "/kapla_chip4.yaml"});
-  EXPECT_HAS(e, "network 'kapla_small' is not one connected graph: layer 'conv1x1'");
+  // At the entry of the first layer outside layer 0's graph.
+  EXPECT_HAS(e,
+             "kapla_small.yaml:12:5: key 'inputs': network 'kapla_small' is not one connected "
+             "graph: layer 'conv1x1'");
 }
 
 TEST_F(BadInput, ShapesThatDisagreeNameTheLayer) {

@@ -203,6 +203,7 @@ OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool
   }
   std::string damage;
   ResultFile old = salvage_results(output, damage);
+  if (old.format1) err << format1_warning(output);
   const SourceLocation where{output, 0, 0};
   if (!damage.empty())
     err << "mapex: warning: " << output << ": damaged at " << damage << "; keeping its "
