@@ -110,6 +110,36 @@ TEST(FuzzFindings, DirectiveErrorsAboutTheChipHaveALine) {
              "fuzz_section.kd:1:1: key 'PEs': directives need a buffer below every spatial level");
 }
 
+// A mapping's tile or split beyond the bound or fan-out, and a searcher
+// parameter out of range in an experiment: file, line and column.
+TEST(FuzzFindings, MappingAndSearcherParameterErrorsHaveALine) {
+  std::string mapping = test::slurp(kData + "/tiny_conv_mapping.yaml");
+  mapping.replace(mapping.find("tile: {K: 4, C: 4"), 17, "tile: {K: 40, C: 4");
+  const std::string tile = write("tile.yaml", mapping);
+  const std::vector<std::string> conv{"evaluate", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                      "conv",     "--arch",     kData + "/tiny_arch.yaml"};
+  auto with = [&](const std::string& path) {
+    auto a = conv;
+    a.insert(a.end(), {"--mapping", path});
+    return a;
+  };
+  EXPECT_HAS(expect_one_line(with(tile)), "fuzz_tile.yaml:");
+  EXPECT_HAS(expect_one_line(with(tile)), ": key 'tile': level 'L2': tile of K is 40");
+  mapping = test::slurp(kData + "/tiny_conv_mapping.yaml");
+  mapping.replace(mapping.find("split: {K: 4}"), 13, "split: {K: 4, C: 4}");
+  const std::string split = write("split.yaml", mapping);
+  EXPECT_HAS(expect_one_line(with(split)), "splits use 16 children, fan-out is 4");
+  EXPECT_NE(expect_one_line(with(split)).find("fuzz_split.yaml:"), std::string::npos);
+  const std::string exp =
+      write("victory.yaml", "name: v\nworkloads: [" + kData + "/tiny_net.yaml]\narchitectures: [" +
+                                kData +
+                                "/tiny_arch.yaml]\nsearchers:\n  - plugin: random\n"
+                                "    params: {victory_condition: -1}\ncostmodels: [roofline]\n");
+  EXPECT_HAS(expect_one_line({"run", exp, "-o", exp + ".h5"}),
+             "fuzz_victory.yaml:5:5: key 'victory_condition': parameter of searcher 'random' "
+             "must be 0 (off) or positive");
+}
+
 TEST(FuzzFindings, ControlCharactersInAKeyAreEscaped) {
   // A vertical tab and a form feed inside an unknown key.
   const std::string w = write("vt.yaml",
