@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <mapex/checked.hpp>
 #include <mapex/directives.hpp>
 #include <sstream>
 
@@ -18,17 +19,19 @@ struct LevelPlan {
   std::vector<int> spatial;  ///< per data level except DRAM: spatial level above, or -1
 };
 
-LevelPlan plan_levels(const Architecture& arch, const std::string& origin) {
+/// `where`: the directives that need the plan (their layer section), or
+/// the architecture alone when a mapping is converted.
+LevelPlan plan_levels(const Architecture& arch, const SourceLocation& where) {
   LevelPlan p;
   const auto& levels = arch.levels();
   if (levels.front().kind == LevelKind::kSpatial)
-    throw InputError(SourceLocation{origin, 0, 0}, levels.front().name,
+    throw InputError(where, levels.front().name,
                      "directives need a buffer below every spatial level; '" + levels.front().name +
                          "' is the innermost level");
   for (int i = 0; i < arch.num_levels(); ++i) {
     if (levels[static_cast<size_t>(i)].kind == LevelKind::kSpatial) {
       if (p.spatial.back() >= 0)
-        throw InputError(SourceLocation{origin, 0, 0}, levels[static_cast<size_t>(i)].name,
+        throw InputError(where, levels[static_cast<size_t>(i)].name,
                          "directives allow one spatial level between two data levels; '" +
                              levels[static_cast<size_t>(p.spatial.back())].name + "' and '" +
                              levels[static_cast<size_t>(i)].name + "' are adjacent");
@@ -40,8 +43,6 @@ LevelPlan plan_levels(const Architecture& arch, const std::string& origin) {
   }
   return p;
 }
-
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 /// Span of the stacked tiles of data level data[k]: its tile times the
 /// split of the spatial level above it.
@@ -139,7 +140,7 @@ void add_updates(LevelDirectives& ld, const std::vector<DimId>& order,
 
 LayerDirectives to_directives(const Operator& op, const Architecture& arch,
                               const Mapping& mapping) {
-  const LevelPlan p = plan_levels(arch, "architecture '" + arch.name() + "'");
+  const LevelPlan p = plan_levels(arch, SourceLocation{"architecture '" + arch.name() + "'", 0, 0});
   LayerDirectives out;
   out.layer = op.name();
   for (size_t k = 0; k + 1 < p.data.size(); ++k) {
@@ -182,7 +183,8 @@ LayerDirectives to_directives(const Operator& op, const Architecture& arch,
 
 Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const Architecture& arch,
                    const std::string& origin) {
-  const LevelPlan p = plan_levels(arch, origin);
+  // Errors about the chip's structure are placed at the layer's section.
+  const LevelPlan p = plan_levels(arch, SourceLocation{origin, directives.line, directives.column});
   const auto n = static_cast<size_t>(op.num_dims());
   Mapping m = Mapping::trivial(op, arch);
   const std::string layer = "layer '" + directives.layer + "'";
@@ -277,17 +279,26 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
   // Stacks: each partitions one dimension; its shift is the span stacked so
   // far (§III-B: stacks apply recursively in declared order). A buffer's
   // stacks fill its cluster's units when a cluster section follows it.
+  // Units each spatial level's stacks have used so far (its cluster's
+  // included): a stack beyond the fan-out is placed at its own line.
+  std::vector<std::int64_t> units(section.size(), 1);
   auto read_stacks = [&](const LevelDirectives& ld, const std::vector<std::int64_t>& below,
-                         std::vector<std::int64_t>& split) {
+                         std::vector<std::int64_t>& split, size_t k) {
+    const Level& array = arch.levels()[static_cast<size_t>(p.spatial[k])];
     for (const auto& s : ld.stacks) {
       const auto du = static_cast<size_t>(s.dim);
-      const std::int64_t expected = below[du] * split[du];
+      const std::int64_t expected = mul_saturating(below[du], split[du]);
       if (s.shift != expected)
         fail_at(origin, s, op.dims()[du].name,
                 "stack shifts " + op.dims()[du].name + " by " + std::to_string(s.shift) +
                     "; mapex stacks partition, so the shift must be the stacked span " +
                     std::to_string(expected));
       if (s.repl < 1) fail_at(origin, s, "repl", "stack needs a positive unit count");
+      units[k] = mul_saturating(units[k], s.repl);
+      if (units[k] > array.fanout())
+        fail_at(origin, s, "repl",
+                "stacks at level '" + ld.level + "' use more units than the " +
+                    std::to_string(array.fanout()) + " of level '" + array.name + "'");
       split[du] *= s.repl;
     }
   };
@@ -298,8 +309,8 @@ Mapping to_mapping(const LayerDirectives& directives, const Operator& op, const 
               "level '" + ld.level + "' has no array above it to stack over");
     if (p.spatial[k] < 0) continue;
     LevelMapping& lm = m.level(p.spatial[k]);
-    read_stacks(ld, m.level(p.data[k]).tile, cluster[k] ? lm.cluster.split : lm.split);
-    if (cluster[k]) read_stacks(*cluster[k], lm.cluster.tile, lm.split);
+    read_stacks(ld, m.level(p.data[k]).tile, cluster[k] ? lm.cluster.split : lm.split, k);
+    if (cluster[k]) read_stacks(*cluster[k], lm.cluster.tile, lm.split, k);
   }
 
   // Updates: a loop order, innermost first, stepping `span` through `tile`.

@@ -587,21 +587,78 @@ struct Mapspace::Impl {
   /// ResNet-50 layer), and searchers that only test membership
   /// (reject_reason) never need it; once_flag because cursors of one space
   /// run on several threads.
+  /// Consecutive chains of one dimension that the count table cannot tell
+  /// apart: all allowed by the main table's rules, with the same free loops
+  /// and the same splits, so every state steps to the same next state
+  /// through each of them and each has the same number of completions.
+  /// With edge tiles a dimension has many chains (172,157 for K = 256 on
+  /// flash_edge) but few runs, since the innermost tile varies fastest and
+  /// changes neither.
+  struct ChainRun {
+    std::uint32_t first = 0;
+    std::uint32_t length = 0;
+  };
+  /// Runs per dimension for the main table, built with its counts.
+  mutable std::vector<std::vector<ChainRun>> runs;
+
+  bool same_step(DimId d, std::size_t a, std::size_t b) const {
+    if (chains[static_cast<size_t>(d)].free[a] != chains[static_cast<size_t>(d)].free[b])
+      return false;
+    for (size_t j = 0; j < spatial_levels.size(); ++j)
+      if (split(d, a, j) != split(d, b, j) || csplit(d, a, j) != csplit(d, b, j)) return false;
+    return true;
+  }
+
+  std::vector<ChainRun> build_runs(const Table& t, DimId d) const {
+    std::vector<ChainRun> out;
+    const std::size_t count = chains[static_cast<size_t>(d)].count;
+    bool open = false;
+    for (std::size_t c = 0; c < count; ++c) {
+      if (!chain_allowed(t, d, c)) {
+        open = false;
+        continue;
+      }
+      if (open && same_step(d, out.back().first, c)) {
+        ++out.back().length;
+        continue;
+      }
+      out.push_back(ChainRun{static_cast<std::uint32_t>(c), 1});
+      open = true;
+    }
+    return out;
+  }
+
   /// Sampling's choices at one dimension from one state, in chain order:
-  /// the chains with completions, the state each leads to, and the running
-  /// total of their completions. Drawing a chain is then a binary search
-  /// instead of a pass over every chain (168,241 for K = 256 with edge
-  /// tiles, 11 ms a draw), and picks the same chain as that pass.
+  /// the runs with completions, the state each leads to, the completions
+  /// of each of its chains, and the running total of completions up to and
+  /// including the run. Drawing a chain is then a binary search over runs
+  /// and a division within the run instead of a pass over every chain
+  /// (11 ms a draw for K = 256 with edge tiles), and picks the same chain
+  /// as that pass.
   struct DrawChoices {
-    std::vector<std::uint32_t> chain;
+    std::vector<std::uint32_t> run;
     std::vector<std::uint64_t> next;
-    std::vector<BigInt> running;  ///< completions of chain[0..i]
+    std::vector<BigInt> each;     ///< completions of one chain of run[i]
+    std::vector<BigInt> running;  ///< completions of runs[0..i]
   };
   /// Choices per (dimension, state) of the main table, built on first use;
-  /// at most kMaxDrawEntries chains in all, then draws scan.
+  /// at most kMaxDrawEntries runs in all, then draws scan the runs.
   mutable std::mutex draw_mutex;
   mutable std::map<std::pair<DimId, std::uint64_t>, std::shared_ptr<const DrawChoices>> draws;
   mutable std::size_t draw_entries = 0;
+
+  /// The completions of one chain of run `k` of dimension d from state s,
+  /// and the state it leads to; nothing when it has none.
+  std::optional<std::pair<std::uint64_t, const BigInt*>> run_step(const Table& t, DimId d,
+                                                                  std::size_t k,
+                                                                  std::uint64_t s) const {
+    const auto next = step(t, s, d, runs[static_cast<size_t>(d)][k].first);
+    if (!next) return std::nullopt;
+    const auto& Wn = t.W[static_cast<size_t>(d) + 1];
+    const auto it = Wn.find(*next);
+    if (it == Wn.end() || it->second == 0) return std::nullopt;
+    return std::make_pair(*next, &it->second);
+  }
 
   std::shared_ptr<const DrawChoices> draw_choices(const Table& t, DimId d, std::uint64_t s) const {
     {
@@ -611,28 +668,57 @@ struct Mapspace::Impl {
       if (draw_entries >= kMaxDrawEntries) return nullptr;
     }
     auto out = std::make_shared<DrawChoices>();
-    const auto& Wn = t.W[static_cast<size_t>(d) + 1];
     BigInt running = 0;
-    for (std::size_t c = 0; c < chains[static_cast<size_t>(d)].count; ++c) {
-      if (!chain_allowed(t, d, c)) continue;
-      const auto next = step(t, s, d, c);
-      if (!next) continue;
-      const auto it = Wn.find(*next);
-      if (it == Wn.end() || it->second == 0) continue;
-      running += it->second;
-      out->chain.push_back(static_cast<std::uint32_t>(c));
-      out->next.push_back(*next);
+    const auto& dim_runs = runs[static_cast<size_t>(d)];
+    for (std::size_t k = 0; k < dim_runs.size(); ++k) {
+      const auto stepped = run_step(t, d, k, s);
+      if (!stepped) continue;
+      running += *stepped->second * dim_runs[k].length;
+      out->run.push_back(static_cast<std::uint32_t>(k));
+      out->next.push_back(stepped->first);
+      out->each.push_back(*stepped->second);
       out->running.push_back(running);
     }
     const std::lock_guard<std::mutex> lock(draw_mutex);
-    draw_entries += out->chain.size();
+    draw_entries += out->run.size();
     return draws.emplace(std::make_pair(d, s), std::move(out)).first->second;
+  }
+
+  /// The chain of dimension d that rank r (below W[d][s]) falls in from
+  /// state s, in chain order, and the state it leads to; r becomes the rank
+  /// within that chain's completions. Nothing when r is out of range.
+  std::optional<std::pair<std::uint32_t, std::uint64_t>> draw_chain(const Table& t, DimId d,
+                                                                    std::uint64_t s,
+                                                                    BigInt& r) const {
+    const auto& dim_runs = runs[static_cast<size_t>(d)];
+    const auto within = [&](std::size_t k, const BigInt& each) {
+      const BigInt index = r / each;
+      r -= index * each;
+      return dim_runs[k].first + static_cast<std::uint32_t>(index);
+    };
+    if (const auto choices = draw_choices(t, d, s)) {
+      const auto& run = choices->running;
+      const auto at = std::upper_bound(run.begin(), run.end(), r) - run.begin();
+      if (at == static_cast<std::ptrdiff_t>(run.size())) return std::nullopt;
+      const auto i = static_cast<size_t>(at);
+      if (i > 0) r -= run[i - 1];
+      return std::make_pair(within(choices->run[i], choices->each[i]), choices->next[i]);
+    }
+    for (std::size_t k = 0; k < dim_runs.size(); ++k) {
+      const auto stepped = run_step(t, d, k, s);
+      if (!stepped) continue;
+      const BigInt total = *stepped->second * dim_runs[k].length;
+      if (r < total) return std::make_pair(within(k, *stepped->second), stepped->first);
+      r -= total;
+    }
+    return std::nullopt;
   }
 
   Table& counted() const {
     std::call_once(main_counted, [this] {
       main = layout(Rules{});
       count(*main);
+      for (DimId d = 0; d < n; ++d) runs.push_back(build_runs(*main, d));
       total_all = main->total * keep_combos.size();
     });
     return *main;
@@ -1584,6 +1670,7 @@ std::optional<Mapping> Mapspace::sample(std::mt19937_64& rng, int max_attempts) 
   if (t.total == 0) return std::nullopt;
   const int n = impl.n;
   std::vector<std::uint32_t> pos(static_cast<size_t>(n));
+  std::vector<std::vector<std::int64_t>> spans(static_cast<size_t>(impl.L));
   const std::size_t combos = impl.keep_combos.size();
   for (int attempt = 0; attempt < max_attempts; ++attempt) {
     // Every combination has the same space before capacity, so a uniform
@@ -1592,35 +1679,26 @@ std::optional<Mapping> Mapspace::sample(std::mt19937_64& rng, int max_attempts) 
     const std::size_t combo = combos > 1 ? static_cast<std::size_t>(uniform_below(rng, combos)) : 0;
     BigInt r = uniform_below(rng, t.total);
     std::uint64_t s = impl.init_state(t);
-    for (DimId d = 0; d < n; ++d) {
+    for (auto& level : spans) level.assign(static_cast<size_t>(n), 1);
+    bool overflows = false;
+    for (DimId d = 0; d < n && !overflows; ++d) {
       const auto du = static_cast<size_t>(d);
-      if (const auto choices = impl.draw_choices(t, d, s)) {
-        const auto& run = choices->running;
-        const auto at = std::upper_bound(run.begin(), run.end(), r) - run.begin();
-        if (at == static_cast<std::ptrdiff_t>(run.size())) return std::nullopt;  // r < W[d][s]
-        if (at > 0) r -= run[static_cast<size_t>(at - 1)];
-        pos[du] = choices->chain[static_cast<size_t>(at)];
-        s = choices->next[static_cast<size_t>(at)];
-        continue;
-      }
-      const auto& Wn = t.W[du + 1];
-      bool chosen = false;
-      for (std::size_t c = 0; c < impl.chains[du].count && !chosen; ++c) {
-        if (!impl.chain_allowed(t, d, c)) continue;
-        const auto next = impl.step(t, s, d, c);
-        if (!next) continue;
-        const auto it = Wn.find(*next);
-        if (it == Wn.end() || it->second == 0) continue;
-        if (r < it->second) {
-          pos[du] = static_cast<std::uint32_t>(c);
-          s = *next;
-          chosen = true;
-        } else {
-          r -= it->second;
-        }
-      }
-      if (!chosen) return std::nullopt;  // cannot happen: r < W[d][s]
+      // Reject as soon as the chains drawn so far overflow a buffer with
+      // the other dimensions at their smallest span (footprints grow with
+      // every tile): the whole draw would be rejected at the end anyway,
+      // and the attempt has already drawn all it will draw, so the samples
+      // are the same, only found sooner. With edge tiles nearly every draw
+      // overflows (issue 18: 98% on a 256^3 GEMM on flash_edge).
+      const auto drawn = impl.draw_chain(t, d, s, r);
+      if (!drawn) return std::nullopt;  // cannot happen: r < W[d][s]
+      pos[du] = drawn->first;
+      s = drawn->second;
+      if (!options_.check_capacity) continue;
+      for (int i = 0; i < impl.L; ++i)
+        spans[static_cast<size_t>(i)][du] = impl.span(d, drawn->first, i);
+      overflows = impl.overflow(spans, combo) >= 0;
     }
+    if (overflows) continue;
     // Orders: unrank r within the product of per-slot order counts.
     Mapping m = Mapping::trivial(impl.op, impl.arch);
     impl.set_chains(m, pos);

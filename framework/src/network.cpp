@@ -312,7 +312,29 @@ Network Network::make(std::string name, std::vector<Layer> layers) {
   return net;
 }
 
-void require_connected(const Network& net) {
+namespace {
+
+/// Where layer `name` is defined in the network file at `path`: its entry
+/// under `layers`, or the file's start when the file is not YAML or the
+/// layer was derived (a training graph's backward layers).
+SourceLocation layer_entry(const std::string& path, const std::string& name) {
+  SourceLocation start{path, 1, 1};
+  if (path.empty()) return SourceLocation{};
+  try {
+    const YAML::Node root = YAML::LoadFile(path);
+    if (!root.IsMap() || !root["layers"] || !root["layers"].IsSequence()) return start;
+    for (const auto& entry : root["layers"])
+      if (entry.IsMap() && entry["name"] && entry["name"].IsScalar() &&
+          entry["name"].Scalar() == name)
+        return yaml::location(path, entry);
+  } catch (const YAML::Exception&) {
+  }
+  return start;
+}
+
+}  // namespace
+
+void require_connected(const Network& net, const std::string& path) {
   // Union-find over producer-consumer edges, direction ignored.
   const auto& layers = net.layers();
   std::vector<int> root(layers.size());
@@ -327,11 +349,12 @@ void require_connected(const Network& net) {
       root[static_cast<size_t>(find(static_cast<int>(i)))] = find(p);
   for (size_t i = 1; i < layers.size(); ++i)
     if (find(static_cast<int>(i)) != find(0))
-      throw InputError("network '" + net.name() + "' is not one connected graph: layer '" +
-                       layers[i].op.name() + "' shares no tensor, directly or through other " +
-                       "layers, with layer '" + layers[0].op.name() +
-                       "' (whole-network scheduling needs one connected graph; schedule the "
-                       "parts as separate networks)");
+      throw InputError(layer_entry(path, layers[i].op.name()), "inputs",
+                       "network '" + net.name() + "' is not one connected graph: layer '" +
+                           layers[i].op.name() + "' shares no tensor, directly or through other " +
+                           "layers, with layer '" + layers[0].op.name() +
+                           "' (whole-network scheduling needs one connected graph; schedule the "
+                           "parts as separate networks)");
 }
 
 Network Network::training() const {

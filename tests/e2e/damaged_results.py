@@ -12,7 +12,7 @@ through `mapex merge` and `mapex run --resume`), each with a timeout:
 - run --resume exits 0, and the file then holds every job of the experiment
   with the valid file's results.
 
-Then 100 damaged copies of a format-1 file (FORMAT1, no checksums: read by
+Then FORMAT1_CASES (default 100) damaged copies of a format-1 file (FORMAT1, no checksums: read by
 libhdf5 in a child process): exit 0 or 2 with one line, never a signal or a
 hang. Then replays the kept regression inputs (tests/data/damaged_results/
 *.h5: damaged files that crash or hang libhdf5 itself, found with h5dump
@@ -20,6 +20,7 @@ for format 2 and with the previous mapex for format 1) through report,
 which must exit 2.
 
 Usage: damaged_results.py MAPEX EXPERIMENT.yaml WORKDIR REGRESSION_DIR CASES FORMAT1
+                          [FORMAT1_CASES]
 """
 import glob
 import os
@@ -73,6 +74,7 @@ def main():
     regressions = sys.argv[4]
     cases = int(sys.argv[5])
     format1 = sys.argv[6]
+    format1_cases = int(sys.argv[7]) if len(sys.argv) > 7 else 100
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     valid = os.path.join(work, "valid.h5")
@@ -116,11 +118,13 @@ def main():
             os.remove(path)
 
     old = open(format1, "rb").read()
-    for case in range(100):
+    format1_refused = 0
+    for case in range(format1_cases):
         path = os.path.join(work, f"damaged_format1_{case}.h5")
         open(path, "wb").write(damage(old, case))
-        check_refusal(run([mapex, "report", path, "--format", "csv"], work), "report", path,
-                      failures)
+        if not check_refusal(run([mapex, "report", path, "--format", "csv"], work), "report",
+                             path, failures):
+            format1_refused += 1
         if not failures:
             os.remove(path)
 
@@ -132,7 +136,7 @@ def main():
 
     print(f"{cases} damaged copies: {counts['intact']} read as intact (same table), "
           f"{counts['damaged']} refused with exit 2, {counts['resumed']} resumed; "
-          f"100 damaged format-1 copies; "
+          f"{format1_cases} damaged format-1 copies, {format1_refused} refused; "
           f"{len(glob.glob(os.path.join(regressions, '*.h5')))} regression inputs replayed")
     for f in failures:
         print("FAIL:", f)

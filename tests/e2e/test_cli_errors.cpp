@@ -215,7 +215,8 @@ TEST_F(BadInput, RandomLevelProbabilityOutOfRange) {
     const std::string e = expect_bad({"search", "--workload", kData + "/tiny_net.yaml", "--layer",
                                       "conv", "--arch", kData + "/tiny_arch.yaml", "--searcher",
                                       "random", "--param", "level_probability=" + bad});
-    EXPECT_HAS(e, "level_probability");
+    // Placed at the option that gave it, as a file's error at its line.
+    EXPECT_HAS(e, "mapex: error: --param: key 'level_probability'");
     EXPECT_HAS(e, "0 (off, uniform sampling) or a probability in (0, 1], got " + bad);
     std::string text = kGood;
     text.replace(text.find("searchers: [random]"), 19,
@@ -229,6 +230,11 @@ TEST_F(BadInput, RandomLevelProbabilityOutOfRange) {
                                     "random", "--param", "level_probability=often"});
   EXPECT_HAS(e, "level_probability");
   EXPECT_HAS(e, "double");
+  // A cost model's parameter the same way.
+  EXPECT_HAS(expect_bad({"search", "--workload", kData + "/tiny_net.yaml", "--layer", "conv",
+                         "--arch", kData + "/tiny_arch.yaml", "--searcher", "exhaustive",
+                         "--costmodel", "mdc", "--costmodel-param", "nosuch=1"}),
+             "mapex: error: --costmodel-param: key 'nosuch': unknown parameter of costmodel 'mdc'");
 }
 
 TEST_F(BadInput, OutputCannotBeWritten) {
@@ -315,7 +321,10 @@ TEST_F(BadInput, ScheduleNeedsOneConnectedGraph) {
   const std::string e = expect_bad(
       {"schedule", "--workload", std::string(MAPEX_EXPERIMENTS_DIR) + "/workloads/kapla_small.yaml",
        "--arch", kData + "/kapla_chip4.yaml"});
-  EXPECT_HAS(e, "network 'kapla_small' is not one connected graph: layer 'conv1x1'");
+  // At the entry of the first layer outside layer 0's graph.
+  EXPECT_HAS(e,
+             "kapla_small.yaml:12:5: key 'inputs': network 'kapla_small' is not one connected "
+             "graph: layer 'conv1x1'");
 }
 
 TEST_F(BadInput, ShapesThatDisagreeNameTheLayer) {

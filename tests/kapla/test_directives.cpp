@@ -235,7 +235,7 @@ TEST(Directives, EveryErrorNamesLineAndReason) {
       {"layer twice", v + v, "bad.kd:14:1: key 'g': layer 'g' given twice"},
       {"stack beyond fan-out",
        replace(replace(v, "stack(M+=1, 2)", "stack(M+=1, 4)"), "    update(M+=2)\n", ""),
-       "bad.kd:1:1: key 'g': layer 'g': "},
+       "bad.kd:6:5: key 'repl': stacks at level 'L1' use more units than the 2 of level 'PEs'"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

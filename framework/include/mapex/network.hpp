@@ -63,7 +63,9 @@ class Network {
 /// connected to the first layer through producer-consumer edges, ignoring
 /// their direction. A workload file may list independent layers (a set of
 /// operators to map one by one); whole-network scheduling needs one
-/// connected graph, so `mapex schedule` calls this.
-void require_connected(const Network& net);
+/// connected graph, so `mapex schedule` calls this. `path`: the file the
+/// network was loaded from, to place the message at the first layer
+/// outside layer 0's graph (at 1:1 when that layer is not an entry there).
+void require_connected(const Network& net, const std::string& path = "");
 
 }  // namespace mapex

@@ -185,6 +185,19 @@ std::unique_ptr<BoundCostModel> bind_located(const CostModel& model, const Opera
   }
 }
 
+/// Runs `make` (a plugin built from command-line parameters) and places a
+/// parameter error that has no file at the option that gave it
+/// (`--param: key 'victory_condition': ...`).
+template <class Make>
+auto made_from_option(const char* option, Make make) {
+  try {
+    return make();
+  } catch (const InputError& e) {
+    if (!e.where().file.empty() || e.key().empty()) throw;
+    throw InputError(SourceLocation{option, 0, 0}, e.key(), e.problem());
+  }
+}
+
 void require_file(const std::string& path, const char* what) {
   if (!fs::exists(path))
     throw InputError(SourceLocation{path, 0, 0}, "", std::string(what) + " file does not exist");
@@ -407,7 +420,8 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   const Mapping mapping = directives_path.empty() ? load_mapping(mapping_path, op, arch)
                                                   : load_directives(directives_path, net, op, arch);
   const PluginRegistry registry = load_plugins_named({costmodel});
-  const auto model = registry.make_costmodel(costmodel, parse_params(params));
+  const auto model = made_from_option(
+      "--param", [&] { return registry.make_costmodel(costmodel, parse_params(params)); });
   const auto bound = bind_located(*model, op, arch, arch_path);
   if (auto refused = bound->unsupported(mapping))
     throw InputError(key_location(mapping_path.empty() ? directives_path : mapping_path,
@@ -581,8 +595,11 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out, std::ost
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
   const PluginRegistry registry = load_plugins_named({searcher, costmodel});
-  const auto searcher_obj = registry.make_searcher(searcher, parse_params(params));
-  const auto model = registry.make_costmodel(costmodel, parse_params(costmodel_params));
+  const auto searcher_obj = made_from_option(
+      "--param", [&] { return registry.make_searcher(searcher, parse_params(params)); });
+  const auto model = made_from_option("--costmodel-param", [&] {
+    return registry.make_costmodel(costmodel, parse_params(costmodel_params));
+  });
   SearchRequest request;
   request.op = &op;
   request.arch = &arch;

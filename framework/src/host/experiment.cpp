@@ -284,6 +284,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
 
   for (const auto& w : require_list(path, top.required("workloads"), "workloads")) {
     WorkloadUse use;
+    use.where = yaml::location(path, w);
     std::vector<std::string> wanted;
     YAML::Node file_node = w;
     std::optional<Sweep> sweep;
@@ -335,7 +336,7 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
           layers.clear();
           for (size_t i = 0; i < net.layers().size(); ++i) layers.push_back(static_cast<int>(i));
         }
-        WorkloadUse v{use.path, std::move(net), std::move(layers)};
+        WorkloadUse v{use.path, std::move(net), std::move(layers), use.where};
         e.workloads.push_back(std::move(v));
       }
     }
@@ -387,7 +388,8 @@ Experiment parse_experiment(const std::string& text, const std::string& path) {
         ++e.design_points_over_caps;
         continue;
       }
-      e.architectures.push_back(ArchitectureUse{arch_path, std::move(arch), std::move(cost)});
+      e.architectures.push_back(
+          ArchitectureUse{arch_path, std::move(arch), std::move(cost), yaml::location(path, a)});
     }
   }
   if (e.architectures.empty())

@@ -45,13 +45,15 @@ struct WorkloadUse {
   std::string path;
   Network network;          ///< named "<network>[batch=4]" for a swept variant
   std::vector<int> layers;  ///< indices into network.layers()
+  SourceLocation where;     ///< of the entry, for errors found later
 };
 
 /// One design point: an architecture file, possibly with swept parameters.
 struct ArchitectureUse {
   std::string path;
-  Architecture arch;  ///< named "<base>[key=value,...]" for a swept variant
-  HardwareCost cost;  ///< area and power (DSE)
+  Architecture arch;     ///< named "<base>[key=value,...]" for a swept variant
+  HardwareCost cost;     ///< area and power (DSE)
+  SourceLocation where;  ///< of the entry, for errors found later
 };
 
 /// Hardware DSE settings (`dse:`): the building-block constants, caps on

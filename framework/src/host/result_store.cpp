@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <boost/filesystem.hpp>
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstddef>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <mapex/error.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 namespace mapex::host {
@@ -427,6 +429,87 @@ JobRow to_row(const JobResult& r) {
 
 namespace {
 
+// Whether `text` is well-formed UTF-8 (the writer stores only that).
+bool valid_utf8(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t more = 0;
+    std::uint32_t code = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xe0) == 0xc0) {
+      more = 1;
+      code = c & 0x1fu;
+    } else if ((c & 0xf0) == 0xe0) {
+      more = 2;
+      code = c & 0x0fu;
+    } else if ((c & 0xf8) == 0xf0) {
+      more = 3;
+      code = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (i + more >= text.size()) return false;  // cut short
+    for (std::size_t k = 1; k <= more; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next & 0xc0) != 0x80) return false;
+      code = code << 6 | (next & 0x3fu);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF.
+    static constexpr std::uint32_t kLeast[] = {0, 0x80, 0x800, 0x10000};
+    if (code < kLeast[more] || code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff)) return false;
+    i += more + 1;
+  }
+  return true;
+}
+
+// What a format-1 file's rows must satisfy, as the writer made them: such
+// files carry no checksums, so a damaged byte libhdf5 reads without
+// complaint is caught here when it breaks one of these (a value that is
+// not finite or negative, a string that is not UTF-8, a job id that is not
+// 16 hex digits or repeats, an unknown status, a flag that is not 0 or 1,
+// a trace that goes backwards). A change that keeps every rule (a digit of
+// a metric) cannot be found in format 1; format 2 checks every byte.
+void check_format1(const std::string& path, const ResultFile& file) {
+  const auto damaged = [&](const std::string& what) {
+    throw InputError(SourceLocation{path, 0, 0}, "", "damaged (format 1, no checksums): " + what);
+  };
+  for (const auto& [key, value] : file.attributes)
+    if (!valid_utf8(key) || !valid_utf8(value)) damaged("an attribute is not UTF-8 text");
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < file.jobs.size(); ++i) {
+    const JobRow& r = file.jobs[i];
+    const std::string row = "row " + std::to_string(i) + " ";
+    const bool hex =
+        r.job_id.size() == 16 && std::all_of(r.job_id.begin(), r.job_id.end(), [](char c) {
+          return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+        });
+    if (!hex) damaged(row + "has a job id that is not 16 hex digits");
+    if (!ids.insert(r.job_id).second) damaged(row + "repeats job " + r.job_id);
+    for (const std::string* text :
+         {&r.workload, &r.layer, &r.architecture, &r.searcher, &r.costmodel, &r.objective, &r.error,
+          &r.stop_reason, &r.best_mapping, &r.mapping_summary})
+      if (!valid_utf8(*text)) damaged(row + "(job " + r.job_id + ") has text that is not UTF-8");
+    if (r.status != "ok" && r.status != "no_valid_mapping" && r.status != "failed")
+      damaged(row + "(job " + r.job_id + ") has an unknown status");
+    if ((r.complete != 0 && r.complete != 1) || (r.pareto != 0 && r.pareto != 1))
+      damaged(row + "(job " + r.job_id + ") has a flag that is neither 0 nor 1");
+    for (const double v :
+         {r.latency_cycles, r.energy_pj, r.edp, r.utilization, r.macs, r.roofline_peak_cycles,
+          r.wall_seconds, r.area_mm2, r.power_mw, r.latency_seconds, r.throughput_gmacs})
+      if (!std::isfinite(v) || v < 0)
+        damaged(row + "(job " + r.job_id + ") has a metric that is not a finite value >= 0");
+    if (r.num_pes < 0) damaged(row + "(job " + r.job_id + ") has a negative PE count");
+    for (std::size_t k = 0; k < r.trace.size(); ++k)
+      if (!std::isfinite(r.trace[k].value) ||
+          (k > 0 && r.trace[k].evaluation < r.trace[k - 1].evaluation))
+        damaged("the trace of job " + r.job_id + " is not finite and in evaluation order");
+  }
+}
+
 // Format 1: a compound /jobs read through libhdf5 (such files carry no
 // checksums). Extents are bounded by the file's size before anything is
 // allocated: a row takes more than 64 bytes in the file.
@@ -519,6 +602,7 @@ ResultFile read_format1(const std::string& path, std::uint64_t file_size) {
     throw InputError(SourceLocation{path, 0, 0}, "",
                      "cannot read as a mapex result file: " + e.getDetailMsg());
   }
+  check_format1(path, out);
   return out;
 }
 
@@ -632,6 +716,7 @@ ResultFile salvage_results(const std::string& path, std::string& damage) {
                        "cannot read as a mapex result file: it is neither format 2 nor HDF5");
     case FileKind::kFormat1:
       out = read_format1_isolated(path, size);
+      out.format1 = true;
       break;
     case FileKind::kDamaged:
       damage = checked.damage;
@@ -644,6 +729,13 @@ ResultFile salvage_results(const std::string& path, std::string& damage) {
   }
   sort_by_job_index(out);
   return out;
+}
+
+std::string format1_warning(const std::string& path) {
+  return "mapex: warning: " + path +
+         ": a format-1 result file carries no checksums, so damage that keeps its values "
+         "plausible cannot be found; `mapex merge " +
+         path + " -o NEW.h5` converts it to format 2, which is checked byte by byte\n";
 }
 
 ResultFile read_results(const std::string& path) {

@@ -87,7 +87,14 @@ class ResultWriter {
 struct ResultFile {
   std::map<std::string, std::string> attributes;
   std::vector<JobRow> jobs;  ///< sorted by job_index, traces attached
+  /// Read from a format-1 file: checked only for what its rows must satisfy
+  /// (check_format1), since such files carry no checksums.
+  bool format1 = false;
 };
+
+/// The one-line warning a command prints after reading a format-1 file:
+/// it carries no checksums, and `mapex merge` converts it to format 2.
+std::string format1_warning(const std::string& path);
 
 /// Reads a result file. Throws InputError if it is missing, not one, or
 /// damaged ("damaged at byte N (...)"); libhdf5 never sees a format-2 file.

@@ -146,11 +146,16 @@ PreparedRun prepare_run(const std::string& experiment_path, const Shard& shard) 
   std::map<std::string, const Job*> ids;
   for (const auto& j : all)
     if (const auto [it, fresh] = ids.emplace(j.id, &j); !fresh) {
-      // The entry that repeats an earlier one: the searcher or cost model
-      // where the two jobs differ, else the experiment's first line.
+      // The entry that repeats an earlier one: the workload, architecture,
+      // searcher or cost model entry where the two jobs differ (the later
+      // one), else the experiment's first line.
       const Job& first = *it->second;
       SourceLocation where{experiment_path, 1, 1};
-      if (first.searcher != j.searcher)
+      if (first.workload != j.workload)
+        where = run.experiment.workloads[static_cast<std::size_t>(j.workload)].where;
+      else if (first.architecture != j.architecture)
+        where = run.experiment.architectures[static_cast<std::size_t>(j.architecture)].where;
+      else if (first.searcher != j.searcher)
         where = run.experiment.searchers[static_cast<std::size_t>(j.searcher)].where;
       else if (first.costmodel != j.costmodel)
         where = run.experiment.costmodels[static_cast<std::size_t>(j.costmodel)].where;
@@ -189,6 +194,7 @@ OpenedOutput open_output(const PreparedRun& run, const std::string& output, bool
   }
   std::string damage;
   ResultFile old = salvage_results(output, damage);
+  if (old.format1) err << format1_warning(output);
   const SourceLocation where{output, 0, 0};
   if (!damage.empty())
     err << "mapex: warning: " << output << ": damaged at " << damage << "; keeping its "

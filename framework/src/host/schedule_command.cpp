@@ -380,7 +380,7 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
   const ScheduleArgs a = parse_args(args, out);
   if (a.help) return 0;
   const Network net = Network::load(a.workload);
-  require_connected(net);
+  require_connected(net, a.workload);
   const Architecture arch = Architecture::load(a.arch);
   const PluginRegistry registry = load_plugins();
   const auto searcher = registry.make_searcher(a.searcher, {});

@@ -23,7 +23,7 @@ po::variables_map parse_report_args(const po::options_description& desc,
   return parse_command_line(desc, &positional, args, "\n" + std::string(cli_usage()));
 }
 
-int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
+int cmd_report(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   po::options_description desc("mapex report");
   std::string path, format;
   ReportOptions options;
@@ -44,7 +44,9 @@ int cmd_report(const std::vector<std::string>& args, std::ostream& out) {
   const TableFormat table = parse_table_format(format);
   if (!boost::filesystem::exists(path))
     throw InputError(SourceLocation{path, 0, 0}, "", "result file does not exist");
-  print_report(read_results(path), table, out, options);
+  const ResultFile file = read_results(path);
+  if (file.format1) err << format1_warning(path);
+  print_report(file, table, out, options);
   return 0;
 }
 
@@ -54,7 +56,7 @@ int store_command(const std::string& command, const std::vector<std::string>& ar
                   std::ostream& out, std::ostream& err) {
   if (command == "run") return run_command(args, out, err);
   if (command == "merge") return merge_command(args, out, err);
-  if (command == "report") return cmd_report(args, out);
+  if (command == "report") return cmd_report(args, out, err);
   if (command == "schedule") return cmd_schedule(args, out);
   throw Error("'" + command + "' is not a command of the store library");
 }
