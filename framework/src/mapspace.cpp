@@ -714,6 +714,25 @@ struct Mapspace::Impl {
     return std::nullopt;
   }
 
+  /// The inverse of draw_chain: adds to r the completions of every chain
+  /// of dimension d before chain c from state s, in chain order, and gives
+  /// the state c leads to; nothing when c is not allowed from s.
+  std::optional<std::uint64_t> rank_chain(const Table& t, DimId d, std::uint64_t s, std::uint32_t c,
+                                          BigInt& r) const {
+    const auto& dim_runs = runs[static_cast<size_t>(d)];
+    for (std::size_t k = 0; k < dim_runs.size() && dim_runs[k].first <= c; ++k) {
+      const auto stepped = run_step(t, d, k, s);
+      if (!stepped) continue;
+      const std::uint32_t first = dim_runs[k].first;
+      if (c < first + dim_runs[k].length) {
+        r += *stepped->second * (c - first);
+        return stepped->first;
+      }
+      r += *stepped->second * dim_runs[k].length;
+    }
+    return std::nullopt;
+  }
+
   Table& counted() const {
     std::call_once(main_counted, [this] {
       main = layout(Rules{});
@@ -2080,32 +2099,10 @@ std::optional<Mapping> Mapspace::unrank(const BigInt& rank_in) const {
   std::uint64_t s = impl.init_state(t);
   // Chains: the first chain whose running total of completions passes r.
   for (DimId d = 0; d < impl.n; ++d) {
-    const auto du = static_cast<size_t>(d);
-    const auto choices = impl.draw_choices(t, d, s);
-    bool chosen = false;
-    if (choices) {
-      const auto& run = choices->running;
-      const auto at =
-          static_cast<size_t>(std::upper_bound(run.begin(), run.end(), r) - run.begin());
-      if (at == run.size()) return std::nullopt;  // cannot happen: r < W[d][s]
-      if (at > 0) r -= run[at - 1];
-      pos[du] = choices->chain[at];
-      s = choices->next[at];
-      continue;
-    }
-    for (std::size_t c = 0; c < impl.chains[du].count && !chosen; ++c) {
-      if (!impl.chain_allowed(t, d, c)) continue;
-      const auto next = impl.step(t, s, d, c);
-      if (!next) continue;
-      const auto it = t.W[du + 1].find(*next);
-      if (it == t.W[du + 1].end() || it->second == 0) continue;
-      if (r < it->second) {
-        pos[du] = static_cast<std::uint32_t>(c), s = *next, chosen = true;
-      } else {
-        r -= it->second;
-      }
-    }
-    if (!chosen) return std::nullopt;  // cannot happen: r < W[d][s]
+    const auto drawn = impl.draw_chain(t, d, s, r);
+    if (!drawn) return std::nullopt;  // cannot happen: r < W[d][s]
+    pos[static_cast<size_t>(d)] = drawn->first;
+    s = drawn->second;
   }
   // Orders: r is a mixed-radix number over the slots, the last slot fastest
   // (the Cursor advances the innermost slot first).
@@ -2149,31 +2146,9 @@ std::optional<BigInt> Mapspace::rank(const Mapping& m) const {
   BigInt r = 0;
   std::uint64_t s = impl.init_state(t);
   for (DimId d = 0; d < impl.n; ++d) {
-    const auto du = static_cast<size_t>(d);
-    const std::uint32_t c = pos[du];
-    if (const auto choices = impl.draw_choices(t, d, s)) {
-      const auto& list = choices->chain;
-      const auto at =
-          static_cast<size_t>(std::lower_bound(list.begin(), list.end(), c) - list.begin());
-      if (at == list.size() || list[at] != c) return std::nullopt;  // a rule is broken
-      if (at > 0) r += choices->running[at - 1];
-      s = choices->next[at];
-      continue;
-    }
-    std::optional<std::uint64_t> mine;
-    for (std::size_t e = 0; e <= c; ++e) {
-      if (!impl.chain_allowed(t, d, e)) continue;
-      const auto next = impl.step(t, s, d, e);
-      if (!next) continue;
-      const auto it = t.W[du + 1].find(*next);
-      if (it == t.W[du + 1].end() || it->second == 0) continue;
-      if (e == c)
-        mine = *next;
-      else
-        r += it->second;
-    }
-    if (!mine) return std::nullopt;
-    s = *mine;
+    const auto next = impl.rank_chain(t, d, s, pos[static_cast<size_t>(d)], r);
+    if (!next) return std::nullopt;  // a rule is broken
+    s = *next;
   }
   // Orders: each slot's index among its distinct orders, mixed radix.
   struct SlotOrder {
