@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <mapex/error.hpp>
 #include <new>
 
@@ -22,14 +23,25 @@ bool digits_then(const std::string& s, std::size_t& at, char end) {
   return true;
 }
 
+// Where the file a message names ends: the input itself, or (for inputs
+// that name other files, as an experiment names its workloads) a file that
+// exists, the place of an error found while reading it.
+std::size_t named_file_end(const std::string& origin, Located located, const std::string& message) {
+  if (message.compare(0, origin.size(), origin) == 0) return origin.size();
+  const std::size_t colon = message.find(':');
+  std::error_code ec;
+  if (located == Located::kLineColumn && colon != std::string::npos && colon > 0 &&
+      std::filesystem::is_regular_file(message.substr(0, colon), ec))
+    return colon;
+  fail("message does not name the file", message);
+}
+
 void check_message(const std::string& origin, Located located, const std::string& message) {
   for (const char c : message) {
     const auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f) fail("control character in message", message);
   }
-  if (message.compare(0, origin.size(), origin) != 0)
-    fail("message does not name the file", message);
-  std::size_t at = origin.size();
+  std::size_t at = named_file_end(origin, located, message);
   if (located == Located::kFile) {
     if (message.compare(at, 2, ": ") != 0 && message.compare(at, 1, ":") != 0)
       fail("message does not name the file", message);
