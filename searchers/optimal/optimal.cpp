@@ -52,6 +52,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 /// Bounds and values come from different sums of the same terms: a bound
 /// within this relative distance of the best counts as no better.
 constexpr double kTolerance = 1e-9;
+/// The most value combinations of one level the search branches on (2^20).
+constexpr std::uint64_t kMaxLevelCombinations = std::uint64_t{1} << 20;
 
 class BranchAndBound {
  public:
@@ -171,15 +173,35 @@ class BranchAndBound {
       lists.push_back(space_.allowed_values(d, i, m));
       std::reverse(lists.back().begin(), lists.back().end());
     }
-    for (const auto& l : lists)
+    std::uint64_t combinations = 1;
+    for (const auto& l : lists) {
       if (l.empty()) return {};
+      combinations = l.size() > kMaxLevelCombinations / combinations ? kMaxLevelCombinations + 1
+                                                                     : combinations * l.size();
+    }
+    // A level with more value combinations than the searcher branches on
+    // (edge tiles on large dimensions: 256^3 for a GEMM) is not enumerated:
+    // the search stops with its incumbent and the whole space's bound left
+    // open, so a budget bounds its time whatever the space (issue
+    // "Robustness": a search must return).
+    if (combinations > kMaxLevelCombinations) {
+      too_wide_ = true;
+      abandon();
+      return {};
+    }
     const mapex::Level& level = arch_.levels()[static_cast<size_t>(i)];
     const bool spatial = level.kind == mapex::LevelKind::kSpatial;
     const bool capacity = !spatial && space_.options().check_capacity;
     const std::vector<std::int64_t> saved = values_of(arch_, m, i);
     std::vector<Child> out;
     std::vector<size_t> pos(static_cast<size_t>(n), 0);
-    for (;;) {
+    for (std::uint64_t visited = 1;; ++visited) {
+      // Enumerating a wide level evaluates nothing: the budget and a stop
+      // request are checked here too.
+      if (visited % 4096 == 0 && ctx_.exhausted()) {
+        abandon();
+        break;
+      }
       auto& values = values_of(arch_, m, i);
       std::int64_t product = 1;
       for (DimId d = 0; d < n; ++d) {
@@ -222,6 +244,13 @@ class BranchAndBound {
       out.push_back(Child{{}, order, 0, 1});
     }
     return out;
+  }
+
+  /// Stops the search where the children of a node are not all known: what
+  /// is left open is bounded only by the whole space's bound.
+  void abandon() {
+    stopped_ = true;
+    open_bound_ = std::min(open_bound_, root_bound());
   }
 
   void apply(Mapping& m, const Stage& s, const Child& c) const {
@@ -339,6 +368,9 @@ class BranchAndBound {
     }
     std::ostringstream os;
     os << "budget; ";
+    if (too_wide_)
+      os << "a level has more than " << kMaxLevelCombinations
+         << " value combinations, which the search does not enumerate; ";
     if (!ctx_.best_mapping()) {
       os << "no mapping found";
     } else {
@@ -361,6 +393,7 @@ class BranchAndBound {
   std::vector<std::uint32_t> relevant_;
   std::vector<Stage> stages_;
   bool stopped_ = false;
+  bool too_wide_ = false;
   double open_bound_ = kInf;
   std::uint64_t nodes_ = 0, nodes_capacity_ = 0, nodes_bound_ = 0, nodes_reuse_ = 0;
   BigInt pruned_capacity_ = 0, pruned_bound_ = 0, pruned_reuse_ = 0;

@@ -199,5 +199,16 @@ TEST(FuzzFindings, RandomSearchWithEdgeTilesReturnsWithinItsEvaluationBudget) {
   EXPECT_HAS(r.out + r.err, "stopped: ");
 }
 
+TEST(FuzzFindings, OptimalSearchWithEdgeTilesReturnsInsteadOfEnumeratingAWideLevel) {
+  // 256^3 tile combinations at one level: the branch and bound used to
+  // enumerate them all before its first evaluation, whatever the budget.
+  const auto r =
+      run_cli({"search", "--workload", kExperiments + "/workloads/flash_gemm256.yaml", "--arch",
+               kExperiments + "/architectures/flash_edge.yaml", "--edge-tiles", "--searcher",
+               "optimal", "--costmodel", "mdc", "--max-evaluations", "100000", "-j", "1"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_HAS(r.out, "value combinations, which the search does not enumerate; gap");
+}
+
 }  // namespace
 }  // namespace mapex
