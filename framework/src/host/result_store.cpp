@@ -635,6 +635,10 @@ ResultFile read_format1_isolated(const std::string& path, std::uint64_t file_siz
   }
   if (pid == 0) {
     ::close(fds[0]);
+    // What libhdf5 (or a sanitizer's report of its crash) would print here
+    // is not for the user: the parent turns any failure into one line.
+    const int quiet = ::open("/dev/null", O_WRONLY);
+    if (quiet >= 0) ::dup2(quiet, STDERR_FILENO);
     std::string reply;
     try {
       const ResultFile f = read_format1(path, file_size);
