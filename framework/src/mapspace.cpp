@@ -1917,6 +1917,19 @@ std::vector<std::int64_t> Mapspace::allowed_values(DimId d, int level,
   return out;
 }
 
+std::vector<std::int64_t> Mapspace::level_values(DimId d, int level) const {
+  const Impl& impl = *impl_;
+  const auto& ch = impl.chains[static_cast<size_t>(d)];
+  std::vector<std::int64_t> out;
+  // The main table's rules (all on): chain_allowed without the table.
+  for (std::size_t c = 0; c < ch.count; ++c)
+    if (ch.fixed_ok[c] && ch.parallel_ok[c] && ch.limit_ok[c])
+      out.push_back(impl.value(d, c, level));
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 std::vector<std::vector<DimId>> Mapspace::level_orders(int level, std::uint32_t free_mask) const {
   const Impl& impl = *impl_;
   const LevelRule& rule =

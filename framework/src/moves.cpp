@@ -33,6 +33,19 @@ std::vector<std::int64_t> candidate_values(std::int64_t bound, bool factors_only
   return out;
 }
 
+/// The distinct primes of n > 0, ascending (trial division: trip counts
+/// are at most a bound, so at most ~46,000 steps below 2^31).
+std::vector<std::int64_t> prime_factors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t p = 2; p <= n / p; ++p) {
+    if (n % p != 0) continue;
+    out.push_back(p);
+    while (n % p == 0) n /= p;
+  }
+  if (n > 1) out.push_back(n);
+  return out;
+}
+
 std::int64_t current_value(const LevelMapping& lm, LevelKind kind, DimId d) {
   const auto i = static_cast<std::size_t>(d);
   const auto& v = kind == LevelKind::kSpatial ? lm.split : lm.tile;
@@ -153,6 +166,149 @@ std::optional<Mapping> MapspaceMoves::random_neighbour(const Mapping& m, std::mt
     if (admitted(next)) return next;
   }
   return std::nullopt;
+}
+
+std::vector<std::int64_t> MapspaceMoves::spans(const Mapping& m, DimId d) const {
+  const Operator& op = space_->op();
+  const Architecture& arch = space_->arch();
+  const int levels = arch.num_levels();
+  std::vector<std::int64_t> out;
+  for (int l = 0; l + 1 < levels; ++l)
+    out.push_back(m.span(op, arch, l)[static_cast<std::size_t>(d)]);
+  out.push_back(op.dims()[static_cast<std::size_t>(d)].bound);
+  return out;
+}
+
+std::optional<Mapping> MapspaceMoves::with_spans(const Mapping& m, DimId d,
+                                                 const std::vector<std::int64_t>& spans) const {
+  const auto& levels = space_->arch().levels();
+  Mapping out = m;
+  std::int64_t child = 1;
+  for (int l = 0; l + 1 < static_cast<int>(levels.size()); ++l) {
+    const std::int64_t span = spans[static_cast<std::size_t>(l)];
+    if (levels[static_cast<std::size_t>(l)].kind == LevelKind::kSpatial) {
+      if (m.level(l).cluster.active() || span % child != 0) return std::nullopt;
+      const std::int64_t split = span / child;
+      if (current_value(m.level(l), LevelKind::kSpatial, d) != split)
+        out = with_value(out, l, d, split);
+    } else if (current_value(m.level(l), LevelKind::kBuffer, d) != span) {
+      out = with_value(out, l, d, span);
+    }
+    child = span;
+  }
+  return out;
+}
+
+bool MapspaceMoves::move_factor(std::vector<std::int64_t>& spans, int from, int to,
+                                std::int64_t factor) const {
+  if (from == to || factor < 2) return false;
+  const auto at = [&spans](int l) { return spans[static_cast<std::size_t>(l)]; };
+  const auto child = [&](int l) { return l == 0 ? std::int64_t{1} : at(l - 1); };
+  // Every trip count from the lower of the two levels to the higher must be
+  // whole, or scaling the spans between changes the others.
+  for (int l = std::min(from, to); l <= std::max(from, to); ++l)
+    if (at(l) % child(l) != 0) return false;
+  if ((at(from) / child(from)) % factor != 0) return false;
+  // From below: the spans from `from` up to `to` shrink by the factor; from
+  // above: those from `to` up to `from` grow by it. The trips in between
+  // keep their values.
+  if (from < to)
+    for (int l = from; l < to; ++l) spans[static_cast<std::size_t>(l)] /= factor;
+  else
+    for (int l = to; l < from; ++l) spans[static_cast<std::size_t>(l)] *= factor;
+  return true;
+}
+
+std::optional<Mapping> MapspaceMoves::transfer(const Mapping& m, DimId d, int from, int to,
+                                               std::int64_t factor) const {
+  const int levels = space_->arch().num_levels();
+  if (d < 0 || d >= space_->op().num_dims() || from < 0 || to < 0 || from >= levels || to >= levels)
+    return std::nullopt;
+  std::vector<std::int64_t> s = spans(m, d);
+  if (!move_factor(s, from, to, factor)) return std::nullopt;
+  auto out = with_spans(m, d, s);
+  if (!out || !admitted(*out)) return std::nullopt;
+  return out;
+}
+
+std::vector<Mapping> MapspaceMoves::transfers(const Mapping& m) const {
+  std::vector<Mapping> out;
+  const int levels = space_->arch().num_levels();
+  for (DimId d = 0; d < space_->op().num_dims(); ++d) {
+    const std::vector<std::int64_t> s = spans(m, d);
+    for (int from = 0; from < levels; ++from) {
+      const std::int64_t child = from == 0 ? 1 : s[static_cast<std::size_t>(from - 1)];
+      if (s[static_cast<std::size_t>(from)] % child != 0) continue;
+      const auto primes = prime_factors(s[static_cast<std::size_t>(from)] / child);
+      for (int to = 0; to < levels; ++to)
+        for (std::int64_t p : primes)
+          if (auto next = transfer(m, d, from, to, p)) out.push_back(std::move(*next));
+    }
+  }
+  return out;
+}
+
+std::optional<Mapping> MapspaceMoves::random_transfer(const Mapping& m, std::mt19937_64& rng,
+                                                      int count, int max_attempts) const {
+  const int dims = space_->op().num_dims();
+  const int levels = space_->arch().num_levels();
+  if (dims == 0 || levels < 2 || count < 1) return std::nullopt;
+  const auto draw = [&rng](std::size_t n) {
+    return static_cast<std::size_t>(uniform_below(rng, n));
+  };
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    std::vector<std::vector<std::int64_t>> s(static_cast<std::size_t>(dims));
+    bool moved = true;
+    for (int i = 0; i < count && moved; ++i) {
+      const auto d = static_cast<DimId>(draw(static_cast<std::size_t>(dims)));
+      auto& sd = s[static_cast<std::size_t>(d)];
+      if (sd.empty()) sd = spans(m, d);
+      // A source level whose trip count is whole and above 1.
+      std::vector<int> sources;
+      for (int l = 0; l < levels; ++l) {
+        const std::int64_t child = l == 0 ? 1 : sd[static_cast<std::size_t>(l - 1)];
+        const std::int64_t span = sd[static_cast<std::size_t>(l)];
+        if (span % child == 0 && span / child > 1) sources.push_back(l);
+      }
+      moved = !sources.empty();
+      if (!moved) break;
+      const int from = sources[draw(sources.size())];
+      int to = static_cast<int>(draw(static_cast<std::size_t>(levels - 1)));
+      if (to >= from) ++to;  // any level but the source
+      const std::int64_t child = from == 0 ? 1 : sd[static_cast<std::size_t>(from - 1)];
+      const auto primes = prime_factors(sd[static_cast<std::size_t>(from)] / child);
+      moved = move_factor(sd, from, to, primes[draw(primes.size())]);
+    }
+    if (!moved) continue;
+    std::optional<Mapping> out = m;
+    for (DimId d = 0; d < dims && out; ++d)
+      if (!s[static_cast<std::size_t>(d)].empty())
+        out = with_spans(*out, d, s[static_cast<std::size_t>(d)]);
+    if (out && !(*out == m) && admitted(*out)) return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<Mapping> MapspaceMoves::graft_splits(const Mapping& a, const Mapping& b) const {
+  const auto& levels = space_->arch().levels();
+  Mapping child = a;
+  bool changed = false;
+  for (DimId d = 0; d < space_->op().num_dims(); ++d) {
+    bool differs = false;
+    for (int l : movable_levels_)
+      if (levels[static_cast<std::size_t>(l)].kind == LevelKind::kSpatial &&
+          current_value(a.level(l), LevelKind::kSpatial, d) !=
+              current_value(b.level(l), LevelKind::kSpatial, d))
+        differs = true;
+    if (!differs) continue;
+    changed = true;
+    for (int l : movable_levels_) {
+      const auto kind = levels[static_cast<std::size_t>(l)].kind;
+      child = with_value(child, l, d, current_value(b.level(l), kind, d));
+    }
+  }
+  if (!changed || !admitted(child)) return std::nullopt;
+  return child;
 }
 
 std::optional<Mapping> MapspaceMoves::crossover(const Mapping& a, const Mapping& b,

@@ -33,6 +33,7 @@
 // evaluated through the framework, which returns them in order, so a seed
 // gives the same result at any thread count.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mapex/moves.hpp>
@@ -53,6 +54,9 @@ struct Settings {
   int max_stride;
   std::uint64_t patience;
   double descent_share;
+  double transfer_share;
+  double graft_share;
+  std::uint64_t restart_draws;
 };
 
 /// A mapping and its objective value.
@@ -93,6 +97,7 @@ class Annealing final : public mapex::Searcher {
     double chain_best = current.value;
     std::uint64_t since_improvement = 0;
     bool fresh_from_best = false;
+    double best_at_restart = ctx.best_value();
     for (std::uint64_t k = 0; k < steps; ++k) {
       if (ctx.exhausted()) return false;
       if (stop_at > 0 && ctx.evaluations() >= stop_at) break;
@@ -103,7 +108,18 @@ class Annealing final : public mapex::Searcher {
       // ends the annealing).
       if (batch.empty() || (s_.patience > 0 && since_improvement >= s_.patience)) {
         if (batch.empty() && fresh_from_best) break;
-        if (ctx.best_mapping()) current = {*ctx.best_mapping(), ctx.best_value()};
+        // Back to the best, unless the chain already came from there and
+        // found nothing better since: then from the best of fresh draws, a
+        // new region (a chain that settled on one use of the PE array
+        // rarely leaves it; a restart does).
+        const bool stale = s_.restart_draws > 0 && !(ctx.best_value() < best_at_restart);
+        std::optional<Point> fresh;
+        if (stale && !batch.empty()) fresh = best_of_draws(ctx, rng, s_.restart_draws, visited);
+        if (fresh)
+          current = *fresh;
+        else if (ctx.best_mapping())
+          current = {*ctx.best_mapping(), ctx.best_value()};
+        best_at_restart = ctx.best_value();
         chain_best = current.value;
         since_improvement = 0;
         fresh_from_best = true;
@@ -111,12 +127,11 @@ class Annealing final : public mapex::Searcher {
       }
       fresh_from_best = false;
       const std::vector<mapex::Metrics> metrics = ctx.evaluate(batch);
-      const std::optional<Point> proposal = best_of(ctx, batch, metrics);
       // Drawn every step, used or not, so the stream of draws does not
       // depend on the outcomes.
       const double u = unit(rng);
-      if (proposal && accept(current.value, proposal->value, temperature(k, steps), u))
-        current = *proposal;
+      if (auto next = heat_bath(ctx, batch, metrics, current.value, temperature(k, steps), u))
+        current = std::move(*next);
       if (current.value < chain_best) {
         chain_best = current.value;
         since_improvement = 0;
@@ -137,7 +152,7 @@ class Annealing final : public mapex::Searcher {
     for (;;) {
       if (ctx.exhausted()) return stop(ctx, "budget");
       std::vector<mapex::Mapping> batch;
-      for (auto& n : moves.neighbours(at.mapping))
+      for (auto& n : neighbourhood(moves, at.mapping))
         if (visited.insert(n)) batch.push_back(std::move(n));
       if (!batch.empty()) {
         const std::vector<mapex::Metrics> metrics = ctx.evaluate(batch);
@@ -165,6 +180,13 @@ class Annealing final : public mapex::Searcher {
                             mapex::VisitedMappings& visited, std::mt19937_64& rng) const {
     constexpr int kTries = 16;
     std::optional<mapex::Mapping> fresh;
+    // With grafts in use, every other kick (on average) takes the splits of
+    // a fresh draw: the descent then settles another use of the PE array.
+    const bool graft = std::uniform_real_distribution<double>(0.0, 1.0)(rng) < 0.5;
+    for (int attempt = 0; attempt < kTries && !fresh && graft && s_.graft_share > 0; ++attempt)
+      if (const auto draw = ctx.mapspace().sample(rng))
+        if (auto m = moves.graft_splits(*ctx.best_mapping(), *draw); m && visited.insert(*m))
+          fresh = std::move(*m);
     for (int attempt = 0; attempt < kTries && !fresh; ++attempt) {
       mapex::Mapping m = *ctx.best_mapping();
       for (int i = 0; i < 3 + attempt / 2; ++i)
@@ -180,15 +202,41 @@ class Annealing final : public mapex::Searcher {
     return Point{std::move(*fresh), mapex::objective_value(metrics[0], ctx.objective())};
   }
 
-  /// Up to `batch_size` random neighbours of `from` not evaluated before.
+  /// Up to `batch_size` random neighbours of `from` not evaluated before:
+  /// a `transfer_share` of them compound moves (one or two factors moved
+  /// between levels, MapspaceMoves::random_transfer), the others one-value
+  /// moves or swaps.
   std::vector<mapex::Mapping> new_neighbours(const mapex::MapspaceMoves& moves,
                                              mapex::VisitedMappings& visited, std::mt19937_64& rng,
                                              const mapex::Mapping& from) const {
     std::vector<mapex::Mapping> batch;
-    for (std::size_t i = 0; i < 4 * s_.batch_size && batch.size() < s_.batch_size; ++i)
-      if (auto n = moves.random_neighbour(from, rng, 64, s_.max_stride))
-        if (visited.insert(*n)) batch.push_back(std::move(*n));
+    std::uniform_real_distribution<double> unit(0.0, 1.0);
+    for (std::size_t i = 0; i < 4 * s_.batch_size && batch.size() < s_.batch_size; ++i) {
+      // Drawn for every proposal, so the stream of draws is the same
+      // whatever the moves return.
+      const double kind = unit(rng);
+      std::optional<mapex::Mapping> n;
+      if (kind < s_.graft_share) {
+        if (const auto draw = moves.space().sample(rng)) n = moves.graft_splits(from, *draw);
+      } else if (kind < s_.graft_share + s_.transfer_share) {
+        const bool one = kind < s_.graft_share + s_.transfer_share / 2;
+        n = moves.random_transfer(from, rng, one ? 1 : 2);
+      } else {
+        n = moves.random_neighbour(from, rng, 64, s_.max_stride);
+      }
+      if (n && visited.insert(*n)) batch.push_back(std::move(*n));
+    }
     return batch;
+  }
+
+  /// The descent's neighbourhood: every one-value move and swap, and with
+  /// compound moves in use every single-factor transfer.
+  std::vector<mapex::Mapping> neighbourhood(const mapex::MapspaceMoves& moves,
+                                            const mapex::Mapping& at) const {
+    std::vector<mapex::Mapping> out = moves.neighbours(at);
+    if (s_.transfer_share > 0)
+      for (auto& n : moves.transfers(at)) out.push_back(std::move(n));
+    return out;
   }
 
   /// The best valid result of a batch, if any (ties to the first).
@@ -235,12 +283,37 @@ class Annealing final : public mapex::Searcher {
     return s_.initial_temperature * std::pow(s_.final_temperature / s_.initial_temperature, f);
   }
 
-  // Metropolis on the logarithm of the objective. An invalid current
-  // mapping (value +inf) takes any valid proposal.
-  static bool accept(double current, double proposal, double t, double u) {
-    if (!std::isfinite(current) || proposal <= current) return true;
-    const double delta = std::log(proposal) - std::log(current);
-    return u < std::exp(-delta / t);
+  // The next state among the batch and staying put, drawn with heat-bath
+  // weights exp(-delta / T) (delta: the difference of the objective's
+  // logarithms to the current value; staying weighs 1), with `u` uniform in
+  // [0, 1). Unlike taking the best of the batch, a worse move can win over
+  // moves of equal value: on a plateau (a compute-bound use of the PE
+  // array, where most neighbours tie) the best of a batch is always another
+  // tie and the chain never climbs out. Nothing: stay. An invalid current
+  // mapping (value +inf) takes the best valid proposal.
+  static std::optional<Point> heat_bath(const mapex::SearchContext& ctx,
+                                        const std::vector<mapex::Mapping>& batch,
+                                        const std::vector<mapex::Metrics>& metrics, double current,
+                                        double t, double u) {
+    if (!std::isfinite(current)) return best_of(ctx, batch, metrics);
+    std::vector<double> log_weight(metrics.size(), -kInf);
+    double top = 0;  // staying: log weight 0
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+      const double v = mapex::objective_value(metrics[i], ctx.objective());
+      if (!std::isfinite(v) || !(v > 0)) continue;
+      log_weight[i] = -(std::log(v) - std::log(current)) / t;
+      top = std::max(top, log_weight[i]);
+    }
+    double total = std::exp(-top);
+    for (double w : log_weight) total += std::exp(w - top);
+    double target = u * total - std::exp(-top);
+    if (target < 0) return std::nullopt;
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+      target -= std::exp(log_weight[i] - top);
+      if (target < 0 && std::isfinite(log_weight[i]))
+        return Point{batch[i], mapex::objective_value(metrics[i], ctx.objective())};
+    }
+    return std::nullopt;
   }
 
   // The best of `count` uniform draws, evaluated a batch at a time (an
@@ -289,6 +362,19 @@ const mapex::ParamSpec kParams[] = {
     {"descent_share", mapex::ParamType::kDouble, "0.25",
      "Share of an evaluation budget kept for the final steepest descent and iterated local "
      "search from the best mapping; 0: no descent (annealing alone)."},
+    {"transfer_share", mapex::ParamType::kDouble, "0.5",
+     "Share of the proposals that move a factor of a dimension's trip count between two levels "
+     "(one or two at once, keeping the product), which stay valid on a nearly full PE array "
+     "where one-value moves are refused; the descent then tries every single transfer too. 0: "
+     "one-value moves and swaps only."},
+    {"restart_draws", mapex::ParamType::kInt, "256",
+     "A chain that goes back to the best found after `patience` steps and then again without "
+     "having improved it restarts from the best of this many fresh uniform draws; 0: always "
+     "from the best."},
+    {"graft_share", mapex::ParamType::kDouble, "0.1",
+     "Share of the proposals that take the splits of a fresh uniform draw (with the tiles of the "
+     "dimensions it splits differently, MapspaceMoves::graft_splits): a jump to another use of "
+     "the PE array; 0: none."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) {
@@ -323,10 +409,24 @@ mapex::Searcher* make(const mapex::Params& params) {
   if (!(share >= 0 && share < 1))
     throw mapex::InputError(mapex::SourceLocation{}, "descent_share",
                             "searcher 'annealing' needs descent_share in [0, 1)");
+  const std::int64_t restarts = params.get_int("restart_draws");
+  if (restarts < 0)
+    throw mapex::InputError(mapex::SourceLocation{}, "restart_draws",
+                            "searcher 'annealing' needs restart_draws >= 0");
+  const double transfers = params.get_double("transfer_share");
+  const double grafts = params.get_double("graft_share");
+  if (!(transfers >= 0 && transfers <= 1))
+    throw mapex::InputError(mapex::SourceLocation{}, "transfer_share",
+                            "searcher 'annealing' needs transfer_share in [0, 1]");
+  if (!(grafts >= 0 && grafts + transfers <= 1))
+    throw mapex::InputError(mapex::SourceLocation{}, "graft_share",
+                            "searcher 'annealing' needs graft_share >= 0 and graft_share + "
+                            "transfer_share <= 1");
   return new Annealing(Settings{static_cast<std::size_t>(batch), t0, t1,
                                 static_cast<std::uint64_t>(steps),
                                 static_cast<std::uint64_t>(samples), static_cast<int>(stride),
-                                static_cast<std::uint64_t>(patience), share});
+                                static_cast<std::uint64_t>(patience), share, transfers, grafts,
+                                static_cast<std::uint64_t>(restarts)});
 }
 
 const mapex::PluginDescriptor kDescriptor{

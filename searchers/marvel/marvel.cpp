@@ -57,7 +57,6 @@
 #include <cmath>
 #include <limits>
 #include <mapex/db_locality.hpp>
-#include <mapex/divisors.hpp>
 #include <mapex/mdc.hpp>
 #include <mapex/plugin.hpp>
 #include <numeric>
@@ -194,7 +193,7 @@ class Marvel final : public mapex::Searcher {
         s_.block_bytes > 0 ? s_.block_bytes
                            : arch.levels()[static_cast<std::size_t>(dram)].block_bytes;
     const mapex::db::Model model(op, block_bytes, arch.word_bytes());
-    const auto values = tile_values(op, job, outer);
+    const auto values = level3_tile_values(ctx.mapspace(), job, outer);
     double tiles = 1;
     for (const auto& v : values) tiles *= static_cast<double>(v.size());
     if (tiles > kMaxOffchipTiles)
@@ -205,12 +204,9 @@ class Marvel final : public mapex::Searcher {
                                   "or fix some level-3 tile sizes");
     double considered = 0;
     std::uint64_t rejected = 0;
-    // From the bound's factorisation: a scan up to the bound takes minutes
-    // on a dimension of 2^31.
-    std::vector<std::vector<std::int64_t>> divisors;
-    for (const auto& dim : op.dims()) divisors.push_back(mapex::divisors(dim.bound));
+    const auto splits = split_values(ctx.mapspace(), outer);
     const mapex::db::TileFilter reaches_p = [&](const std::vector<std::int64_t>& tile) {
-      return p <= 0 || utilization_bound(op, arch, job, outer, divisors, tile) >= p - 1e-9;
+      return p <= 0 || utilization_bound(op, arch, job, outer, splits, tile) >= p - 1e-9;
     };
     auto offchip =
         mapex::db::search_offchip(model, values, mapex::db::usable_bytes(global_buffer),
@@ -315,11 +311,12 @@ class Marvel final : public mapex::Searcher {
   /// job's split rules: each level splits at most its allowed number of
   /// its allowed dimensions (fixed splits count as they are), a split of a
   /// dimension is at most its tile extent and, with factors-only tiles, a
-  /// divisor of it (`divisors`: those of each bound, a superset), and no
-  /// level uses more than its fan-out.
+  /// divisor of it that the job's space allows at that level (`splits`,
+  /// from split_values: a superset of those under one level-3 tile), and
+  /// no level uses more than its fan-out.
   static double utilization_bound(const mapex::Operator& op, const mapex::Architecture& arch,
                                   const MapspaceOptions& o, int outer,
-                                  const std::vector<std::vector<std::int64_t>>& divisors,
+                                  const std::vector<std::vector<std::vector<std::int64_t>>>& splits,
                                   const std::vector<std::int64_t>& tile) {
     double used = 1;
     for (int i = 0; i < outer; ++i) {
@@ -347,7 +344,7 @@ class Marvel final : public mapex::Searcher {
         if (o.factors_only) {
           // Factors-only tiles nest: a split (times the level-1 tile)
           // divides the level-3 tile, which divides the bound.
-          for (std::int64_t v : divisors[du])
+          for (std::int64_t v : splits[static_cast<std::size_t>(i)][du])
             if (v > 1 && v <= most && tile[du] % v == 0) values.push_back(v);
         } else if (most > 1) {
           values.push_back(most);  // any size: the largest is the bound
@@ -395,38 +392,41 @@ class Marvel final : public mapex::Searcher {
                             std::to_string(i.rule) + ": " + i.detail);
   }
 
-  /// Candidate level-3 tile sizes per dimension: divisors of the bound
-  /// (factors only, §5.2) or every size, or the value the constraints fix.
-  std::vector<std::vector<std::int64_t>> tile_values(const mapex::Operator& op,
-                                                     const MapspaceOptions& base, int outer) const {
+  /// Candidate level-3 tile sizes per dimension: the tiles the job's
+  /// mapspace allows at the buffer right below DRAM (Mapspace::level_values:
+  /// its fixed values and factor limits, and only tiles some completion of
+  /// the lower levels admits), narrowed to divisors of the bound when
+  /// Marvel's own pruning asks for factors-only tiles (§5.2) and the job
+  /// does not (a tile the job fixes stays as it is). The job's space is
+  /// never widened.
+  static std::vector<std::vector<std::int64_t>> level3_tile_values(const mapex::Mapspace& space,
+                                                                   const MapspaceOptions& job,
+                                                                   int outer) {
     std::vector<std::vector<std::int64_t>> values;
+    const auto& op = space.op();
     for (DimId d = 0; d < op.num_dims(); ++d) {
       const std::int64_t bound = op.dims()[static_cast<std::size_t>(d)].bound;
-      std::vector<std::int64_t> v;
-      std::int64_t fixed = 0;
-      if (!base.levels.empty()) {
-        const auto& f = base.levels[static_cast<std::size_t>(outer)].fixed;
-        if (!f.empty()) fixed = f[static_cast<std::size_t>(d)];
-      }
-      if (fixed > 0) {
-        v.push_back(fixed);
-      } else if (base.factors_only) {
-        v = mapex::divisors(bound);
-      } else {
-        // Every size, as many as the bound: refused here past what the
-        // caller would refuse to enumerate anyway (and before listing them).
-        if (static_cast<double>(bound) > kMaxOffchipTiles)
-          throw mapex::InputError(mapex::SourceLocation{}, "factors_only",
-                                  "searcher 'marvel': dimension " +
-                                      op.dims()[static_cast<std::size_t>(d)].name + " (bound " +
-                                      std::to_string(bound) +
-                                      ") has too many level-3 tile sizes to enumerate; keep "
-                                      "factors_only=true or fix its level-3 tile size");
-        for (std::int64_t t = 1; t <= bound; ++t) v.push_back(t);
-      }
+      auto v = space.level_values(d, outer);
+      const auto& fixed = job.levels[static_cast<std::size_t>(outer)].fixed;
+      const bool pinned = !fixed.empty() && fixed[static_cast<std::size_t>(d)] > 0;
+      if (job.factors_only && !space.options().factors_only && !pinned)
+        std::erase_if(v, [bound](std::int64_t t) { return bound % t != 0; });
       values.push_back(std::move(v));
     }
     return values;
+  }
+
+  /// Per level below `outer` and dimension: the splits the job's mapspace
+  /// allows at that level (Mapspace::level_values; empty for buffer levels).
+  static std::vector<std::vector<std::vector<std::int64_t>>> split_values(
+      const mapex::Mapspace& space, int outer) {
+    std::vector<std::vector<std::vector<std::int64_t>>> out(static_cast<std::size_t>(outer));
+    for (int i = 0; i < outer; ++i) {
+      if (space.arch().levels()[static_cast<std::size_t>(i)].kind != LevelKind::kSpatial) continue;
+      for (DimId d = 0; d < space.op().num_dims(); ++d)
+        out[static_cast<std::size_t>(i)].push_back(space.level_values(d, i));
+    }
+    return out;
   }
 
   /// One loop order a level's rule allows, as close to `preferred` as the

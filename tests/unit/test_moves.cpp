@@ -209,6 +209,136 @@ TEST(MapspaceMoves, CrossoverTakesEachDimensionFromOneParent) {
   EXPECT_GT(children, 20);
 }
 
+// A GEMM M=12, N=4, K=6 on L1 / 4 PEs / L2 / DRAM with M's trip counts
+// 2 (L1), 2 (PEs), 3 (L2), 1 (DRAM); N and K whole in L1.
+Mapping gemm_mapping(const Operator& op, const Architecture& arch) {
+  Mapping m = Mapping::trivial(op, arch);
+  m.level(0).tile = {2, 4, 6};
+  m.level(1).split = {2, 1, 1};
+  m.level(2).tile = {12, 4, 6};
+  return m;
+}
+
+// The trip counts of dimension d, level by level (DRAM's over the bound).
+std::vector<std::int64_t> trips(const Mapping& m, const Operator& op, const Architecture& arch,
+                                DimId d) {
+  std::vector<std::int64_t> out;
+  std::int64_t child = 1;
+  for (int l = 0; l < arch.num_levels(); ++l) {
+    const std::int64_t span = l + 1 == arch.num_levels()
+                                  ? op.dims()[static_cast<std::size_t>(d)].bound
+                                  : m.span(op, arch, l)[static_cast<std::size_t>(d)];
+    out.push_back(span / child);
+    child = span;
+  }
+  return out;
+}
+
+TEST(MapspaceMoves, TransferMovesOneFactorAndKeepsTheOtherTripCounts) {
+  const Operator op = make_gemm("g", 12, 4, 6);
+  const Architecture arch = test::chip({4});
+  const Mapspace space(op, arch);
+  const MapspaceMoves moves(space);
+  const Mapping m = gemm_mapping(op, arch);
+  ASSERT_FALSE(space.reject_reason(m)) << *space.reject_reason(m);
+  ASSERT_EQ(trips(m, op, arch, 0), (std::vector<std::int64_t>{2, 2, 3, 1}));
+  // L2's 3 into L1: L1 tile 6, the split stays 2 (span 12), L2 runs once.
+  const auto down = moves.transfer(m, 0, 2, 0, 3);
+  ASSERT_TRUE(down);
+  EXPECT_EQ(trips(*down, op, arch, 0), (std::vector<std::int64_t>{6, 2, 1, 1}));
+  EXPECT_EQ(down->level(0).tile[0], 6);
+  EXPECT_EQ(down->level(1).split[0], 2);
+  EXPECT_EQ(down->level(2).tile[0], 12);
+  // The PEs' 2 out to DRAM: split 1, L2 tile 6, two DRAM trips.
+  const auto up = moves.transfer(m, 0, 1, 3, 2);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(trips(*up, op, arch, 0), (std::vector<std::int64_t>{2, 1, 3, 2}));
+  EXPECT_EQ(up->level(2).tile[0], 6);
+  // L1's 2 onto the array: split 4 (the array full), L2 still 3 trips.
+  const auto spread = moves.transfer(m, 0, 0, 1, 2);
+  ASSERT_TRUE(spread);
+  EXPECT_EQ(trips(*spread, op, arch, 0), (std::vector<std::int64_t>{1, 4, 3, 1}));
+  // The other dimensions are untouched.
+  for (const auto& t : {*down, *up, *spread})
+    for (DimId d = 1; d < 3; ++d) EXPECT_EQ(trips(t, op, arch, d), trips(m, op, arch, d));
+  // Refused: 2 does not divide L2's 3; a split of 6 exceeds the 4 PEs; N
+  // has no factor at the PEs; a factor to its own level.
+  EXPECT_FALSE(moves.transfer(m, 0, 2, 0, 2));
+  EXPECT_FALSE(moves.transfer(m, 0, 2, 1, 3));
+  EXPECT_FALSE(moves.transfer(m, 1, 1, 0, 2));
+  EXPECT_FALSE(moves.transfer(m, 0, 2, 2, 3));
+}
+
+TEST(MapspaceMoves, TransfersAreInTheSpaceAndMoveOneFactorOfOneDimension) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 4, 2, 4, 2, 1, 1});
+  const Architecture arch = test::chip({2}, 32);
+  const Mapspace space(op, arch);
+  const auto all = whole_space(space);
+  const MapspaceMoves moves(space);
+  std::mt19937_64 rng(4);
+  std::size_t seen = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    const auto m = space.sample(rng);
+    ASSERT_TRUE(m);
+    for (const Mapping& n : moves.transfers(*m)) {
+      ++seen;
+      EXPECT_TRUE(all.count(key(n, op, arch))) << n.summary(op, arch);
+      int changed_dims = 0;
+      for (DimId d = 0; d < op.num_dims(); ++d) {
+        const auto a = trips(*m, op, arch, d), b = trips(n, op, arch, d);
+        if (a == b) continue;
+        ++changed_dims;
+        // Two levels change, by one prime factor each way (every bound
+        // here is 1, 2 or 4: the factor is 2); the product stays.
+        int lower = 0, higher = 0;
+        for (std::size_t l = 0; l < a.size(); ++l) {
+          if (b[l] == a[l]) continue;
+          if (b[l] * 2 == a[l]) ++lower;
+          if (b[l] == a[l] * 2) ++higher;
+        }
+        EXPECT_EQ(lower, 1);
+        EXPECT_EQ(higher, 1);
+      }
+      EXPECT_EQ(changed_dims, 1) << m->summary(op, arch) << " -> " << n.summary(op, arch);
+    }
+  }
+  EXPECT_GT(seen, 50u);
+}
+
+// On an array that must stay full (utilisation 1), no one-value move
+// changes a split; two transfers at once trade one split dimension for
+// another.
+TEST(MapspaceMoves, TwoTransfersTradeSplitsOnAFullArray) {
+  const Operator op = make_gemm("g", 4, 4, 2);
+  const Architecture arch = test::chip({2, 2});
+  MapspaceOptions full;
+  full.min_utilization = 1.0;
+  const Mapspace space(op, arch, full);
+  const MapspaceMoves moves(space);
+  Mapping m = Mapping::trivial(op, arch);
+  m.level(1).split = {2, 2, 1};
+  m.level(2).tile = {4, 4, 2};
+  ASSERT_FALSE(space.reject_reason(m)) << *space.reject_reason(m);
+  const auto splits_changed = [&](const Mapping& n) {
+    return n.level(1).split != m.level(1).split;
+  };
+  for (const Mapping& n : moves.neighbours(m)) EXPECT_FALSE(splits_changed(n));
+  for (const Mapping& n : moves.transfers(m)) EXPECT_FALSE(splits_changed(n));
+  std::mt19937_64 a(11), b(11);
+  int traded = 0;
+  for (int i = 0; i < 200; ++i) {
+    const auto x = moves.random_transfer(m, a, 2);
+    const auto y = moves.random_transfer(m, b, 2);
+    ASSERT_EQ(x.has_value(), y.has_value());
+    if (!x) continue;
+    EXPECT_TRUE(*x == *y);  // seeded
+    EXPECT_FALSE(space.reject_reason(*x));
+    EXPECT_FALSE(*x == m);
+    if (splits_changed(*x)) ++traded;
+  }
+  EXPECT_GT(traded, 0);
+}
+
 // The visited set tells mappings apart as the space does: the streamed
 // space's keys are all new, a mapping streamed again is not, and one whose
 // one-trip loops sit elsewhere is the same mapping.

@@ -210,6 +210,14 @@ class Mapspace {
   /// limits, ascending. Couplings across dimensions (fan-out, number of split
   /// dimensions, utilisation, capacity) are left to count_completions.
   std::vector<std::int64_t> allowed_values(DimId d, int level, const Mapping& partial) const;
+  /// The values dimension `d` may take at `level` (not DRAM) with nothing
+  /// fixed above it: its tile (buffer levels) or split (spatial levels) over
+  /// every chain of the dimension that fixed values, parallel dimensions and
+  /// factor limits allow at every level, ascending. A value is listed only
+  /// when the other levels of its dimension can still be completed around
+  /// it. Reads the chains alone (no count table), so a searcher can list a
+  /// level's candidates on any space the constructor accepted.
+  std::vector<std::int64_t> level_values(DimId d, int level) const;
   /// The distinct loop orders of data level `level` when exactly the loops in
   /// `free_mask` (bit d: dimension d) have more than one trip, under the
   /// level's order rules: one-trip loops outermost in dimension order, then

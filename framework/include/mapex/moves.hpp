@@ -3,12 +3,12 @@
 /// Moves inside a mapspace, for local and population searches (annealing,
 /// genetic, the template searcher): the values a tile or split may take,
 /// the neighbours of a mapping (one tile or one split one step up or down,
-/// or two loops of one level swapped), a random neighbour, and a crossover
-/// of two mappings. Every mapping a move returns is in the space: the
-/// space's own membership test (Mapspace::reject_reason) decides, so the
-/// job's constraints (fixed values, parallel dimensions, orders, factor
-/// limits, utilisation, capacity) hold for every move without being
-/// restated here.
+/// or two loops of one level swapped), compound moves (a factor of a
+/// dimension's trip count moved between two levels, one or two at once),
+/// a random neighbour, and a crossover of two mappings. Every mapping a move returns is in the
+/// space: the space's own membership test (Mapspace::reject_reason) decides, so the job's
+/// constraints (fixed values, parallel dimensions, orders, factor limits, utilisation, capacity)
+/// hold for every move without being restated here.
 
 #include <cstdint>
 #include <mapex/mapping.hpp>
@@ -21,7 +21,7 @@
 namespace mapex {
 
 /// What a move changed.
-enum class MoveKind { kTile, kSplit, kSwap };
+enum class MoveKind { kTile, kSplit, kSwap, kTransfer };
 
 class BOOST_SYMBOL_VISIBLE MapspaceMoves {
  public:
@@ -58,6 +58,47 @@ class BOOST_SYMBOL_VISIBLE MapspaceMoves {
   std::optional<Mapping> random_neighbour(const Mapping& m, std::mt19937_64& rng,
                                           int max_attempts = 64, int max_stride = 1) const;
 
+  // --- Compound moves: a factor moved between levels ----------------------
+  // A one-value move changes one level's trip count of a dimension and, to
+  // keep the product (the bound), the trip count of the level above: on a
+  // nearly full PE array every split that grows is refused, and a tile
+  // that grows under a full buffer too. A transfer moves a factor of a
+  // dimension's trip count between any two levels (temporal or spatial) and
+  // keeps every other level's, so the tiles and splits in between change
+  // together and the array's use, or a buffer's footprint, can stay put.
+
+  /// `m` with a factor `factor` of dimension `d`'s trip count at level
+  /// `from` moved to level `to` (any two levels, DRAM included; a spatial
+  /// level's trip count is its split). Nothing when the factor does not
+  /// divide that trip count, a span between the two levels is not a whole
+  /// number of its child's (an edge tile), a spatial level has a cluster
+  /// level in use, or the space refuses the result.
+  std::optional<Mapping> transfer(const Mapping& m, DimId d, int from, int to,
+                                  std::int64_t factor) const;
+
+  /// Every transfer of one prime factor of a trip count from one level to
+  /// another that the space admits, in a fixed order: by dimension, source
+  /// level, target level (each innermost first), then factor ascending.
+  std::vector<Mapping> transfers(const Mapping& m) const;
+
+  /// A random compound move: `count` transfers, each of a prime factor of a
+  /// dimension's trip count at a level to another level (the dimension,
+  /// the two levels and the prime drawn uniformly), applied together and
+  /// admitted as a whole, so the steps in between need not be in the space
+  /// (with two, one dimension can leave a full array while another joins
+  /// it). Tried at most `max_attempts` times; nothing when all are refused.
+  std::optional<Mapping> random_transfer(const Mapping& m, std::mt19937_64& rng, int count = 1,
+                                         int max_attempts = 64) const;
+
+  /// `a` with the splits of `b`: every dimension split differently by the
+  /// two at some spatial level takes its tiles and splits at every level
+  /// from `b`, the others keep `a`'s, and the loop orders stay `a`'s. With
+  /// `b` a fresh draw of the space, a jump to another use of the PE array
+  /// that keeps what `a` has found for the dimensions both leave alone;
+  /// going there by transfers would pass through arrays far less used.
+  /// Nothing when no split differs or the space refuses the result.
+  std::optional<Mapping> graft_splits(const Mapping& a, const Mapping& b) const;
+
   /// A child of two mappings of the space: each dimension's tiles and
   /// splits at every level come from one parent, each level's loop order
   /// from one parent, each drawn with even odds (the per-dimension genes of
@@ -78,6 +119,16 @@ class BOOST_SYMBOL_VISIBLE MapspaceMoves {
   /// or up (+1) through values(d); with `stride` s, the s-th admitted one
   /// (or the farthest found when fewer are).
   std::optional<Mapping> step(const Mapping& m, int l, DimId d, int dir, int stride = 1) const;
+  /// Every level's span of dimension `d` (DRAM's: the bound).
+  std::vector<std::int64_t> spans(const Mapping& m, DimId d) const;
+  /// `m` with dimension `d`'s spans set to `spans` (tiles of buffer levels,
+  /// splits of spatial ones); nothing when a split is not whole or a
+  /// spatial level has a cluster level in use. Not checked by the space.
+  std::optional<Mapping> with_spans(const Mapping& m, DimId d,
+                                    const std::vector<std::int64_t>& spans) const;
+  /// `spans` with a factor `factor` of the trip count at `from` moved to
+  /// `to`; false (spans unchanged) when it does not divide.
+  bool move_factor(std::vector<std::int64_t>& spans, int from, int to, std::int64_t factor) const;
   /// Whether dimension `d` runs more than one trip at data level `l`.
   bool loops(const Mapping& m, int l, DimId d) const;
 };
