@@ -56,7 +56,6 @@ struct Settings {
   double descent_share;
   double transfer_share;
   double graft_share;
-  std::uint64_t restart_draws;
 };
 
 /// A mapping and its objective value.
@@ -97,7 +96,6 @@ class Annealing final : public mapex::Searcher {
     double chain_best = current.value;
     std::uint64_t since_improvement = 0;
     bool fresh_from_best = false;
-    double best_at_restart = ctx.best_value();
     for (std::uint64_t k = 0; k < steps; ++k) {
       if (ctx.exhausted()) return false;
       if (stop_at > 0 && ctx.evaluations() >= stop_at) break;
@@ -108,18 +106,7 @@ class Annealing final : public mapex::Searcher {
       // ends the annealing).
       if (batch.empty() || (s_.patience > 0 && since_improvement >= s_.patience)) {
         if (batch.empty() && fresh_from_best) break;
-        // Back to the best, unless the chain already came from there and
-        // found nothing better since: then from the best of fresh draws, a
-        // new region (a chain that settled on one use of the PE array
-        // rarely leaves it; a restart does).
-        const bool stale = s_.restart_draws > 0 && !(ctx.best_value() < best_at_restart);
-        std::optional<Point> fresh;
-        if (stale && !batch.empty()) fresh = best_of_draws(ctx, rng, s_.restart_draws, visited);
-        if (fresh)
-          current = *fresh;
-        else if (ctx.best_mapping())
-          current = {*ctx.best_mapping(), ctx.best_value()};
-        best_at_restart = ctx.best_value();
+        if (ctx.best_mapping()) current = {*ctx.best_mapping(), ctx.best_value()};
         chain_best = current.value;
         since_improvement = 0;
         fresh_from_best = true;
@@ -367,10 +354,6 @@ const mapex::ParamSpec kParams[] = {
      "(one or two at once, keeping the product), which stay valid on a nearly full PE array "
      "where one-value moves are refused; the descent then tries every single transfer too. 0: "
      "one-value moves and swaps only."},
-    {"restart_draws", mapex::ParamType::kInt, "256",
-     "A chain that goes back to the best found after `patience` steps and then again without "
-     "having improved it restarts from the best of this many fresh uniform draws; 0: always "
-     "from the best."},
     {"graft_share", mapex::ParamType::kDouble, "0.1",
      "Share of the proposals that take the splits of a fresh uniform draw (with the tiles of the "
      "dimensions it splits differently, MapspaceMoves::graft_splits): a jump to another use of "
@@ -409,10 +392,6 @@ mapex::Searcher* make(const mapex::Params& params) {
   if (!(share >= 0 && share < 1))
     throw mapex::InputError(mapex::SourceLocation{}, "descent_share",
                             "searcher 'annealing' needs descent_share in [0, 1)");
-  const std::int64_t restarts = params.get_int("restart_draws");
-  if (restarts < 0)
-    throw mapex::InputError(mapex::SourceLocation{}, "restart_draws",
-                            "searcher 'annealing' needs restart_draws >= 0");
   const double transfers = params.get_double("transfer_share");
   const double grafts = params.get_double("graft_share");
   if (!(transfers >= 0 && transfers <= 1))
@@ -425,8 +404,7 @@ mapex::Searcher* make(const mapex::Params& params) {
   return new Annealing(Settings{static_cast<std::size_t>(batch), t0, t1,
                                 static_cast<std::uint64_t>(steps),
                                 static_cast<std::uint64_t>(samples), static_cast<int>(stride),
-                                static_cast<std::uint64_t>(patience), share, transfers, grafts,
-                                static_cast<std::uint64_t>(restarts)});
+                                static_cast<std::uint64_t>(patience), share, transfers, grafts});
 }
 
 const mapex::PluginDescriptor kDescriptor{
