@@ -339,6 +339,52 @@ TEST(MapspaceMoves, TwoTransfersTradeSplitsOnAFullArray) {
   EXPECT_GT(traded, 0);
 }
 
+TEST(MapspaceMoves, GraftTakesTheSplitsAndTheTilesOfTheDimensionsSplitDifferently) {
+  const Operator op = make_gemm("g", 4, 4, 2);
+  const Architecture arch = test::chip({2, 2});
+  const Mapspace space(op, arch);
+  const MapspaceMoves moves(space);
+  Mapping a = Mapping::trivial(op, arch);
+  a.level(0).tile = {2, 1, 1};
+  a.level(1).split = {2, 2, 1};
+  a.level(2).tile = {4, 4, 2};
+  Mapping b = Mapping::trivial(op, arch);
+  b.level(0).tile = {1, 2, 1};
+  b.level(1).split = {2, 1, 2};
+  b.level(2).tile = {4, 4, 2};
+  b.level(2).order = {2, 1, 0};
+  ASSERT_FALSE(space.reject_reason(a));
+  ASSERT_FALSE(space.reject_reason(b));
+  const auto g = moves.graft_splits(a, b);
+  ASSERT_TRUE(g);
+  // M is split 2 in both: a's tiles; N and K from b, with b's splits.
+  EXPECT_EQ(g->level(0).tile, (std::vector<std::int64_t>{2, 2, 1}));
+  EXPECT_EQ(g->level(1).split, (std::vector<std::int64_t>{2, 1, 2}));
+  EXPECT_EQ(g->level(2).tile, (std::vector<std::int64_t>{4, 4, 2}));
+  EXPECT_EQ(g->level(2).order, a.level(2).order);  // orders stay a's
+  EXPECT_FALSE(space.reject_reason(*g));
+  EXPECT_FALSE(moves.graft_splits(a, a));  // no split differs
+}
+
+// The values of one level over the chains the rules allow (hand-counted:
+// M = 12 on L1 / 4 PEs / L2 / DRAM, factors-only tiles).
+TEST(MapspaceLevelValues, TheLevelsValuesOverTheAllowedChains) {
+  const Operator op = make_gemm("g", 12, 5, 6);
+  const Architecture arch = test::chip({4});
+  const Mapspace free_space(op, arch);
+  EXPECT_EQ(free_space.level_values(0, 2), (std::vector<std::int64_t>{1, 2, 3, 4, 6, 12}));
+  EXPECT_EQ(free_space.level_values(0, 1), (std::vector<std::int64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(free_space.level_values(1, 1), (std::vector<std::int64_t>{1}));  // 5 > 4 PEs
+  MapspaceOptions fixed;
+  fixed.levels.resize(4);
+  fixed.levels[0].fixed = {4, 0, 0};  // M's L1 tile is 4
+  const Mapspace pinned(op, arch, fixed);
+  // L2 holds a multiple of 4 that divides 12; the PEs split 1 or 3.
+  EXPECT_EQ(pinned.level_values(0, 2), (std::vector<std::int64_t>{4, 12}));
+  EXPECT_EQ(pinned.level_values(0, 1), (std::vector<std::int64_t>{1, 3}));
+  EXPECT_EQ(pinned.level_values(0, 0), (std::vector<std::int64_t>{4}));
+}
+
 // The visited set tells mappings apart as the space does: the streamed
 // space's keys are all new, a mapping streamed again is not, and one whose
 // one-trip loops sit elsewhere is the same mapping.
