@@ -5,29 +5,37 @@
 // The start is the best of `initial_samples` uniform draws (5% of an
 // evaluation budget by default), so the chain begins where random sampling
 // would have got with that many. Each step proposes `batch_size` random
-// neighbours of the current mapping (mapex/moves.hpp: one tile or split
-// moved to the s-th nearest admitted value, s up to `max_stride`, or two
-// running loops swapped) that were not evaluated before, evaluates them
-// together, and takes the best of them as the proposal; the proposal
-// replaces the current mapping when it is better, or with probability
-// exp(-delta / T) when it is worse, where delta is the difference of the
-// objective's logarithms (so the schedule means the same on any layer: at
-// T = 0.1 a move 10% worse is taken about two times in five). T falls
-// geometrically from `initial_temperature` to `final_temperature` over the
-// steps: `steps` when given, else as many as the evaluation budget allows
-// after the start and the final descent, else 1,000. A chain that has not
-// improved its best for `patience` steps, or has no new move, goes back to
-// the best mapping found so far.
+// neighbours of the current mapping that were not evaluated before
+// (mapex/moves.hpp: one tile or split moved to the s-th nearest admitted
+// value, s up to `max_stride`, or two running loops swapped; a
+// `transfer_share` of them one or two factors of a trip count moved
+// between levels; a `graft_share` the splits of a fresh draw), evaluates
+// them together, and moves to one of them or stays, drawn with heat-bath
+// weights exp(-delta / T) (staying weighs 1), where delta is the
+// difference of the objective's logarithms to the current value (so the
+// schedule means the same on any layer: at T = 0.1 a move 10% worse weighs
+// about two fifths of staying). T falls geometrically from
+// `initial_temperature` to `final_temperature` over the steps: `steps`
+// when given, else as many as the evaluation budget allows after the start
+// and the final descent, else 1,000. A chain that has not improved its
+// best for `patience` steps, or has no new move, goes back to the best
+// mapping found so far.
 //
 // The last `descent_share` of an evaluation budget is a steepest descent
-// over every neighbour of the best mapping (MapspaceMoves::neighbours),
-// taking the best improving one until none improves; the rest of the budget
-// then goes to iterated local search (Lourenco, Martin and Stuetzle,
-// Handbook of Metaheuristics 2003): a few long random moves from the best,
-// and a descent from there. Annealing finds the right region; the descent
-// settles the last tile and split of it, which random moves in a batch of
-// 16 find only by chance. Without an evaluation budget the search ends at
-// the first local minimum; with `descent_share` 0 there is no descent.
+// over every neighbour of the best mapping (MapspaceMoves::neighbours, and
+// with transfers in use MapspaceMoves::transfers), taking the best
+// improving one until none improves; the rest of the budget then goes to
+// iterated local search (Lourenco, Martin and Stuetzle, Handbook of
+// Metaheuristics 2003): a kick from the best (about every other one the
+// splits of a fresh draw, else a few long random moves) and a descent from
+// there. Annealing finds the right region; the descent settles the last
+// tile and split of it, which random moves in a batch of 16 find only by
+// chance; the grafted kicks compare other uses of the PE array, each at
+// its own local minimum (on a compute-bound layer a chain settles on one
+// use of the array, every neighbour ties or is worse, and a graft is worse
+// until its tiles are settled). Without an evaluation budget the search
+// ends at the first local minimum; with `descent_share` 0 there is no
+// descent.
 //
 // Candidates are drawn on the searching thread with the job's seed and
 // evaluated through the framework, which returns them in order, so a seed
@@ -277,12 +285,13 @@ class Annealing final : public mapex::Searcher {
   // moves of equal value: on a plateau (a compute-bound use of the PE
   // array, where most neighbours tie) the best of a batch is always another
   // tie and the chain never climbs out. Nothing: stay. An invalid current
-  // mapping (value +inf) takes the best valid proposal.
+  // mapping (value +inf, or a value of 0 that has no logarithm) takes the
+  // best valid proposal.
   static std::optional<Point> heat_bath(const mapex::SearchContext& ctx,
                                         const std::vector<mapex::Mapping>& batch,
                                         const std::vector<mapex::Metrics>& metrics, double current,
                                         double t, double u) {
-    if (!std::isfinite(current)) return best_of(ctx, batch, metrics);
+    if (!std::isfinite(current) || !(current > 0)) return best_of(ctx, batch, metrics);
     std::vector<double> log_weight(metrics.size(), -kInf);
     double top = 0;  // staying: log weight 0
     for (std::size_t i = 0; i < metrics.size(); ++i) {
