@@ -344,8 +344,15 @@ class Marvel final : public mapex::Searcher {
         if (o.factors_only) {
           // Factors-only tiles nest: a split (times the level-1 tile)
           // divides the level-3 tile, which divides the bound.
-          for (std::int64_t v : splits[static_cast<std::size_t>(i)][du])
-            if (v > 1 && v <= most && tile[du] % v == 0) values.push_back(v);
+          // A cluster level's splits are not the level's own values: any
+          // divisor of the tile bounds them.
+          if (rule.cluster.enabled) {
+            for (std::int64_t v = 2; v <= most; ++v)
+              if (tile[du] % v == 0) values.push_back(v);
+          } else {
+            for (std::int64_t v : splits[static_cast<std::size_t>(i)][du])
+              if (v > 1 && v <= most && tile[du] % v == 0) values.push_back(v);
+          }
         } else if (most > 1) {
           values.push_back(most);  // any size: the largest is the bound
         }
