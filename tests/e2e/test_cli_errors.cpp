@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -189,6 +190,47 @@ TEST_F(BadInput, UnknownSearcherParameter) {
   EXPECT_HAS(e, "victory_condition");
 }
 
+// Uniform random sampling never ends by itself: without a budget (nor a
+// victory condition) its jobs used to fail one by one at run time; the
+// experiment is now refused at load, at the searcher's entry, and no result
+// file is created.
+TEST_F(BadInput, SearcherThatNeedsABudgetHasNone) {
+  std::string text = kGood;
+  text.erase(text.find("budget: {evaluations: 10}\n"), 26);
+  EXPECT_HAS(run_bad("no_budget.yaml", text),
+             "no_budget.yaml:4:13: key 'budget': searcher 'random' needs a budget (evaluations "
+             "or seconds) or a victory_condition, or it would never stop");
+  const std::string fresh = kWork + "/no_budget_fresh.h5";
+  std::remove(fresh.c_str());
+  const auto r = run_cli({"run", write("no_budget.yaml", text), "-o", fresh});
+  EXPECT_EQ(r.status, 2) << r.err;
+  std::ifstream written(fresh);
+  EXPECT_FALSE(written.good()) << fresh << " was created";
+  // A searcher entry's own budget, a victory condition, or the per-level
+  // mode each make the search end: accepted.
+  for (const char* entry : {"  - {plugin: random, budget: {seconds: 5}}",
+                            "  - {plugin: random, params: {victory_condition: 3}}",
+                            "  - {plugin: random, params: {level_probability: 0.5}}"}) {
+    std::string ok = text;
+    ok.replace(ok.find("searchers: [random]"), 19, std::string("searchers:\n") + entry);
+    const auto fine = run_cli(
+        {"run", write("budget_given.yaml", ok), "-o", kWork + "/budget_given.h5", "--force", "-q"});
+    EXPECT_EQ(fine.status, 0) << entry << ": " << fine.err;
+  }
+  // `search` refuses it before searching, at the options that give a budget.
+  const std::vector<std::string> search{"search", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                        "conv",   "--arch",     kData + "/tiny_arch.yaml"};
+  auto args = search;
+  args.insert(args.end(), {"--searcher", "random"});
+  EXPECT_HAS(expect_bad(args),
+             "mapex: error: --max-evaluations: key 'budget': searcher 'random' needs a budget");
+  args = search;
+  args.insert(args.end(), {"--searcher", "exhaustive", "--objective", "speed"});
+  EXPECT_HAS(expect_bad(args),
+             "mapex: error: --objective: key 'objective': expected latency, energy or edp, got "
+             "'speed'");
+}
+
 TEST_F(BadInput, SearcherOperatorKinds) {
   std::string text = kGood;
   text.replace(text.find("searchers: [random]"), 19,
@@ -243,6 +285,13 @@ TEST_F(BadInput, OutputCannotBeWritten) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_HAS(r.err, "a_file/out.h5: cannot create the result file");
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// The campaign's `-o DIR` said "cannot create the result file: Success".
+TEST_F(BadInput, OutputIsADirectory) {
+  const std::string e = expect_bad({"run", write("good.yaml", kGood), "-o", kWork});
+  EXPECT_HAS(e, kWork + ": is a directory; -o expects a result file name");
+  EXPECT_EQ(e.find("Success"), std::string::npos) << e;
 }
 
 TEST_F(BadInput, MissingExperimentFile) {
@@ -376,7 +425,8 @@ TEST_F(BadInput, ScheduleOptions) {
       {{"--intra-max-seconds", "-1"}, "--intra-max-seconds expects 0 (none) or a positive"},
       {{"--intra-max-evaluations", "-1"}, "--intra-max-evaluations expects 0 (none) or a positive"},
       {{"-o", "/tmp"}, "/tmp: is a directory; -o expects a result file name"},
-      {{"--intra-searcher", "random"}, "searcher 'random' needs a budget"}};
+      {{"--intra-searcher", "random"},
+       "--intra-max-evaluations: key 'budget': searcher 'random' needs a budget"}};
   for (const auto& [extra, message] : cases) {
     auto args = base;
     args.insert(args.end(), extra.begin(), extra.end());
