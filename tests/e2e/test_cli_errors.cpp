@@ -159,6 +159,20 @@ TEST_F(BadInput, MissingWorkloadFile) {
   EXPECT_HAS(e, "nowhere.yaml' does not exist");
 }
 
+// A directory named as a workload or architecture read as an empty file,
+// reported at the directory's "line 1" (fuzz_experiment, this round).
+TEST_F(BadInput, DirectoryNamedAsAWorkloadOrArchitecture) {
+  std::string e =
+      run_bad("dir_arch.yaml", "name: x\nworkloads: [" + kData +
+                                   "/tiny_net.yaml]\narchitectures:\n  - file: " + kData +
+                                   "\nsearchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "dir_arch.yaml:4:11: key 'file': architecture file '" + kData + "' is a directory");
+  e = run_bad("dir_workload.yaml",
+              "name: x\nworkloads: [" + kData + "]\narchitectures: [" + kData +
+                  "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "dir_workload.yaml:2:13: key 'file': workload file '" + kData + "' is a directory");
+}
+
 TEST_F(BadInput, MissingArchitectureFile) {
   const std::string e =
       run_bad("missing_arch.yaml", "name: x\nworkloads: [" + kData +
