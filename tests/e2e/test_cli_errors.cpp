@@ -171,6 +171,12 @@ TEST_F(BadInput, DirectoryNamedAsAWorkloadOrArchitecture) {
               "name: x\nworkloads: [" + kData + "]\narchitectures: [" + kData +
                   "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
   EXPECT_HAS(e, "dir_workload.yaml:2:13: key 'file': workload file '" + kData + "' is a directory");
+  // On the command line too.
+  EXPECT_HAS(expect_bad({"mapspace", "--workload", kData, "--arch", kData + "/tiny_arch.yaml"}),
+             "mapex: error: " + kData + ": is a directory; expected a file");
+  EXPECT_HAS(expect_bad({"mapspace", "--workload", kData + "/tiny_net.yaml", "--layer", "conv",
+                         "--arch", kData}),
+             "mapex: error: " + kData + ": is a directory; expected a file");
 }
 
 TEST_F(BadInput, MissingArchitectureFile) {
