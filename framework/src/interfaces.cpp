@@ -3,6 +3,7 @@
 // shared by the host and every plugin (docs/style.md, Plugin entry point).
 
 #include <cmath>
+#include <mapex/budget_requirement.hpp>
 #include <mapex/costmodel.hpp>
 #include <mapex/plugin.hpp>
 #include <mapex/schedule.hpp>
@@ -25,6 +26,7 @@ Score BoundCostModel::score(const Mapping& mapping) const {
 }
 CostModel::~CostModel() = default;
 Searcher::~Searcher() = default;
+BudgetRequirement::~BudgetRequirement() = default;
 NetworkScheduler::~NetworkScheduler() = default;
 
 std::optional<std::string> non_finite_metric(const Metrics& m) {

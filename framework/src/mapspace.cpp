@@ -302,7 +302,7 @@ struct Mapspace::Impl {
     }
     if (free.size() > 20)
       throw InputError(SourceLocation{}, "explore_bypass",
-                       std::to_string(free.size()) +
+                       "layer '" + op.name() + "': " + std::to_string(free.size()) +
                            " keep/bypass choices are free; at most 20 can be enumerated (fix "
                            "some with keep/bypass rules)");
     if (free.empty() && !explicit_keep) {
@@ -526,14 +526,17 @@ struct Mapspace::Impl {
     // With edge tiles every tile size up to the bound is a choice, and a
     // bound with thousands of divisors has as many factors-only tiles per
     // level, so the chains of such a dimension cannot all be held (issue
-    // 18: W = 2^31 ran for minutes); refuse the space instead.
+    // 18: W = 2^31 ran for minutes); refuse the space instead (keyed by the
+    // dimension; the host places it at the layer's entry).
     if (out.count > kMaxChains)
-      throw InputError("layer '" + op.name() + "': dimension '" +
-                       op.dims()[static_cast<size_t>(d)].name + "' (bound " +
-                       std::to_string(bound) + ") has more than " + std::to_string(kMaxChains) +
-                       " tile chains (tile and split choices across the levels)" +
-                       (options.factors_only ? "" : " with edge tiles; use factors-only tiles") +
-                       "; the mapspace is too large to build");
+      throw InputError(
+          SourceLocation{}, op.dims()[static_cast<size_t>(d)].name,
+          "layer '" + op.name() + "': dimension '" + op.dims()[static_cast<size_t>(d)].name +
+              "' (bound " + std::to_string(bound) + ") has more than " +
+              std::to_string(kMaxChains) +
+              " tile chains (tile and split choices across the levels)" +
+              (options.factors_only ? "" : " with edge tiles; use factors-only tiles") +
+              "; the mapspace is too large to build");
   }
 
   /// Whether a level's factor of dimension d (its split, or its loop's
@@ -787,8 +790,9 @@ struct Mapspace::Impl {
     }
     if (shift > 64)
       throw InputError(SourceLocation{}, "mapspace",
-                       "too many rules to count this space (loop orders, splits and their "
-                       "placement need a state of " +
+                       "layer '" + op.name() +
+                           "': too many rules to count this space (loop orders, "
+                           "splits and their placement need a state of " +
                            std::to_string(shift) + " bits, at most 64)");
     t->allowed.resize(order_levels.size());
     t->W.resize(static_cast<size_t>(n + 1));
@@ -1241,7 +1245,7 @@ Mapspace::Mapspace(const Operator& op, const Architecture& arch, MapspaceOptions
                      "level rules for " + std::to_string(options_.levels.size()) +
                          " levels, the architecture has " + std::to_string(arch.num_levels()));
   if (op.num_dims() > 24)
-    throw InputError(SourceLocation{}, "mapspace",
+    throw InputError(SourceLocation{}, "dims",
                      "operator '" + op.name() + "' has more than 24 dimensions");
   // Marvel's level 3: the buffer right below DRAM (on chips with a node
   // array in between the split is off-chip too, and there is none).

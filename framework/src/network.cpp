@@ -2,6 +2,7 @@
 #include <limits>
 #include <mapex/checked.hpp>
 #include <mapex/generators.hpp>
+#include <mapex/layer_location.hpp>
 #include <mapex/network.hpp>
 #include <mapex/timeloop.hpp>
 #include <optional>
@@ -312,27 +313,42 @@ Network Network::make(std::string name, std::vector<Layer> layers) {
   return net;
 }
 
-namespace {
-
-/// Where layer `name` is defined in the network file at `path`: its entry
-/// under `layers`, or the file's start when the file is not YAML or the
-/// layer was derived (a training graph's backward layers).
-SourceLocation layer_entry(const std::string& path, const std::string& name) {
-  SourceLocation start{path, 1, 1};
-  if (path.empty()) return SourceLocation{};
+SourceLocation layer_location(const std::string& yaml_text, const std::string& origin,
+                              const std::string& name) {
+  SourceLocation start{origin, 1, 1};
+  // A training graph's backward layers are derived from the forward layer.
+  std::string forward = name;
+  for (const std::string suffix : {".bwd_data", ".bwd_weight"})
+    if (forward.size() > suffix.size() &&
+        forward.compare(forward.size() - suffix.size(), suffix.size(), suffix) == 0)
+      forward.resize(forward.size() - suffix.size());
   try {
-    const YAML::Node root = YAML::LoadFile(path);
+    const YAML::Node root = YAML::Load(yaml_text);
     if (!root.IsMap() || !root["layers"] || !root["layers"].IsSequence()) return start;
     for (const auto& entry : root["layers"])
       if (entry.IsMap() && entry["name"] && entry["name"].IsScalar() &&
-          entry["name"].Scalar() == name)
-        return yaml::location(path, entry);
+          entry["name"].Scalar() == forward)
+        return yaml::location(origin, entry);
   } catch (const YAML::Exception&) {
   }
   return start;
 }
 
-}  // namespace
+InputError placed_at(const InputError& error, const SourceLocation& at) {
+  if (!error.where().file.empty() || at.file.empty()) return error;
+  return InputError(at, error.key(), error.problem());
+}
+
+SourceLocation layer_file_location(const std::string& path, const std::string& name) {
+  if (path.empty()) return SourceLocation{};
+  std::string text;
+  try {
+    text = yaml::read_text(path);
+  } catch (const InputError&) {
+    return SourceLocation{path, 1, 1};
+  }
+  return layer_location(text, path, name);
+}
 
 void require_connected(const Network& net, const std::string& path) {
   // Union-find over producer-consumer edges, direction ignored.
@@ -349,7 +365,7 @@ void require_connected(const Network& net, const std::string& path) {
       root[static_cast<size_t>(find(static_cast<int>(i)))] = find(p);
   for (size_t i = 1; i < layers.size(); ++i)
     if (find(static_cast<int>(i)) != find(0))
-      throw InputError(layer_entry(path, layers[i].op.name()), "inputs",
+      throw InputError(layer_file_location(path, layers[i].op.name()), "inputs",
                        "network '" + net.name() + "' is not one connected graph: layer '" +
                            layers[i].op.name() + "' shares no tensor, directly or through other " +
                            "layers, with layer '" + layers[0].op.name() +

@@ -4,12 +4,18 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace mapex::yaml {
 
 std::string read_text(const std::string& path) {
+  // A directory opens and reads as an empty file: refused by name instead
+  // of reported at its "line 1" (issue 18).
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error))
+    throw InputError(SourceLocation{path, 0, 0}, "", "is a directory; expected a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(SourceLocation{path, 0, 0}, "", "cannot open file for reading");
   std::ostringstream buffer;

@@ -21,6 +21,7 @@
 // order, so a seed gives the same result at any thread count.
 
 #include <algorithm>
+#include <mapex/budget_requirement.hpp>
 #include <mapex/plugin.hpp>
 #include <optional>
 #include <random>
@@ -38,7 +39,7 @@ std::string format_probability(double p) {
   return out.str();
 }
 
-class RandomSearch final : public mapex::Searcher {
+class RandomSearch final : public mapex::Searcher, public mapex::BudgetRequirement {
  public:
   explicit RandomSearch(const mapex::Params& params)
       : batch_size_(static_cast<std::size_t>(params.get_int("batch_size"))),
@@ -46,12 +47,19 @@ class RandomSearch final : public mapex::Searcher {
         attempts_(static_cast<int>(params.get_int("max_attempts"))),
         level_probability_(params.get_double("level_probability")) {}
 
+  /// Uniform sampling draws with replacement and never runs out; the
+  /// per-level mode walks the space once and ends by itself.
+  std::optional<std::string> unbounded(const mapex::Budget& budget) const override {
+    if (level_probability_ > 0 || victory_ > 0) return std::nullopt;
+    if (budget.max_evaluations > 0 || budget.max_seconds > 0) return std::nullopt;
+    return "searcher 'random' needs a budget (evaluations or seconds) or a victory_condition, "
+           "or it would never stop";
+  }
+
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
     if (level_probability_ > 0) return search_levels(ctx);
-    if (ctx.budget().max_evaluations == 0 && ctx.budget().max_seconds <= 0 && victory_ == 0)
-      throw mapex::InputError(mapex::SourceLocation{}, "victory_condition",
-                              "searcher 'random' needs a budget (evaluations or seconds) or a "
-                              "victory_condition, or it would never stop");
+    if (const auto why = unbounded(ctx.budget()))
+      throw mapex::InputError(mapex::SourceLocation{}, "budget", *why);
     // An empty space (exact count 0, Mapspace::size) has nothing to draw:
     // say so rather than fail every draw.
     if (ctx.mapspace().size() == 0) return {true, mapex::kEmptyMapspace};

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -158,6 +159,26 @@ TEST_F(BadInput, MissingWorkloadFile) {
   EXPECT_HAS(e, "nowhere.yaml' does not exist");
 }
 
+// A directory named as a workload or architecture read as an empty file,
+// reported at the directory's "line 1" (fuzz_experiment, this round).
+TEST_F(BadInput, DirectoryNamedAsAWorkloadOrArchitecture) {
+  std::string e =
+      run_bad("dir_arch.yaml", "name: x\nworkloads: [" + kData +
+                                   "/tiny_net.yaml]\narchitectures:\n  - file: " + kData +
+                                   "\nsearchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "dir_arch.yaml:4:11: key 'file': architecture file '" + kData + "' is a directory");
+  e = run_bad("dir_workload.yaml",
+              "name: x\nworkloads: [" + kData + "]\narchitectures: [" + kData +
+                  "/tiny_arch.yaml]\nsearchers: [random]\ncostmodels: [roofline]\n");
+  EXPECT_HAS(e, "dir_workload.yaml:2:13: key 'file': workload file '" + kData + "' is a directory");
+  // On the command line too.
+  EXPECT_HAS(expect_bad({"mapspace", "--workload", kData, "--arch", kData + "/tiny_arch.yaml"}),
+             "mapex: error: " + kData + ": is a directory; expected a file");
+  EXPECT_HAS(expect_bad({"mapspace", "--workload", kData + "/tiny_net.yaml", "--layer", "conv",
+                         "--arch", kData}),
+             "mapex: error: " + kData + ": is a directory; expected a file");
+}
+
 TEST_F(BadInput, MissingArchitectureFile) {
   const std::string e =
       run_bad("missing_arch.yaml", "name: x\nworkloads: [" + kData +
@@ -187,6 +208,47 @@ TEST_F(BadInput, UnknownSearcherParameter) {
   EXPECT_HAS(e,
              "unknown_param.yaml:6:5: key 'temperature': unknown parameter of searcher 'random'");
   EXPECT_HAS(e, "victory_condition");
+}
+
+// Uniform random sampling never ends by itself: without a budget (nor a
+// victory condition) its jobs used to fail one by one at run time; the
+// experiment is now refused at load, at the searcher's entry, and no result
+// file is created.
+TEST_F(BadInput, SearcherThatNeedsABudgetHasNone) {
+  std::string text = kGood;
+  text.erase(text.find("budget: {evaluations: 10}\n"), 26);
+  EXPECT_HAS(run_bad("no_budget.yaml", text),
+             "no_budget.yaml:4:13: key 'budget': searcher 'random' needs a budget (evaluations "
+             "or seconds) or a victory_condition, or it would never stop");
+  const std::string fresh = kWork + "/no_budget_fresh.h5";
+  std::remove(fresh.c_str());
+  const auto r = run_cli({"run", write("no_budget.yaml", text), "-o", fresh});
+  EXPECT_EQ(r.status, 2) << r.err;
+  std::ifstream written(fresh);
+  EXPECT_FALSE(written.good()) << fresh << " was created";
+  // A searcher entry's own budget or a victory condition make the search
+  // end: accepted (the per-level mode, which also ends by itself, is
+  // RandomLevelSearch.NeedsNoBudgetButUniformSamplingDoes).
+  for (const char* entry : {"  - {plugin: random, budget: {seconds: 0.2}}",
+                            "  - {plugin: random, params: {victory_condition: 3}}"}) {
+    std::string ok = text;
+    ok.replace(ok.find("searchers: [random]"), 19, std::string("searchers:\n") + entry);
+    const auto fine = run_cli(
+        {"run", write("budget_given.yaml", ok), "-o", kWork + "/budget_given.h5", "--force", "-q"});
+    EXPECT_EQ(fine.status, 0) << entry << ": " << fine.err;
+  }
+  // `search` refuses it before searching, at the options that give a budget.
+  const std::vector<std::string> search{"search", "--workload", kData + "/tiny_net.yaml", "--layer",
+                                        "conv",   "--arch",     kData + "/tiny_arch.yaml"};
+  auto args = search;
+  args.insert(args.end(), {"--searcher", "random"});
+  EXPECT_HAS(expect_bad(args),
+             "mapex: error: --max-evaluations: key 'budget': searcher 'random' needs a budget");
+  args = search;
+  args.insert(args.end(), {"--searcher", "exhaustive", "--objective", "speed"});
+  EXPECT_HAS(expect_bad(args),
+             "mapex: error: --objective: key 'objective': expected latency, energy or edp, got "
+             "'speed'");
 }
 
 TEST_F(BadInput, SearcherOperatorKinds) {
@@ -243,6 +305,13 @@ TEST_F(BadInput, OutputCannotBeWritten) {
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_HAS(r.err, "a_file/out.h5: cannot create the result file");
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// The campaign's `-o DIR` said "cannot create the result file: Success".
+TEST_F(BadInput, OutputIsADirectory) {
+  const std::string e = expect_bad({"run", write("good.yaml", kGood), "-o", kWork});
+  EXPECT_HAS(e, kWork + ": is a directory; -o expects a result file name");
+  EXPECT_EQ(e.find("Success"), std::string::npos) << e;
 }
 
 TEST_F(BadInput, MissingExperimentFile) {
@@ -376,7 +445,8 @@ TEST_F(BadInput, ScheduleOptions) {
       {{"--intra-max-seconds", "-1"}, "--intra-max-seconds expects 0 (none) or a positive"},
       {{"--intra-max-evaluations", "-1"}, "--intra-max-evaluations expects 0 (none) or a positive"},
       {{"-o", "/tmp"}, "/tmp: is a directory; -o expects a result file name"},
-      {{"--intra-searcher", "random"}, "searcher 'random' needs a budget"}};
+      {{"--intra-searcher", "random"},
+       "--intra-max-evaluations: key 'budget': searcher 'random' needs a budget"}};
   for (const auto& [extra, message] : cases) {
     auto args = base;
     args.insert(args.end(), extra.begin(), extra.end());

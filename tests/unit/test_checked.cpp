@@ -124,6 +124,27 @@ TEST(CheckedOperator, HugeFcLayerInANetworkIsLocated) {
   expect_input_error([&] { Network::parse(yaml, "fc.yaml"); }, "fc.yaml:3:5:");
 }
 
+// An fc reading a convolution flattened (C = K x P x Q): the pixel count
+// P x Q of a convolution whose MACs fit is exact; one of 2^64 pixels is
+// refused at the convolution's entry before any product is taken
+// (network.cpp's reads_flattened multiplied P by Q unchecked).
+TEST(CheckedOperator, FcReadingAHugeConvolutionFlattened) {
+  const std::string head =
+      "network: n\nlayers:\n  - {name: c, type: conv2d, C: 1, K: 1, R: 1, S: 1, ";
+  const Network ok = Network::parse(
+      head +
+          "H: 2147483648, W: 2147483648}\n  - {name: f, type: fc, C: 4611686018427387904, K: 1}\n",
+      "ok.yaml");
+  EXPECT_EQ(ok.layers().back().op.macs(), k2to62);
+  expect_input_error(
+      [&] {
+        Network::parse(
+            head + "H: 4294967296, W: 4294967296}\n  - {name: f, type: fc, C: 4, K: 2}\n",
+            "big.yaml");
+      },
+      "big.yaml:3:5:");
+}
+
 TEST(CheckedOperator, ConvPaddingAndDilationOverflowAreRefused) {
   Conv2dShape s;
   s.C = s.K = 1;

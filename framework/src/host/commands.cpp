@@ -14,8 +14,10 @@
 #include <iomanip>
 #include <iostream>
 #include <mapex/analysis.hpp>
+#include <mapex/budget_requirement.hpp>
 #include <mapex/constraints.hpp>
 #include <mapex/directives.hpp>
+#include <mapex/layer_location.hpp>
 #include <mapex/mapspace.hpp>
 #include <mapex/nn_dataflow_import.hpp>
 #include <mapex/timeloop.hpp>
@@ -173,15 +175,30 @@ SourceLocation first_key_location(const std::string& path, const std::string& ke
 }
 
 /// Binds a model to the layer and chip; a refusal of an architecture key
-/// (which a model reports without a place) is located in `arch_path`.
+/// (which a model reports without a place) is located in `arch_path`, a
+/// refusal of the layer (no key) at the layer's entry in its workload.
 std::unique_ptr<BoundCostModel> bind_located(const CostModel& model, const Operator& op,
-                                             const Architecture& arch,
-                                             const std::string& arch_path) {
+                                             const Architecture& arch, const std::string& arch_path,
+                                             const std::string& workload_path) {
   try {
     return model.bind(op, arch);
   } catch (const InputError& e) {
-    if (!e.where().file.empty() || e.key().empty()) throw;
+    if (!e.where().file.empty()) throw;
+    if (e.key().empty()) throw placed_at(e, layer_file_location(workload_path, op.name()));
     throw InputError(first_key_location(arch_path, e.key()), e.key(), e.problem());
+  }
+}
+
+/// Runs `f` (building a layer's mapspace) and places a refusal that names
+/// no file (a dimension with too many tile chains) at the layer's entry in
+/// its workload file.
+template <class F>
+auto at_layer(const std::string& workload_path, const Operator& op, F f) {
+  try {
+    return f();
+  } catch (const InputError& e) {
+    if (!e.where().file.empty()) throw;
+    throw placed_at(e, layer_file_location(workload_path, op.name()));
   }
 }
 
@@ -422,7 +439,7 @@ int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
   const PluginRegistry registry = load_plugins_named({costmodel});
   const auto model = made_from_option(
       "--param", [&] { return registry.make_costmodel(costmodel, parse_params(params)); });
-  const auto bound = bind_located(*model, op, arch, arch_path);
+  const auto bound = bind_located(*model, op, arch, arch_path, workload);
   if (auto refused = bound->unsupported(mapping))
     throw InputError(key_location(mapping_path.empty() ? directives_path : mapping_path,
                                   refused->level, refused->key),
@@ -600,14 +617,21 @@ int cmd_search(const std::vector<std::string>& args, std::ostream& out, std::ost
   const auto model = made_from_option("--costmodel-param", [&] {
     return registry.make_costmodel(costmodel, parse_params(costmodel_params));
   });
+  const Budget budget{max_evaluations, max_seconds};
+  // A searcher that would never stop without a budget is refused before it
+  // starts, at the options that give one (issue 18).
+  if (const auto* needs = dynamic_cast<const BudgetRequirement*>(searcher_obj.get()))
+    if (const auto why = needs->unbounded(budget))
+      throw InputError(SourceLocation{"--max-evaluations", 0, 0}, "budget", *why);
   SearchRequest request;
   request.op = &op;
   request.arch = &arch;
   request.searcher = searcher_obj.get();
   request.costmodel = model.get();
-  request.objective = parse_objective(objective);
+  request.objective = made_from_option("--objective", [&] { return parse_objective(objective); });
   request.seed = seed;
-  request.budget = Budget{max_evaluations, max_seconds};
+  request.budget = budget;
+  request.workload_path = workload;
   constraints.timeloop_context = {workload, arch_path};
   request.mapspace = constraints.build();
   resolve(request.mapspace, op, arch);  // contradictions are bad input (exit 2)
@@ -756,7 +780,8 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   const Operator& op = select_layer(net, workload, layer);
   const Architecture arch = Architecture::load(arch_path);
   constraints.timeloop_context = {workload, arch_path};
-  const Mapspace space(op, arch, resolve(constraints.build(), op, arch));
+  const Mapspace space = at_layer(
+      workload, op, [&] { return Mapspace(op, arch, resolve(constraints.build(), op, arch)); });
   const auto steps = space.count_steps(!no_valid_count);
   const BigInt valid = steps.back().size;
   // With factors-only tiles (Marvel §5.2's pruning), --explain also shows
@@ -765,7 +790,8 @@ int cmd_mapspace(const std::vector<std::string>& args, std::ostream& out) {
   if (explain && space.options().factors_only) {
     MapspaceOptions edges = space.options();
     edges.factors_only = false;
-    with_edge_tiles = Mapspace(op, arch, edges).count_steps(false).front().size;
+    with_edge_tiles = at_layer(
+        workload, op, [&] { return Mapspace(op, arch, edges).count_steps(false).front().size; });
   }
 
   std::optional<SubspaceCounts> sub;

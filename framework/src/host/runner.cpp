@@ -9,6 +9,8 @@
 #include <deque>
 #include <exception>
 #include <mapex/analysis.hpp>
+#include <mapex/budget_requirement.hpp>
+#include <mapex/layer_location.hpp>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -73,7 +75,11 @@ JobResult run_search(const SearchRequest& r,
     }
   } catch (const InputError& e) {
     result.status = JobStatus::kFailed;
-    result.error = e.what();
+    // A refusal that knows no file (a cost model's or searcher's, about the
+    // layer it was given) is placed at the layer's entry in its workload.
+    result.error = e.where().file.empty()
+                       ? placed_at(e, layer_file_location(r.workload_path, r.op->name())).what()
+                       : e.what();
     result.bad_input = true;
   } catch (const std::exception& e) {
     result.status = JobStatus::kFailed;
@@ -101,8 +107,13 @@ PluginInstances instantiate(const Experiment& e, const PluginRegistry& registry)
       throw InputError(use.where, err.key(), err.problem());
     }
   };
-  for (const auto& s : e.searchers)
+  for (const auto& s : e.searchers) {
     p.searchers.push_back(at_entry(s, [&] { return registry.make_searcher(s.plugin, s.params); }));
+    // A searcher that would never stop under the entry's budget is refused
+    // now, at its entry, before anything runs or is written (issue 18).
+    if (const auto* needs = dynamic_cast<const BudgetRequirement*>(p.searchers.back().get()))
+      if (const auto why = needs->unbounded(s.budget)) throw InputError(s.where, "budget", *why);
+  }
   for (const auto& c : e.costmodels)
     p.costmodels.push_back(
         at_entry(c, [&] { return registry.make_costmodel(c.plugin, c.params); }));
@@ -189,6 +200,7 @@ RunSummary run_jobs(const Experiment& e, const PluginInstances& plugins,
           request.budget = su.budget;
           request.seed = job.seed;
           request.keep_trace = options.keep_traces;
+          request.workload_path = w.path;
           std::uint64_t reported = 0;
           bool abandon = false;
           JobResult r = run_search(request, [&](std::uint64_t n) {

@@ -82,6 +82,10 @@ struct SearchRequest {
   /// When set and true, the search ends at its next batch keeping its best
   /// so far (SearchContext::set_stop_flag).
   const std::atomic<bool>* stop = nullptr;
+  /// The workload file the operator was read from: a refusal that names no
+  /// file (the mapspace's, a cost model's or searcher's) is placed at the
+  /// layer's entry there (issue 18).
+  std::string workload_path;
 };
 
 /// Runs one search on the calling thread (evaluations fan out to TBB).

@@ -5,6 +5,7 @@
 #include <boost/filesystem.hpp>
 #include <boost/program_options.hpp>
 #include <iomanip>
+#include <mapex/budget_requirement.hpp>
 #include <mapex/plugin.hpp>
 #include <mapex/schedule.hpp>
 #include <mapex/version.hpp>
@@ -408,6 +409,11 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
   std::shared_ptr<const Searcher> intra;
   if (!a.intra_searcher.empty()) {
     intra = registry.make_searcher(a.intra_searcher, key_values(a.intra_params, "intra-param"));
+    // One that would never stop without a budget is refused before the
+    // schedule starts (issue 18), at the options that give one.
+    if (const auto* needs = dynamic_cast<const BudgetRequirement*>(intra.get()))
+      if (const auto why = needs->unbounded(options.intra_layer_budget))
+        throw InputError(SourceLocation{"--intra-max-evaluations", 0, 0}, "budget", *why);
     options.intra_layer = [intra](SearchContext& ctx) { return intra->search(ctx); };
   }
   NetworkSchedule s;
