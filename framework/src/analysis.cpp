@@ -133,104 +133,142 @@ struct Context {
 // Timeloop's stationarity): a child's tile of t stays put across the innermost loops above it,
 // flattened over the levels, that do not index t; the first loop that indexes t ends the reuse.
 // Spatial levels in between multicast inputs and reduce outputs along dimensions that do not index
-// t.
-TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t tensor,
-                               NestAnalysis& a) {
+// t. Computed in three parts so a mapping that changes only loop orders redoes only the last two,
+// and only from the lowest level whose order changed: boundary_tiling (footprint, distinct tiles,
+// sharing: tiling and keep chain), boundary_scan (the reuse), boundary_result (the words).
+using Boundary = TrafficMemo::Boundary;
+
+void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
   const Tensor& t = cx.op.tensors()[tensor];
   const int ti = static_cast<int>(tensor);
   const size_t n = cx.n;
+  const int child = b.child;
   boost::container::small_vector<double, 16> avg_extent(n, 1.0);
   for (size_t d = 0; d < n; ++d)
     avg_extent[d] = static_cast<double>(cx.op.dims()[d].bound) / cx.tiles(child, d);
-  double footprint = 1;
+  b.footprint = 1;
   for (const auto& sub : t.subscripts) {
     double extent = 1;
     for (const auto& term : sub.terms)
       extent += std::abs(static_cast<double>(term.coeff)) *
                 (avg_extent[static_cast<size_t>(term.dim)] - 1);
-    footprint *= extent;
+    b.footprint *= extent;
   }
-
-  boost::container::small_vector<double, 16> reuse(n, 1.0);
-  bool done = false;
-  // Walks the loops above the child, innermost first: the temporal loops
-  // of a cluster level between child and parent (FLASH's inner steps over
-  // T^out, which refill the child from the parent), then each level's
-  // loops upwards; the spatial splits themselves are not loops in time.
-  auto scan = [&](const std::vector<DimId>& order, auto&& trip_of) {
-    for (auto it = order.rbegin(); it != order.rend() && !done; ++it) {
-      const auto d = static_cast<size_t>(*it);
-      const double trip = trip_of(d);
-      if (trip <= 1 + kEps) continue;
-      if (cx.op.relevant(ti, *it)) {
-        done = true;
-        break;
-      }
-      reuse[d] *= trip;
-    }
-  };
-  for (int m = child + 1; m < cx.arch.num_levels() && !done; ++m) {
-    if (cx.spatial(m)) {
-      const auto& cluster = cx.mapping.level(m).cluster;
-      if (cluster.active()) scan(cluster.order, [&](size_t d) { return cx.cluster_trips(m, d); });
-      continue;
-    }
-    scan(cx.mapping.level(m).order, [&](size_t d) { return cx.trips(m, d); });
-  }
-
-  double loads = 1;     // tile (re)loads over all child instances
-  double distinct = 1;  // distinct (child instance, tile) pairs
+  b.distinct = 1;
   for (size_t d = 0; d < n; ++d) {
-    loads *= cx.tiles(child, d) / reuse[d];
     if (cx.op.relevant(ti, static_cast<DimId>(d))) {
-      distinct *= cx.tiles(child, d);
+      b.distinct *= cx.tiles(child, d);
     } else {
       for (int s = child + 1; s < cx.arch.num_levels(); ++s)
-        if (cx.spatial(s)) distinct *= cx.spatial_trips(s, d);
+        if (cx.spatial(s)) b.distinct *= cx.spatial_trips(s, d);
     }
   }
-
-  TensorTraffic out;
   // Per spatial level between child and parent, the factor by which it
   // shares traffic (multicast for inputs, reduction for outputs).
   const bool is_output = t.role == TensorRole::kOutput;
-  double shared = 1;
-  double shared_if_reduced = 1;  // the factor had every level reduced
-  boost::container::small_vector<std::pair<int, double>, 4> cumulative;
-  for (int s = child + 1; s < parent; ++s) {
+  b.shared = 1;
+  b.shared_if_reduced = 1;
+  b.cumulative.clear();
+  for (int s = child + 1; s < b.parent; ++s) {
     if (!cx.spatial(s)) continue;  // a buffer that bypasses t
     const Noc& noc = cx.arch.levels()[static_cast<size_t>(s)].noc;
     double factor = 1;
     for (size_t d = 0; d < n; ++d)
       if (!cx.op.relevant(ti, static_cast<DimId>(d))) factor *= cx.spatial_trips(s, d);
-    if (is_output ? noc.reduction : noc.multicast) shared *= factor;
-    shared_if_reduced *= factor;
-    cumulative.emplace_back(s, shared);
+    if (is_output ? noc.reduction : noc.multicast) b.shared *= factor;
+    b.shared_if_reduced *= factor;
+    b.cumulative.emplace_back(s, b.shared);
   }
+  b.reuse_at.assign(static_cast<size_t>(cx.arch.num_levels()) * n, 1.0);
+}
 
-  if (!is_output) {
-    out.fills = loads * footprint;
-    out.parent_reads = out.fills / shared;
-    for (const auto& [s, factor] : cumulative)
-      a.noc_down[static_cast<size_t>(s)][tensor] += out.fills / factor;
-    return out;
+// The reuse scan from level `from` (> child) upwards, starting from the
+// reuse recorded on entering `from`. Walks the loops above the child,
+// innermost first: the temporal loops of a cluster level between child and
+// parent (FLASH's inner steps over T^out, which refill the child from the
+// parent), then each level's loops upwards; the spatial splits themselves
+// are not loops in time.
+void boundary_scan(const Context& cx, size_t tensor, int from, Boundary& b) {
+  const int ti = static_cast<int>(tensor);
+  const size_t n = cx.n;
+  const int L = cx.arch.num_levels();
+  b.reuse.assign(
+      b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from) * n),
+      b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from + 1) * n));
+  bool done = false;
+  auto scan = [&](const std::vector<DimId>& order, auto&& trip_of) {
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const auto d = static_cast<size_t>(*it);
+      const double trip = trip_of(d);
+      if (trip <= 1 + kEps) continue;
+      if (cx.op.relevant(ti, *it)) {
+        done = true;
+        return;
+      }
+      b.reuse[d] *= trip;
+    }
+  };
+  int m = from;
+  for (; m < L; ++m) {
+    if (m > from)
+      std::copy(b.reuse.begin(), b.reuse.end(),
+                b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * n));
+    if (cx.spatial(m)) {
+      const auto& cluster = cx.mapping.level(m).cluster;
+      if (cluster.active()) scan(cluster.order, [&](size_t d) { return cx.cluster_trips(m, d); });
+    } else {
+      scan(cx.mapping.level(m).order, [&](size_t d) { return cx.trips(m, d); });
+    }
+    if (done) break;
+  }
+  b.stop = m;
+}
+
+// The words that cross the boundary, from its tiling part and its reuse.
+void boundary_result(const Context& cx, size_t tensor, Boundary& b) {
+  const size_t n = cx.n;
+  double loads = 1;  // tile (re)loads over all child instances
+  for (size_t d = 0; d < n; ++d) loads *= cx.tiles(b.child, d) / b.reuse[d];
+  TensorTraffic out;
+  if (cx.op.tensors()[tensor].role != TensorRole::kOutput) {
+    out.fills = loads * b.footprint;
+    out.parent_reads = out.fills / b.shared;
+    b.traffic = out;
+    return;
   }
   // Outputs: every residency sends its partial sums up; every residency but
   // the first of a tile reads the partial sums back.
-  out.updates = loads * footprint;
-  out.parent_writes = out.updates / shared;
-  const double readback = std::max(0.0, loads - distinct) * footprint / shared;
-  out.fills = readback;
+  out.updates = loads * b.footprint;
+  out.parent_writes = out.updates / b.shared;
+  b.readback = std::max(0.0, loads - b.distinct) * b.footprint / b.shared;
+  out.fills = b.readback;
   // A network without spatial reduction (MAESTRO Table 1) delivers the
   // partial sums an adder tree would have merged one by one; the parent
   // adds each to its running sum by a read-modify-write.
-  const double unreduced = out.parent_writes - out.updates / shared_if_reduced;
-  out.parent_reads = readback + unreduced;
-  for (const auto& [s, factor] : cumulative) {
-    a.noc_up[static_cast<size_t>(s)][tensor] += out.updates / factor;
-    a.noc_down[static_cast<size_t>(s)][tensor] += readback;
+  const double unreduced = out.parent_writes - out.updates / b.shared_if_reduced;
+  out.parent_reads = b.readback + unreduced;
+  b.traffic = out;
+}
+
+// What the boundary's words put on the networks between child and parent.
+void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnalysis& a) {
+  if (!is_output) {
+    for (const auto& [s, factor] : b.cumulative)
+      a.noc_down[static_cast<size_t>(s)][tensor] += b.traffic.fills / factor;
+    return;
   }
-  return out;
+  for (const auto& [s, factor] : b.cumulative) {
+    a.noc_up[static_cast<size_t>(s)][tensor] += b.traffic.updates / factor;
+    a.noc_down[static_cast<size_t>(s)][tensor] += b.readback;
+  }
+}
+
+// The loop order the reuse scan reads at `level`.
+const std::vector<DimId>& scanned_order(const Context& cx, int level) {
+  static const std::vector<DimId> kNone;
+  const LevelMapping& lm = cx.mapping.level(level);
+  if (!cx.spatial(level)) return lm.order;
+  return lm.cluster.active() ? lm.cluster.order : kNone;
 }
 
 }  // namespace
@@ -271,6 +309,7 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
   const int L = arch.num_levels();
   const auto Lu = static_cast<size_t>(L);
   a.macs = static_cast<double>(op.macs());
+  a.memo.valid = false;  // the traffic part depends on the tiling
   // Spans, innermost first (Mapping::span, without a vector per level).
   a.span.resize(Lu);
   for (size_t i = 0; i < Lu; ++i) {
@@ -351,35 +390,76 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   const int L = arch.num_levels();
   const auto Lu = static_cast<size_t>(L);
   const Context cx{op, arch, mapping, n, a.tile_counts, a};
-
-  boost::container::small_vector<int, 8> data_levels;
-  for (int i = 0; i < L; ++i)
-    if (arch.levels()[static_cast<size_t>(i)].holds_data()) data_levels.push_back(i);
-
+  TrafficMemo& memo = a.memo;
   const size_t nt = op.tensors().size();
+
+  // What changed since the previous call: the keep choices (then every
+  // boundary is rebuilt) and the lowest level whose scanned order differs.
+  bool keep_changed = !memo.valid;
+  int low = memo.valid ? L : 0;
+  if (memo.valid) {
+    for (size_t i = 0; i < Lu && !keep_changed; ++i)
+      keep_changed = memo.keep[i] != mapping.levels()[i].keep;
+    for (int i = 0; i < L && low == L; ++i)
+      if (memo.orders[static_cast<size_t>(i)] != scanned_order(cx, i)) low = i;
+  }
+  memo.orders.resize(Lu);
+  for (int i = low; i < L; ++i) memo.orders[static_cast<size_t>(i)] = scanned_order(cx, i);
+
+  if (keep_changed) {
+    memo.keep.resize(Lu);
+    for (size_t i = 0; i < Lu; ++i) memo.keep[i] = mapping.levels()[i].keep;
+    reshape(a.keeps, Lu, nt, char{0});
+    a.required_bytes.assign(Lu, 0.0);
+    for (int i = 0; i < L; ++i) {
+      if (!arch.levels()[static_cast<size_t>(i)].holds_data()) continue;
+      for (size_t t = 0; t < nt; ++t)
+        a.keeps[static_cast<size_t>(i)][t] = mapping.keeps(op, arch, i, static_cast<int>(t));
+      if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
+        a.required_bytes[static_cast<size_t>(i)] =
+            kept_bytes(op, arch, mapping, i, a.span[static_cast<size_t>(i)]);
+    }
+    // Per tensor, the chain of levels keeping it, innermost first (DRAM
+    // always ends it), as boundaries from the MACs upwards.
+    memo.boundaries.resize(nt);
+    for (size_t t = 0; t < nt; ++t) {
+      auto& chain = memo.boundaries[t];
+      size_t k = 0;
+      int child = -1;
+      for (int i = 0; i < L; ++i) {
+        if (!a.keeps[static_cast<size_t>(i)][t]) continue;
+        if (chain.size() <= k) chain.emplace_back();
+        chain[k].child = child;
+        chain[k].parent = i;
+        boundary_tiling(cx, t, chain[k]);
+        child = i;
+        ++k;
+      }
+      chain.resize(k);
+    }
+  }
+  memo.valid = true;
+
   reshape(a.traffic, Lu, nt, TensorTraffic{});
-  a.required_bytes.assign(Lu, 0.0);
   reshape(a.noc_down, Lu, nt, 0.0);
   reshape(a.noc_up, Lu, nt, 0.0);
-  a.mac_traffic.clear();
-  reshape(a.keeps, Lu, nt, char{0});
-  for (int i : data_levels)
-    for (size_t t = 0; t < nt; ++t)
-      a.keeps[static_cast<size_t>(i)][t] = mapping.keeps(op, arch, i, static_cast<int>(t));
+  a.mac_traffic.resize(nt);
   for (size_t t = 0; t < nt; ++t) {
-    // The chain of levels keeping t, innermost first; DRAM always ends it.
-    boost::container::small_vector<int, 8> chain;
-    for (int i : data_levels)
-      if (a.keeps[static_cast<size_t>(i)][t]) chain.push_back(i);
-    a.mac_traffic.push_back(boundary_traffic(cx, -1, chain.front(), t, a));
-    for (size_t k = 0; k + 1 < chain.size(); ++k)
-      a.traffic[static_cast<size_t>(chain[k])][t] =
-          boundary_traffic(cx, chain[k], chain[k + 1], t, a);
+    const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
+    for (Boundary& b : memo.boundaries[t]) {
+      // The scan read the orders of levels child+1..stop only (low == L:
+      // no order changed).
+      if (keep_changed || (low < L && b.stop >= low)) {
+        boundary_scan(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1), b);
+        boundary_result(cx, t, b);
+      }
+      add_noc_traffic(b, is_output, t, a);
+      if (b.child < 0)
+        a.mac_traffic[t] = b.traffic;
+      else
+        a.traffic[static_cast<size_t>(b.child)][t] = b.traffic;
+    }
   }
-  for (int i : data_levels)
-    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
-      a.required_bytes[static_cast<size_t>(i)] =
-          kept_bytes(op, arch, mapping, i, a.span[static_cast<size_t>(i)]);
 }
 
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {

@@ -36,6 +36,42 @@ struct TensorTraffic {
   double parent_writes = 0;  ///< output words written into the parent (after reduction)
 };
 
+/// What analyse_traffic_into keeps on a NestAnalysis between two calls, so
+/// that the next mapping of the enumeration stream (same tiling, another
+/// loop order) recomputes only the boundaries whose reuse scan reads a
+/// level whose order changed. Internal state: analyse_tiling_into empties
+/// it, and the figures it gives equal a computation from scratch.
+struct TrafficMemo {
+  /// One tensor's boundary between data level `child` (-1: the MACs) and
+  /// the next level above that keeps the tensor.
+  struct Boundary {
+    int child = -1;
+    int parent = 0;
+    // From the tiling and the keep chain only.
+    double footprint = 1;          ///< words of one child tile
+    double distinct = 1;           ///< distinct (child instance, tile) pairs
+    double shared = 1;             ///< multicast/reduction factor up to the parent
+    double shared_if_reduced = 1;  ///< the same had every network reduced
+    boost::container::small_vector<std::pair<int, double>, 4> cumulative;
+    /// The reuse scan over the loops above the child: reuse_at[m * n + d]
+    /// is the reuse along d before the scan enters level m; `stop` is the
+    /// level where it met a loop indexing the tensor (the number of levels
+    /// when none did). Only the orders of levels child+1..stop were read.
+    std::vector<double> reuse_at;
+    std::vector<double> reuse;
+    int stop = 0;
+    TensorTraffic traffic;
+    double readback = 0;  ///< outputs: partial sums read back down
+  };
+  bool valid = false;
+  /// Per level, the loop order the scan reads (a spatial level's cluster
+  /// order; empty without a cluster level) and the keep choices.
+  std::vector<std::vector<DimId>> orders;
+  std::vector<std::vector<bool>> keep;
+  /// Per tensor: its MAC boundary, then one per level of its keep chain.
+  std::vector<std::vector<Boundary>> boundaries;
+};
+
 struct NestAnalysis {
   /// span[level][dim]: extent covered by one instance of the level.
   std::vector<std::vector<std::int64_t>> span;
@@ -76,6 +112,8 @@ struct NestAnalysis {
   /// bypassed tensor has no traffic at the level and crosses from the
   /// nearest keeping level below straight to the nearest one above.
   std::vector<std::vector<char>> keeps;
+  /// State of the incremental traffic analysis (TrafficMemo).
+  TrafficMemo memo;
 };
 
 /// Splits every extent of `parent` into chunks of `chunk`; when `parallel`
@@ -121,7 +159,10 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
 /// part was computed for a mapping with the same tiling (same_tiling).
 /// The enumeration streams every loop order of one tiling in a row
 /// (mapspace.hpp, Cursor), so a sweep redoes only this part for most
-/// mappings and gets the same numbers as analyse_into.
+/// mappings and gets the same numbers as analyse_into. Called again on the
+/// same `out` without a new tiling, it recomputes only the boundaries whose
+/// reuse reaches a level whose loop order changed (TrafficMemo): the cursor
+/// varies the outermost order fastest, so mostly DRAM's boundaries.
 void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                           NestAnalysis& out);
 /// Whether two mappings of one operator and architecture share the inputs of
