@@ -213,11 +213,12 @@ void boundary_scan(const Context& cx, size_t tensor, int from, Boundary& b) {
     if (m > from)
       std::copy(b.reuse.begin(), b.reuse.end(),
                 b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * n));
+    const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * n;
     if (cx.spatial(m)) {
       const auto& cluster = cx.mapping.level(m).cluster;
-      if (cluster.active()) scan(cluster.order, [&](size_t d) { return cx.cluster_trips(m, d); });
+      if (cluster.active()) scan(cluster.order, [&](size_t d) { return trips[d]; });
     } else {
-      scan(cx.mapping.level(m).order, [&](size_t d) { return cx.trips(m, d); });
+      scan(cx.mapping.level(m).order, [&](size_t d) { return trips[d]; });
     }
     if (done) break;
   }
@@ -263,6 +264,56 @@ void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnaly
   }
 }
 
+// Element-wise equality of two short vectors, inline: std::vector's ==
+// calls memcmp, and a sweep compares a dozen of them per mapping.
+template <class T>
+bool same_values(const std::vector<T>& x, const std::vector<T>& y) {
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i]) return false;
+  return true;
+}
+
+// The trip counts the reuse scan reads (TrafficMemo::trips).
+void fill_trips(const Context& cx, std::vector<double>& trips) {
+  const size_t n = cx.n;
+  const int L = cx.arch.num_levels();
+  trips.assign(static_cast<size_t>(L) * n, 1.0);
+  for (int m = 0; m < L; ++m)
+    for (size_t d = 0; d < n; ++d)
+      trips[static_cast<size_t>(m) * n + d] =
+          cx.spatial(m) ? cx.cluster_trips(m, d) : cx.trips(m, d);
+}
+
+// What level `level`'s accounts take from the operator and architecture.
+TrafficMemo::LevelConstants level_constants(const Operator& op, const Architecture& arch,
+                                            int level) {
+  const Level& l = arch.levels()[static_cast<size_t>(level)];
+  TrafficMemo::LevelConstants k;
+  k.kind = l.kind;
+  k.hop_energy_pj = l.noc.hop_energy_pj;
+  for (const Tensor& t : op.tensors()) {
+    k.read_energy_pj.push_back(l.read_energy_of(t.name));
+    k.write_energy_pj.push_back(l.write_energy_of(t.name));
+    k.word_bytes.push_back(arch.word_bytes_of(t));
+  }
+  const double instances = static_cast<double>(arch.instances(level));
+  // Bytes per cycle of a port of `gbps` shared by the instances.
+  auto rate = [&](double gbps) { return arch.bytes_per_cycle(gbps) * instances; };
+  if (l.kind == LevelKind::kSpatial) {
+    k.has_port = l.noc.bandwidth_gbps > 0;
+    if (k.has_port) k.port = rate(l.noc.bandwidth_gbps);
+    return k;
+  }
+  k.has_port = l.bandwidth_gbps.has_value();
+  if (k.has_port) k.port = rate(*l.bandwidth_gbps);
+  k.has_read_port = l.read_bandwidth_gbps.has_value();
+  if (k.has_read_port) k.read_port = rate(*l.read_bandwidth_gbps);
+  k.has_write_port = l.write_bandwidth_gbps.has_value();
+  if (k.has_write_port) k.write_port = rate(*l.write_bandwidth_gbps);
+  return k;
+}
+
 // The loop order the reuse scan reads at `level`.
 const std::vector<DimId>& scanned_order(const Context& cx, int level) {
   static const std::vector<DimId> kNone;
@@ -290,8 +341,9 @@ bool same_tiling(const Mapping& x, const Mapping& y) {
   for (size_t i = 0; i < x.levels().size(); ++i) {
     const LevelMapping& a = x.levels()[i];
     const LevelMapping& b = y.levels()[i];
-    if (a.tile != b.tile || a.split != b.split || a.cluster.split != b.cluster.split ||
-        a.cluster.tile != b.cluster.tile)
+    if (!same_values(a.tile, b.tile) || !same_values(a.split, b.split) ||
+        !same_values(a.cluster.split, b.cluster.split) ||
+        !same_values(a.cluster.tile, b.cluster.tile))
       return false;
   }
   return true;
@@ -401,7 +453,12 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
     for (size_t i = 0; i < Lu && !keep_changed; ++i)
       keep_changed = memo.keep[i] != mapping.levels()[i].keep;
     for (int i = 0; i < L && low == L; ++i)
-      if (memo.orders[static_cast<size_t>(i)] != scanned_order(cx, i)) low = i;
+      if (!same_values(memo.orders[static_cast<size_t>(i)], scanned_order(cx, i))) low = i;
+  } else {
+    // A new tiling (or a new operator and architecture).
+    fill_trips(cx, memo.trips);
+    memo.levels.resize(Lu);
+    for (int i = 0; i < L; ++i) memo.levels[static_cast<size_t>(i)] = level_constants(op, arch, i);
   }
   memo.orders.resize(Lu);
   for (int i = low; i < L; ++i) memo.orders[static_cast<size_t>(i)] = scanned_order(cx, i);
@@ -475,20 +532,19 @@ namespace {
 // transfer cycles. `below[t]` is the data level under this one that keeps
 // tensor t (-1: the MACs); a level that bypasses t has no access to it.
 template <class OnAccess>
-LevelCost account_level(const Operator& op, const Architecture& arch, const NestAnalysis& a,
-                        int level, const int* below, OnAccess&& on_access) {
-  const size_t nt = op.tensors().size();
+LevelCost account_level(const NestAnalysis& a, int level, const TrafficMemo::LevelConstants& k,
+                        const int* below, OnAccess&& on_access) {
+  const size_t nt = k.word_bytes.size();
   const auto iu = static_cast<size_t>(level);
-  const Level& l = arch.levels()[iu];
   LevelCost cost;
   // Bytes, not words: tensors may have their own word widths (WordWidths).
   double bytes = 0, read_bytes = 0, write_bytes = 0;
   for (size_t t = 0; t < nt; ++t) {
     double reads = 0, writes = 0;
-    if (l.kind == LevelKind::kSpatial) {
+    if (k.kind == LevelKind::kSpatial) {
       reads = a.noc_down[iu][t];
       writes = a.noc_up[iu][t];
-      cost.energy_pj += (reads + writes) * l.noc.hop_energy_pj;
+      cost.energy_pj += (reads + writes) * k.hop_energy_pj;
     } else if (a.keeps[iu][t]) {
       // As the parent of the level below that keeps t (or of the MACs).
       const TensorTraffic& child =
@@ -496,37 +552,28 @@ LevelCost account_level(const Operator& op, const Architecture& arch, const Nest
       reads += child.parent_reads;
       writes += child.parent_writes;
       // As the child of the level above.
-      if (l.kind != LevelKind::kDram) {
+      if (k.kind != LevelKind::kDram) {
         const TensorTraffic& own = a.traffic[iu][t];
         writes += own.fills;
         reads += own.updates;
       }
       // A partitioned level charges each tensor its partition's energies.
-      const std::string& name = op.tensors()[t].name;
-      cost.energy_pj += reads * l.read_energy_of(name) + writes * l.write_energy_of(name);
+      cost.energy_pj += reads * k.read_energy_pj[t] + writes * k.write_energy_pj[t];
     }
-    const double width = arch.word_bytes_of(op.tensors()[t]);
+    const double width = k.word_bytes[t];
     bytes += (reads + writes) * width;
     read_bytes += reads * width;
     write_bytes += writes * width;
     on_access(t, reads, writes);
   }
-  const double instances = static_cast<double>(arch.instances(level));
-  // Cycles `b` bytes need through a port of `gbps` shared by the instances.
-  auto cycles = [&](double b, double gbps) { return b / (arch.bytes_per_cycle(gbps) * instances); };
-  if (l.kind == LevelKind::kSpatial) {
-    // A network without a bandwidth (0) never bounds the latency.
-    if (l.noc.bandwidth_gbps > 0) cost.transfer_cycles = cycles(bytes, l.noc.bandwidth_gbps);
-    return cost;
-  }
-  if (l.bandwidth_gbps) cost.transfer_cycles = cycles(bytes, *l.bandwidth_gbps);
-  // Separate read and write ports (Timeloop): each limits its own traffic.
-  if (l.read_bandwidth_gbps)
-    cost.transfer_cycles =
-        std::max(cost.transfer_cycles, cycles(read_bytes, *l.read_bandwidth_gbps));
-  if (l.write_bandwidth_gbps)
-    cost.transfer_cycles =
-        std::max(cost.transfer_cycles, cycles(write_bytes, *l.write_bandwidth_gbps));
+  // Cycles through each port shared by the instances; a network without a
+  // bandwidth never bounds the latency. Separate read and write ports
+  // (Timeloop): each limits its own traffic.
+  if (k.has_port) cost.transfer_cycles = bytes / k.port;
+  if (k.has_read_port)
+    cost.transfer_cycles = std::max(cost.transfer_cycles, read_bytes / k.read_port);
+  if (k.has_write_port)
+    cost.transfer_cycles = std::max(cost.transfer_cycles, write_bytes / k.write_port);
   return cost;
 }
 
@@ -543,11 +590,15 @@ void step_below(const Architecture& arch, const NestAnalysis& a, int level,
 
 void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& a,
                  std::vector<LevelCost>& out) {
-  out.resize(static_cast<size_t>(arch.num_levels()));
+  const auto L = static_cast<size_t>(arch.num_levels());
+  out.resize(L);
+  // The constants analyse_traffic_into looked up for this tiling.
+  const bool kept = a.memo.valid && a.memo.levels.size() == L;
   boost::container::small_vector<int, 8> below(op.tensors().size(), -1);
   for (int i = 0; i < arch.num_levels(); ++i) {
-    out[static_cast<size_t>(i)] =
-        account_level(op, arch, a, i, below.data(), [](size_t, double, double) {});
+    const auto iu = static_cast<size_t>(i);
+    out[iu] = account_level(a, i, kept ? a.memo.levels[iu] : level_constants(op, arch, i),
+                            below.data(), [](size_t, double, double) {});
     step_below(arch, a, i, below);
   }
 }
@@ -561,9 +612,10 @@ std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& 
     LevelMetrics lm;
     lm.level = l.name;
     const LevelCost cost =
-        account_level(op, arch, a, i, below.data(), [&](size_t t, double reads, double writes) {
-          lm.tensors.push_back(TensorAccess{op.tensors()[t].name, reads, writes});
-        });
+        account_level(a, i, level_constants(op, arch, i), below.data(),
+                      [&](size_t t, double reads, double writes) {
+                        lm.tensors.push_back(TensorAccess{op.tensors()[t].name, reads, writes});
+                      });
     lm.energy_pj = cost.energy_pj;
     lm.transfer_cycles = cost.transfer_cycles;
     if (l.kind == LevelKind::kBuffer) {

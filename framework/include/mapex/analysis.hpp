@@ -70,6 +70,21 @@ struct TrafficMemo {
   std::vector<std::vector<bool>> keep;
   /// Per tensor: its MAC boundary, then one per level of its keep chain.
   std::vector<std::vector<Boundary>> boundaries;
+  /// trips[m * n + d]: the trip count the reuse scan reads at level m along
+  /// d (a spatial level's cluster steps), divided out once per tiling.
+  std::vector<double> trips;
+  /// What a level's accounts take from the operator and the architecture
+  /// (energies per tensor, word widths, each port's bytes per cycle over
+  /// the level's instances), looked up once per tiling instead of once per
+  /// mapping (level_costs).
+  struct LevelConstants {
+    LevelKind kind = LevelKind::kBuffer;
+    double hop_energy_pj = 0;
+    boost::container::small_vector<double, 4> read_energy_pj, write_energy_pj, word_bytes;
+    bool has_port = false, has_read_port = false, has_write_port = false;
+    double port = 0, read_port = 0, write_port = 0;  // bytes per cycle
+  };
+  std::vector<LevelConstants> levels;
 };
 
 struct NestAnalysis {
