@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <mapex/analysis.hpp>
 #include <sstream>
 
@@ -264,14 +265,12 @@ void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnaly
   }
 }
 
-// Element-wise equality of two short vectors, inline: std::vector's ==
-// calls memcmp, and a sweep compares a dozen of them per mapping.
+// Equality of two short vectors of integers (std::vector's ==, without
+// its call for empty vectors).
 template <class T>
 bool same_values(const std::vector<T>& x, const std::vector<T>& y) {
-  if (x.size() != y.size()) return false;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (x[i] != y[i]) return false;
-  return true;
+  return x.size() == y.size() &&
+         (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0);
 }
 
 // The trip counts the reuse scan reads (TrafficMemo::trips).
