@@ -496,19 +496,29 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   }
   memo.valid = true;
 
-  reshape(a.traffic, Lu, nt, TensorTraffic{});
-  reshape(a.noc_down, Lu, nt, 0.0);
-  reshape(a.noc_up, Lu, nt, 0.0);
-  a.mac_traffic.resize(nt);
+  // The outputs: rebuilt whole after a keep change; otherwise only the
+  // tensors with a recomputed boundary are rewritten (their network sums
+  // re-added in the same order, so they are the same numbers).
+  if (keep_changed) {
+    reshape(a.traffic, Lu, nt, TensorTraffic{});
+    reshape(a.noc_down, Lu, nt, 0.0);
+    reshape(a.noc_up, Lu, nt, 0.0);
+    a.mac_traffic.resize(nt);
+  }
   for (size_t t = 0; t < nt; ++t) {
     const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
+    bool changed = keep_changed;
     for (Boundary& b : memo.boundaries[t]) {
       // The scan read the orders of levels child+1..stop only (low == L:
       // no order changed).
-      if (keep_changed || (low < L && b.stop >= low)) {
-        boundary_scan(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1), b);
-        boundary_result(cx, t, b);
-      }
+      if (!keep_changed && !(low < L && b.stop >= low)) continue;
+      boundary_scan(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1), b);
+      boundary_result(cx, t, b);
+      changed = true;
+    }
+    if (!changed) continue;
+    for (size_t i = 0; i < Lu; ++i) a.noc_down[i][t] = a.noc_up[i][t] = 0;
+    for (const Boundary& b : memo.boundaries[t]) {
       add_noc_traffic(b, is_output, t, a);
       if (b.child < 0)
         a.mac_traffic[t] = b.traffic;
