@@ -435,6 +435,69 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
   }
 }
 
+namespace {
+
+// One level's accounts (level_metrics): the reads and writes of each tensor,
+// handed to `on_access(tensor, reads, writes)`, and the level's energy and
+// transfer cycles. `below[t]` is the data level under this one that keeps
+// tensor t (-1: the MACs); a level that bypasses t has no access to it.
+template <class OnAccess>
+LevelCost account_level(const NestAnalysis& a, int level, const TrafficMemo::LevelConstants& k,
+                        const int* below, OnAccess&& on_access) {
+  const size_t nt = k.word_bytes.size();
+  const auto iu = static_cast<size_t>(level);
+  LevelCost cost;
+  // Bytes, not words: tensors may have their own word widths (WordWidths).
+  double bytes = 0, read_bytes = 0, write_bytes = 0;
+  for (size_t t = 0; t < nt; ++t) {
+    double reads = 0, writes = 0;
+    if (k.kind == LevelKind::kSpatial) {
+      reads = a.noc_down[iu][t];
+      writes = a.noc_up[iu][t];
+      cost.energy_pj += (reads + writes) * k.hop_energy_pj;
+    } else if (a.keeps[iu][t]) {
+      // As the parent of the level below that keeps t (or of the MACs).
+      const TensorTraffic& child =
+          below[t] < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(below[t])][t];
+      reads += child.parent_reads;
+      writes += child.parent_writes;
+      // As the child of the level above.
+      if (k.kind != LevelKind::kDram) {
+        const TensorTraffic& own = a.traffic[iu][t];
+        writes += own.fills;
+        reads += own.updates;
+      }
+      // A partitioned level charges each tensor its partition's energies.
+      cost.energy_pj += reads * k.read_energy_pj[t] + writes * k.write_energy_pj[t];
+    }
+    const double width = k.word_bytes[t];
+    bytes += (reads + writes) * width;
+    read_bytes += reads * width;
+    write_bytes += writes * width;
+    on_access(t, reads, writes);
+  }
+  // Cycles through each port shared by the instances; a network without a
+  // bandwidth never bounds the latency. Separate read and write ports
+  // (Timeloop): each limits its own traffic.
+  if (k.has_port) cost.transfer_cycles = bytes / k.port;
+  if (k.has_read_port)
+    cost.transfer_cycles = std::max(cost.transfer_cycles, read_bytes / k.read_port);
+  if (k.has_write_port)
+    cost.transfer_cycles = std::max(cost.transfer_cycles, write_bytes / k.write_port);
+  return cost;
+}
+
+// Advances `below` past level i: the tensors it keeps are now held there.
+void step_below(const Architecture& arch, const NestAnalysis& a, int level,
+                boost::container::small_vector<int, 8>& below) {
+  const auto iu = static_cast<size_t>(level);
+  if (arch.levels()[iu].kind == LevelKind::kSpatial) return;
+  for (size_t t = 0; t < below.size(); ++t)
+    if (a.keeps[iu][t]) below[t] = level;
+}
+
+}  // namespace
+
 void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                           NestAnalysis& a) {
   const size_t n = static_cast<size_t>(op.num_dims());
@@ -505,6 +568,9 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
     reshape(a.noc_up, Lu, nt, 0.0);
     a.mac_traffic.resize(nt);
   }
+  // Levels whose accounts a recomputed boundary touches: its child, its
+  // parent and the networks in between (bit i: level i).
+  std::uint64_t touched = keep_changed ? ~std::uint64_t{0} : 0;
   for (size_t t = 0; t < nt; ++t) {
     const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
     bool changed = keep_changed;
@@ -515,6 +581,8 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
       boundary_scan(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1), b);
       boundary_result(cx, t, b);
       changed = true;
+      for (int i = std::max(b.child, 0); i <= b.parent && i < 64; ++i)
+        touched |= std::uint64_t{1} << i;
     }
     if (!changed) continue;
     for (size_t i = 0; i < Lu; ++i) a.noc_down[i][t] = a.noc_up[i][t] = 0;
@@ -526,6 +594,22 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
         a.traffic[static_cast<size_t>(b.child)][t] = b.traffic;
     }
   }
+  // The level accounts (level_costs), from the levels below each keeps.
+  if (keep_changed) {
+    memo.below.assign(Lu * nt, -1);
+    boost::container::small_vector<int, 8> below(nt, -1);
+    for (int i = 0; i < L; ++i) {
+      std::copy(below.begin(), below.end(),
+                memo.below.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * nt));
+      step_below(arch, a, i, below);
+    }
+    memo.costs.resize(Lu);
+  }
+  for (int i = 0; i < L; ++i)
+    if (i >= 64 || (touched >> i & 1))  // more than 64 levels: every one
+      memo.costs[static_cast<size_t>(i)] = account_level(
+          a, i, memo.levels[static_cast<size_t>(i)],
+          memo.below.data() + static_cast<size_t>(i) * nt, [](size_t, double, double) {});
 }
 
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
@@ -534,74 +618,15 @@ NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping
   return a;
 }
 
-namespace {
-
-// One level's accounts (level_metrics): the reads and writes of each tensor,
-// handed to `on_access(tensor, reads, writes)`, and the level's energy and
-// transfer cycles. `below[t]` is the data level under this one that keeps
-// tensor t (-1: the MACs); a level that bypasses t has no access to it.
-template <class OnAccess>
-LevelCost account_level(const NestAnalysis& a, int level, const TrafficMemo::LevelConstants& k,
-                        const int* below, OnAccess&& on_access) {
-  const size_t nt = k.word_bytes.size();
-  const auto iu = static_cast<size_t>(level);
-  LevelCost cost;
-  // Bytes, not words: tensors may have their own word widths (WordWidths).
-  double bytes = 0, read_bytes = 0, write_bytes = 0;
-  for (size_t t = 0; t < nt; ++t) {
-    double reads = 0, writes = 0;
-    if (k.kind == LevelKind::kSpatial) {
-      reads = a.noc_down[iu][t];
-      writes = a.noc_up[iu][t];
-      cost.energy_pj += (reads + writes) * k.hop_energy_pj;
-    } else if (a.keeps[iu][t]) {
-      // As the parent of the level below that keeps t (or of the MACs).
-      const TensorTraffic& child =
-          below[t] < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(below[t])][t];
-      reads += child.parent_reads;
-      writes += child.parent_writes;
-      // As the child of the level above.
-      if (k.kind != LevelKind::kDram) {
-        const TensorTraffic& own = a.traffic[iu][t];
-        writes += own.fills;
-        reads += own.updates;
-      }
-      // A partitioned level charges each tensor its partition's energies.
-      cost.energy_pj += reads * k.read_energy_pj[t] + writes * k.write_energy_pj[t];
-    }
-    const double width = k.word_bytes[t];
-    bytes += (reads + writes) * width;
-    read_bytes += reads * width;
-    write_bytes += writes * width;
-    on_access(t, reads, writes);
-  }
-  // Cycles through each port shared by the instances; a network without a
-  // bandwidth never bounds the latency. Separate read and write ports
-  // (Timeloop): each limits its own traffic.
-  if (k.has_port) cost.transfer_cycles = bytes / k.port;
-  if (k.has_read_port)
-    cost.transfer_cycles = std::max(cost.transfer_cycles, read_bytes / k.read_port);
-  if (k.has_write_port)
-    cost.transfer_cycles = std::max(cost.transfer_cycles, write_bytes / k.write_port);
-  return cost;
-}
-
-// Advances `below` past level i: the tensors it keeps are now held there.
-void step_below(const Architecture& arch, const NestAnalysis& a, int level,
-                boost::container::small_vector<int, 8>& below) {
-  const auto iu = static_cast<size_t>(level);
-  if (arch.levels()[iu].kind == LevelKind::kSpatial) return;
-  for (size_t t = 0; t < below.size(); ++t)
-    if (a.keeps[iu][t]) below[t] = level;
-}
-
-}  // namespace
-
 void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& a,
                  std::vector<LevelCost>& out) {
   const auto L = static_cast<size_t>(arch.num_levels());
+  // The costs analyse_traffic_into kept for this mapping.
+  if (a.memo.valid && a.memo.costs.size() == L) {
+    out.assign(a.memo.costs.begin(), a.memo.costs.end());
+    return;
+  }
   out.resize(L);
-  // The constants analyse_traffic_into looked up for this tiling.
   const bool kept = a.memo.valid && a.memo.levels.size() == L;
   boost::container::small_vector<int, 8> below(op.tensors().size(), -1);
   for (int i = 0; i < arch.num_levels(); ++i) {

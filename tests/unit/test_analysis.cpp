@@ -299,18 +299,29 @@ TEST(Analysis, ReadAndWritePortsLimitTheirOwnTraffic) {
 
 // analyse_traffic_into along the enumeration stream keeps per-boundary
 // results (TrafficMemo) and recomputes only the boundaries whose reuse scan
-// reads a level whose order changed. Every field it writes must equal a
-// from-scratch analysis on every mapping of a stream: with a cluster level
-// (its order is scanned too), and with keep choices changed between two
-// mappings of one tiling (every third mapping is analysed a second time
-// with L1 bypassing one tensor, then the stream goes on).
+// reads a level whose order changed. Every field it writes, and the level
+// costs, must equal a from-scratch analysis on every mapping of a stream:
+// with a cluster level (its order is scanned too), and with keep choices
+// changed between two mappings of one tiling (every third mapping is
+// analysed a second time with L1 bypassing one tensor, then the stream
+// goes on).
 struct IncrementalCount {
   std::uint64_t mappings = 0;
   std::uint64_t order_only_changes = 0;
 };
 
-void expect_same_traffic(const NestAnalysis& kept, const NestAnalysis& full,
-                         const std::string& where) {
+void expect_same_traffic(const Operator& op, const Architecture& arch, const NestAnalysis& kept,
+                         const NestAnalysis& full, const std::string& where) {
+  // The level accounts kept along the stream against those of the full
+  // analysis, assembled from scratch.
+  std::vector<LevelCost> costs;
+  level_costs(op, arch, kept, costs);
+  const std::vector<LevelMetrics> metrics = level_metrics(op, arch, full);
+  ASSERT_EQ(costs.size(), metrics.size());
+  for (size_t i = 0; i < costs.size(); ++i) {
+    EXPECT_EQ(costs[i].energy_pj, metrics[i].energy_pj) << where;
+    EXPECT_EQ(costs[i].transfer_cycles, metrics[i].transfer_cycles) << where;
+  }
   for (size_t i = 0; i < full.traffic.size(); ++i)
     for (size_t t = 0; t < full.traffic[i].size(); ++t) {
       const TensorTraffic& x = kept.traffic[i][t];
@@ -347,12 +358,12 @@ IncrementalCount check_incremental(const Operator& op, const Architecture& arch,
       ++c.order_only_changes;
     }
     analyse_traffic_into(op, arch, m, kept);
-    expect_same_traffic(kept, analyse(op, arch, m), m.summary(op, arch));
+    expect_same_traffic(op, arch, kept, analyse(op, arch, m), m.summary(op, arch));
     if (c.mappings % 3 == 2) {
       Mapping bypass = m;
       bypass.level(0).keep = {false, true, true};
       analyse_traffic_into(op, arch, bypass, kept);
-      expect_same_traffic(kept, analyse(op, arch, bypass), bypass.summary(op, arch));
+      expect_same_traffic(op, arch, kept, analyse(op, arch, bypass), bypass.summary(op, arch));
     }
     ++c.mappings;
     if (::testing::Test::HasFailure()) break;  // one mapping's report is enough

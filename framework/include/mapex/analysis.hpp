@@ -36,6 +36,12 @@ struct TensorTraffic {
   double parent_writes = 0;  ///< output words written into the parent (after reduction)
 };
 
+/// A level's energy and the cycles its bandwidth needs, as in level_metrics.
+struct LevelCost {
+  double transfer_cycles = 0;
+  double energy_pj = 0;
+};
+
 /// What analyse_traffic_into keeps on a NestAnalysis between two calls, so
 /// that the next mapping of the enumeration stream (same tiling, another
 /// loop order) recomputes only the boundaries whose reuse scan reads a
@@ -85,6 +91,13 @@ struct TrafficMemo {
     double port = 0, read_port = 0, write_port = 0;  // bytes per cycle
   };
   std::vector<LevelConstants> levels;
+  /// below[i * tensors + t]: the data level under level i that keeps t
+  /// (-1: the MACs), from the keep choices.
+  std::vector<int> below;
+  /// Each level's energy and transfer cycles for the current mapping
+  /// (level_costs copies them); only the levels a recomputed boundary
+  /// touches are recomputed.
+  std::vector<LevelCost> costs;
 };
 
 struct NestAnalysis {
@@ -202,11 +215,6 @@ RooflinePeak roofline_peak(const Operator& op, const Architecture& arch);
 /// and the buffer space required. One entry per architecture level.
 std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& arch,
                                         const NestAnalysis& analysis);
-/// A level's energy and the cycles its bandwidth needs, as in level_metrics.
-struct LevelCost {
-  double transfer_cycles = 0;
-  double energy_pj = 0;
-};
 /// Only those two figures per level, into `out` (one entry per level),
 /// without assembling per-tensor accounts: the lean path of a sweep.
 void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& analysis,
