@@ -519,8 +519,7 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   } else {
     // A new tiling (or a new operator and architecture).
     fill_trips(cx, memo.trips);
-    memo.levels.resize(Lu);
-    for (int i = 0; i < L; ++i) memo.levels[static_cast<size_t>(i)] = level_constants(op, arch, i);
+    memo.levels_valid = false;
   }
   memo.orders.resize(Lu);
   for (int i = low; i < L; ++i) memo.orders[static_cast<size_t>(i)] = scanned_order(cx, i);
@@ -543,6 +542,7 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
     memo.boundaries.resize(nt);
     for (size_t t = 0; t < nt; ++t) {
       auto& chain = memo.boundaries[t];
+      chain.reserve(Lu + 1);  // no moves of boundaries while it grows
       size_t k = 0;
       int child = -1;
       for (int i = 0; i < L; ++i) {
@@ -594,22 +594,9 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
         a.traffic[static_cast<size_t>(b.child)][t] = b.traffic;
     }
   }
-  // The level accounts (level_costs), from the levels below each keeps.
-  if (keep_changed) {
-    memo.below.assign(Lu * nt, -1);
-    boost::container::small_vector<int, 8> below(nt, -1);
-    for (int i = 0; i < L; ++i) {
-      std::copy(below.begin(), below.end(),
-                memo.below.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * nt));
-      step_below(arch, a, i, below);
-    }
-    memo.costs.resize(Lu);
-  }
-  for (int i = 0; i < L; ++i)
-    if (i >= 64 || (touched >> i & 1))  // more than 64 levels: every one
-      memo.costs[static_cast<size_t>(i)] = account_level(
-          a, i, memo.levels[static_cast<size_t>(i)],
-          memo.below.data() + static_cast<size_t>(i) * nt, [](size_t, double, double) {});
+  // The level accounts, for level_costs.
+  if (keep_changed) memo.below_valid = false;
+  memo.stale |= touched;
 }
 
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
@@ -620,21 +607,47 @@ NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping
 
 void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& a,
                  std::vector<LevelCost>& out) {
-  const auto L = static_cast<size_t>(arch.num_levels());
-  // The costs analyse_traffic_into kept for this mapping.
-  if (a.memo.valid && a.memo.costs.size() == L) {
-    out.assign(a.memo.costs.begin(), a.memo.costs.end());
+  const int L = arch.num_levels();
+  const auto Lu = static_cast<size_t>(L);
+  const size_t nt = op.tensors().size();
+  const TrafficMemo& m = a.memo;
+  if (!m.valid) {  // not from analyse_traffic_into: every level from scratch
+    out.resize(Lu);
+    boost::container::small_vector<int, 8> below(nt, -1);
+    for (int i = 0; i < L; ++i) {
+      out[static_cast<size_t>(i)] = account_level(a, i, level_constants(op, arch, i), below.data(),
+                                                  [](size_t, double, double) {});
+      step_below(arch, a, i, below);
+    }
     return;
   }
-  out.resize(L);
-  const bool kept = a.memo.valid && a.memo.levels.size() == L;
-  boost::container::small_vector<int, 8> below(op.tensors().size(), -1);
-  for (int i = 0; i < arch.num_levels(); ++i) {
-    const auto iu = static_cast<size_t>(i);
-    out[iu] = account_level(a, i, kept ? a.memo.levels[iu] : level_constants(op, arch, i),
-                            below.data(), [](size_t, double, double) {});
-    step_below(arch, a, i, below);
+  // Along the stream: only the levels whose inputs changed since the last
+  // call (TrafficMemo::stale) are accounted again.
+  if (!m.levels_valid) {
+    m.levels.resize(Lu);
+    for (int i = 0; i < L; ++i) m.levels[static_cast<size_t>(i)] = level_constants(op, arch, i);
+    m.levels_valid = true;
+    m.stale = ~std::uint64_t{0};
   }
+  if (!m.below_valid) {
+    m.below.assign(Lu * nt, -1);
+    boost::container::small_vector<int, 8> below(nt, -1);
+    for (int i = 0; i < L; ++i) {
+      std::copy(below.begin(), below.end(),
+                m.below.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * nt));
+      step_below(arch, a, i, below);
+    }
+    m.costs.resize(Lu);
+    m.below_valid = true;
+    m.stale = ~std::uint64_t{0};
+  }
+  for (int i = 0; i < L; ++i)
+    if (i >= 64 || (m.stale >> i & 1))  // more than 64 levels: every one
+      m.costs[static_cast<size_t>(i)] = account_level(a, i, m.levels[static_cast<size_t>(i)],
+                                                      m.below.data() + static_cast<size_t>(i) * nt,
+                                                      [](size_t, double, double) {});
+  m.stale = 0;
+  out.assign(m.costs.begin(), m.costs.end());
 }
 
 std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& arch,

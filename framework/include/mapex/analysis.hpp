@@ -63,8 +63,10 @@ struct TrafficMemo {
     /// is the reuse along d before the scan enters level m; `stop` is the
     /// level where it met a loop indexing the tensor (the number of levels
     /// when none did). Only the orders of levels child+1..stop were read.
-    std::vector<double> reuse_at;
-    std::vector<double> reuse;
+    /// Inline for up to 6 levels of 8 dimensions: a fresh analysis (analyse)
+    /// builds one per boundary, and heap vectors here made it 1.5 us slower.
+    boost::container::small_vector<double, 48> reuse_at;
+    boost::container::small_vector<double, 16> reuse;
     int stop = 0;
     TensorTraffic traffic;
     double readback = 0;  ///< outputs: partial sums read back down
@@ -90,14 +92,18 @@ struct TrafficMemo {
     bool has_port = false, has_read_port = false, has_write_port = false;
     double port = 0, read_port = 0, write_port = 0;  // bytes per cycle
   };
-  std::vector<LevelConstants> levels;
-  /// below[i * tensors + t]: the data level under level i that keeps t
-  /// (-1: the MACs), from the keep choices.
-  std::vector<int> below;
-  /// Each level's energy and transfer cycles for the current mapping
-  /// (level_costs copies them); only the levels a recomputed boundary
-  /// touches are recomputed.
-  std::vector<LevelCost> costs;
+  /// The level accounts are brought up to date by level_costs when it is
+  /// asked (a one-off analysis feeding level_metrics never needs them), so
+  /// the members below are mutable: a NestAnalysis is not shared between
+  /// threads. `levels` is rebuilt per tiling, `below[i * tensors + t]` (the
+  /// data level under level i that keeps t, -1: the MACs) per keep choice;
+  /// `stale` bit i: level i's costs need recomputing (a recomputed boundary
+  /// touched its child, its parent or a network in between).
+  mutable std::vector<LevelConstants> levels;
+  mutable std::vector<int> below;
+  mutable std::vector<LevelCost> costs;
+  mutable bool levels_valid = false, below_valid = false;
+  mutable std::uint64_t stale = ~std::uint64_t{0};
 };
 
 struct NestAnalysis {
