@@ -140,9 +140,12 @@ struct State {
   bool is_edge() const { return pos == kEdge || init_edge; }
 };
 
+// No default member value either: CaseOrder holds 16 lists, and zeroing
+// them (a 1 KB `rep stos`) for every level analysed was 4% of a one-level
+// dataflow's analysis. The two builders below start every list at n = 0.
 struct StateList {
   State s[3];
-  int n = 0;
+  int n;
 };
 
 // The true iteration states (maestro_compat off). They differ from
@@ -159,6 +162,7 @@ struct StateList {
 // needs and produces a full tile's (§IV-A). Idle units add nothing.
 StateList true_states(const Level& L, const Dir& d, std::int64_t dim) {
   StateList out;
+  out.n = 0;
   const Tiles t = tiles_of(L, d, dim);
   if (!d.spatial) {
     const std::int64_t span = real_span(L, d);
@@ -236,6 +240,7 @@ void true_tile_sizes(Level& L, bool conv) {
 // MAESTRO's iteration states (maestro_compat on).
 StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
   StateList out;
+  out.n = 0;
   const std::int64_t map = d.size, ofs = d.offset;
   if (!d.spatial) {
     const bool init_edge = dim < map;

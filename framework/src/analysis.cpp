@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <mapex/analysis.hpp>
 #include <sstream>
 
@@ -133,104 +134,191 @@ struct Context {
 // Timeloop's stationarity): a child's tile of t stays put across the innermost loops above it,
 // flattened over the levels, that do not index t; the first loop that indexes t ends the reuse.
 // Spatial levels in between multicast inputs and reduce outputs along dimensions that do not index
-// t.
-TensorTraffic boundary_traffic(const Context& cx, int child, int parent, size_t tensor,
-                               NestAnalysis& a) {
+// t. Computed in three parts so a mapping that changes only loop orders redoes only the last two,
+// and only from the lowest level whose order changed: boundary_tiling (footprint, distinct tiles,
+// sharing: tiling and keep chain), boundary_scan (the reuse), boundary_result (the words).
+using Boundary = TrafficMemo::Boundary;
+
+void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
   const Tensor& t = cx.op.tensors()[tensor];
   const int ti = static_cast<int>(tensor);
   const size_t n = cx.n;
+  const int child = b.child;
   boost::container::small_vector<double, 16> avg_extent(n, 1.0);
   for (size_t d = 0; d < n; ++d)
     avg_extent[d] = static_cast<double>(cx.op.dims()[d].bound) / cx.tiles(child, d);
-  double footprint = 1;
+  b.footprint = 1;
   for (const auto& sub : t.subscripts) {
     double extent = 1;
     for (const auto& term : sub.terms)
       extent += std::abs(static_cast<double>(term.coeff)) *
                 (avg_extent[static_cast<size_t>(term.dim)] - 1);
-    footprint *= extent;
+    b.footprint *= extent;
   }
-
-  boost::container::small_vector<double, 16> reuse(n, 1.0);
-  bool done = false;
-  // Walks the loops above the child, innermost first: the temporal loops
-  // of a cluster level between child and parent (FLASH's inner steps over
-  // T^out, which refill the child from the parent), then each level's
-  // loops upwards; the spatial splits themselves are not loops in time.
-  auto scan = [&](const std::vector<DimId>& order, auto&& trip_of) {
-    for (auto it = order.rbegin(); it != order.rend() && !done; ++it) {
-      const auto d = static_cast<size_t>(*it);
-      const double trip = trip_of(d);
-      if (trip <= 1 + kEps) continue;
-      if (cx.op.relevant(ti, *it)) {
-        done = true;
-        break;
-      }
-      reuse[d] *= trip;
-    }
-  };
-  for (int m = child + 1; m < cx.arch.num_levels() && !done; ++m) {
-    if (cx.spatial(m)) {
-      const auto& cluster = cx.mapping.level(m).cluster;
-      if (cluster.active()) scan(cluster.order, [&](size_t d) { return cx.cluster_trips(m, d); });
-      continue;
-    }
-    scan(cx.mapping.level(m).order, [&](size_t d) { return cx.trips(m, d); });
-  }
-
-  double loads = 1;     // tile (re)loads over all child instances
-  double distinct = 1;  // distinct (child instance, tile) pairs
+  b.distinct = 1;
   for (size_t d = 0; d < n; ++d) {
-    loads *= cx.tiles(child, d) / reuse[d];
     if (cx.op.relevant(ti, static_cast<DimId>(d))) {
-      distinct *= cx.tiles(child, d);
+      b.distinct *= cx.tiles(child, d);
     } else {
       for (int s = child + 1; s < cx.arch.num_levels(); ++s)
-        if (cx.spatial(s)) distinct *= cx.spatial_trips(s, d);
+        if (cx.spatial(s)) b.distinct *= cx.spatial_trips(s, d);
     }
   }
-
-  TensorTraffic out;
   // Per spatial level between child and parent, the factor by which it
   // shares traffic (multicast for inputs, reduction for outputs).
   const bool is_output = t.role == TensorRole::kOutput;
-  double shared = 1;
-  double shared_if_reduced = 1;  // the factor had every level reduced
-  boost::container::small_vector<std::pair<int, double>, 4> cumulative;
-  for (int s = child + 1; s < parent; ++s) {
+  b.shared = 1;
+  b.shared_if_reduced = 1;
+  b.cumulative.clear();
+  for (int s = child + 1; s < b.parent; ++s) {
     if (!cx.spatial(s)) continue;  // a buffer that bypasses t
     const Noc& noc = cx.arch.levels()[static_cast<size_t>(s)].noc;
     double factor = 1;
     for (size_t d = 0; d < n; ++d)
       if (!cx.op.relevant(ti, static_cast<DimId>(d))) factor *= cx.spatial_trips(s, d);
-    if (is_output ? noc.reduction : noc.multicast) shared *= factor;
-    shared_if_reduced *= factor;
-    cumulative.emplace_back(s, shared);
+    if (is_output ? noc.reduction : noc.multicast) b.shared *= factor;
+    b.shared_if_reduced *= factor;
+    b.cumulative.emplace_back(s, b.shared);
   }
+  b.reuse_at.assign(static_cast<size_t>(cx.arch.num_levels()) * n, 1.0);
+}
 
-  if (!is_output) {
-    out.fills = loads * footprint;
-    out.parent_reads = out.fills / shared;
-    for (const auto& [s, factor] : cumulative)
-      a.noc_down[static_cast<size_t>(s)][tensor] += out.fills / factor;
-    return out;
+// The reuse scan from level `from` (> child) upwards, starting from the
+// reuse recorded on entering `from`. Walks the loops above the child,
+// innermost first: the temporal loops of a cluster level between child and
+// parent (FLASH's inner steps over T^out, which refill the child from the
+// parent), then each level's loops upwards; the spatial splits themselves
+// are not loops in time.
+void boundary_scan(const Context& cx, size_t tensor, int from, Boundary& b) {
+  const int ti = static_cast<int>(tensor);
+  const size_t n = cx.n;
+  const int L = cx.arch.num_levels();
+  b.reuse.assign(
+      b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from) * n),
+      b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from + 1) * n));
+  bool done = false;
+  auto scan = [&](const std::vector<DimId>& order, auto&& trip_of) {
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const auto d = static_cast<size_t>(*it);
+      const double trip = trip_of(d);
+      if (trip <= 1 + kEps) continue;
+      if (cx.op.relevant(ti, *it)) {
+        done = true;
+        return;
+      }
+      b.reuse[d] *= trip;
+    }
+  };
+  int m = from;
+  for (; m < L; ++m) {
+    if (m > from)
+      std::copy(b.reuse.begin(), b.reuse.end(),
+                b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * n));
+    const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * n;
+    if (cx.spatial(m)) {
+      const auto& cluster = cx.mapping.level(m).cluster;
+      if (cluster.active()) scan(cluster.order, [&](size_t d) { return trips[d]; });
+    } else {
+      scan(cx.mapping.level(m).order, [&](size_t d) { return trips[d]; });
+    }
+    if (done) break;
+  }
+  b.stop = m;
+}
+
+// The words that cross the boundary, from its tiling part and its reuse.
+void boundary_result(const Context& cx, size_t tensor, Boundary& b) {
+  const size_t n = cx.n;
+  double loads = 1;  // tile (re)loads over all child instances
+  for (size_t d = 0; d < n; ++d) loads *= cx.tiles(b.child, d) / b.reuse[d];
+  TensorTraffic out;
+  if (cx.op.tensors()[tensor].role != TensorRole::kOutput) {
+    out.fills = loads * b.footprint;
+    out.parent_reads = out.fills / b.shared;
+    b.traffic = out;
+    return;
   }
   // Outputs: every residency sends its partial sums up; every residency but
   // the first of a tile reads the partial sums back.
-  out.updates = loads * footprint;
-  out.parent_writes = out.updates / shared;
-  const double readback = std::max(0.0, loads - distinct) * footprint / shared;
-  out.fills = readback;
+  out.updates = loads * b.footprint;
+  out.parent_writes = out.updates / b.shared;
+  b.readback = std::max(0.0, loads - b.distinct) * b.footprint / b.shared;
+  out.fills = b.readback;
   // A network without spatial reduction (MAESTRO Table 1) delivers the
   // partial sums an adder tree would have merged one by one; the parent
   // adds each to its running sum by a read-modify-write.
-  const double unreduced = out.parent_writes - out.updates / shared_if_reduced;
-  out.parent_reads = readback + unreduced;
-  for (const auto& [s, factor] : cumulative) {
-    a.noc_up[static_cast<size_t>(s)][tensor] += out.updates / factor;
-    a.noc_down[static_cast<size_t>(s)][tensor] += readback;
+  const double unreduced = out.parent_writes - out.updates / b.shared_if_reduced;
+  out.parent_reads = b.readback + unreduced;
+  b.traffic = out;
+}
+
+// What the boundary's words put on the networks between child and parent.
+void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnalysis& a) {
+  if (!is_output) {
+    for (const auto& [s, factor] : b.cumulative)
+      a.noc_down[static_cast<size_t>(s)][tensor] += b.traffic.fills / factor;
+    return;
   }
-  return out;
+  for (const auto& [s, factor] : b.cumulative) {
+    a.noc_up[static_cast<size_t>(s)][tensor] += b.traffic.updates / factor;
+    a.noc_down[static_cast<size_t>(s)][tensor] += b.readback;
+  }
+}
+
+// Equality of two short vectors of integers (std::vector's ==, without
+// its call for empty vectors).
+template <class T>
+bool same_values(const std::vector<T>& x, const std::vector<T>& y) {
+  return x.size() == y.size() &&
+         (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0);
+}
+
+// The trip counts the reuse scan reads (TrafficMemo::trips).
+void fill_trips(const Context& cx, std::vector<double>& trips) {
+  const size_t n = cx.n;
+  const int L = cx.arch.num_levels();
+  trips.assign(static_cast<size_t>(L) * n, 1.0);
+  for (int m = 0; m < L; ++m)
+    for (size_t d = 0; d < n; ++d)
+      trips[static_cast<size_t>(m) * n + d] =
+          cx.spatial(m) ? cx.cluster_trips(m, d) : cx.trips(m, d);
+}
+
+// What level `level`'s accounts take from the operator and architecture.
+TrafficMemo::LevelConstants level_constants(const Operator& op, const Architecture& arch,
+                                            int level) {
+  const Level& l = arch.levels()[static_cast<size_t>(level)];
+  TrafficMemo::LevelConstants k;
+  k.kind = l.kind;
+  k.hop_energy_pj = l.noc.hop_energy_pj;
+  for (const Tensor& t : op.tensors()) {
+    k.read_energy_pj.push_back(l.read_energy_of(t.name));
+    k.write_energy_pj.push_back(l.write_energy_of(t.name));
+    k.word_bytes.push_back(arch.word_bytes_of(t));
+  }
+  const double instances = static_cast<double>(arch.instances(level));
+  // Bytes per cycle of a port of `gbps` shared by the instances.
+  auto rate = [&](double gbps) { return arch.bytes_per_cycle(gbps) * instances; };
+  if (l.kind == LevelKind::kSpatial) {
+    k.has_port = l.noc.bandwidth_gbps > 0;
+    if (k.has_port) k.port = rate(l.noc.bandwidth_gbps);
+    return k;
+  }
+  k.has_port = l.bandwidth_gbps.has_value();
+  if (k.has_port) k.port = rate(*l.bandwidth_gbps);
+  k.has_read_port = l.read_bandwidth_gbps.has_value();
+  if (k.has_read_port) k.read_port = rate(*l.read_bandwidth_gbps);
+  k.has_write_port = l.write_bandwidth_gbps.has_value();
+  if (k.has_write_port) k.write_port = rate(*l.write_bandwidth_gbps);
+  return k;
+}
+
+// The loop order the reuse scan reads at `level`.
+const std::vector<DimId>& scanned_order(const Context& cx, int level) {
+  static const std::vector<DimId> kNone;
+  const LevelMapping& lm = cx.mapping.level(level);
+  if (!cx.spatial(level)) return lm.order;
+  return lm.cluster.active() ? lm.cluster.order : kNone;
 }
 
 }  // namespace
@@ -252,8 +340,9 @@ bool same_tiling(const Mapping& x, const Mapping& y) {
   for (size_t i = 0; i < x.levels().size(); ++i) {
     const LevelMapping& a = x.levels()[i];
     const LevelMapping& b = y.levels()[i];
-    if (a.tile != b.tile || a.split != b.split || a.cluster.split != b.cluster.split ||
-        a.cluster.tile != b.cluster.tile)
+    if (!same_values(a.tile, b.tile) || !same_values(a.split, b.split) ||
+        !same_values(a.cluster.split, b.cluster.split) ||
+        !same_values(a.cluster.tile, b.cluster.tile))
       return false;
   }
   return true;
@@ -271,6 +360,7 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
   const int L = arch.num_levels();
   const auto Lu = static_cast<size_t>(L);
   a.macs = static_cast<double>(op.macs());
+  a.memo.valid = false;  // the traffic part depends on the tiling
   // Spans, innermost first (Mapping::span, without a vector per level).
   a.span.resize(Lu);
   for (size_t i = 0; i < Lu; ++i) {
@@ -345,49 +435,6 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
   }
 }
 
-void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
-                          NestAnalysis& a) {
-  const size_t n = static_cast<size_t>(op.num_dims());
-  const int L = arch.num_levels();
-  const auto Lu = static_cast<size_t>(L);
-  const Context cx{op, arch, mapping, n, a.tile_counts, a};
-
-  boost::container::small_vector<int, 8> data_levels;
-  for (int i = 0; i < L; ++i)
-    if (arch.levels()[static_cast<size_t>(i)].holds_data()) data_levels.push_back(i);
-
-  const size_t nt = op.tensors().size();
-  reshape(a.traffic, Lu, nt, TensorTraffic{});
-  a.required_bytes.assign(Lu, 0.0);
-  reshape(a.noc_down, Lu, nt, 0.0);
-  reshape(a.noc_up, Lu, nt, 0.0);
-  a.mac_traffic.clear();
-  reshape(a.keeps, Lu, nt, char{0});
-  for (int i : data_levels)
-    for (size_t t = 0; t < nt; ++t)
-      a.keeps[static_cast<size_t>(i)][t] = mapping.keeps(op, arch, i, static_cast<int>(t));
-  for (size_t t = 0; t < nt; ++t) {
-    // The chain of levels keeping t, innermost first; DRAM always ends it.
-    boost::container::small_vector<int, 8> chain;
-    for (int i : data_levels)
-      if (a.keeps[static_cast<size_t>(i)][t]) chain.push_back(i);
-    a.mac_traffic.push_back(boundary_traffic(cx, -1, chain.front(), t, a));
-    for (size_t k = 0; k + 1 < chain.size(); ++k)
-      a.traffic[static_cast<size_t>(chain[k])][t] =
-          boundary_traffic(cx, chain[k], chain[k + 1], t, a);
-  }
-  for (int i : data_levels)
-    if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
-      a.required_bytes[static_cast<size_t>(i)] =
-          kept_bytes(op, arch, mapping, i, a.span[static_cast<size_t>(i)]);
-}
-
-NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
-  NestAnalysis a;
-  analyse_into(op, arch, mapping, a);
-  return a;
-}
-
 namespace {
 
 // One level's accounts (level_metrics): the reads and writes of each tensor,
@@ -395,20 +442,19 @@ namespace {
 // transfer cycles. `below[t]` is the data level under this one that keeps
 // tensor t (-1: the MACs); a level that bypasses t has no access to it.
 template <class OnAccess>
-LevelCost account_level(const Operator& op, const Architecture& arch, const NestAnalysis& a,
-                        int level, const int* below, OnAccess&& on_access) {
-  const size_t nt = op.tensors().size();
+LevelCost account_level(const NestAnalysis& a, int level, const TrafficMemo::LevelConstants& k,
+                        const int* below, OnAccess&& on_access) {
+  const size_t nt = k.word_bytes.size();
   const auto iu = static_cast<size_t>(level);
-  const Level& l = arch.levels()[iu];
   LevelCost cost;
   // Bytes, not words: tensors may have their own word widths (WordWidths).
   double bytes = 0, read_bytes = 0, write_bytes = 0;
   for (size_t t = 0; t < nt; ++t) {
     double reads = 0, writes = 0;
-    if (l.kind == LevelKind::kSpatial) {
+    if (k.kind == LevelKind::kSpatial) {
       reads = a.noc_down[iu][t];
       writes = a.noc_up[iu][t];
-      cost.energy_pj += (reads + writes) * l.noc.hop_energy_pj;
+      cost.energy_pj += (reads + writes) * k.hop_energy_pj;
     } else if (a.keeps[iu][t]) {
       // As the parent of the level below that keeps t (or of the MACs).
       const TensorTraffic& child =
@@ -416,37 +462,28 @@ LevelCost account_level(const Operator& op, const Architecture& arch, const Nest
       reads += child.parent_reads;
       writes += child.parent_writes;
       // As the child of the level above.
-      if (l.kind != LevelKind::kDram) {
+      if (k.kind != LevelKind::kDram) {
         const TensorTraffic& own = a.traffic[iu][t];
         writes += own.fills;
         reads += own.updates;
       }
       // A partitioned level charges each tensor its partition's energies.
-      const std::string& name = op.tensors()[t].name;
-      cost.energy_pj += reads * l.read_energy_of(name) + writes * l.write_energy_of(name);
+      cost.energy_pj += reads * k.read_energy_pj[t] + writes * k.write_energy_pj[t];
     }
-    const double width = arch.word_bytes_of(op.tensors()[t]);
+    const double width = k.word_bytes[t];
     bytes += (reads + writes) * width;
     read_bytes += reads * width;
     write_bytes += writes * width;
     on_access(t, reads, writes);
   }
-  const double instances = static_cast<double>(arch.instances(level));
-  // Cycles `b` bytes need through a port of `gbps` shared by the instances.
-  auto cycles = [&](double b, double gbps) { return b / (arch.bytes_per_cycle(gbps) * instances); };
-  if (l.kind == LevelKind::kSpatial) {
-    // A network without a bandwidth (0) never bounds the latency.
-    if (l.noc.bandwidth_gbps > 0) cost.transfer_cycles = cycles(bytes, l.noc.bandwidth_gbps);
-    return cost;
-  }
-  if (l.bandwidth_gbps) cost.transfer_cycles = cycles(bytes, *l.bandwidth_gbps);
-  // Separate read and write ports (Timeloop): each limits its own traffic.
-  if (l.read_bandwidth_gbps)
-    cost.transfer_cycles =
-        std::max(cost.transfer_cycles, cycles(read_bytes, *l.read_bandwidth_gbps));
-  if (l.write_bandwidth_gbps)
-    cost.transfer_cycles =
-        std::max(cost.transfer_cycles, cycles(write_bytes, *l.write_bandwidth_gbps));
+  // Cycles through each port shared by the instances; a network without a
+  // bandwidth never bounds the latency. Separate read and write ports
+  // (Timeloop): each limits its own traffic.
+  if (k.has_port) cost.transfer_cycles = bytes / k.port;
+  if (k.has_read_port)
+    cost.transfer_cycles = std::max(cost.transfer_cycles, read_bytes / k.read_port);
+  if (k.has_write_port)
+    cost.transfer_cycles = std::max(cost.transfer_cycles, write_bytes / k.write_port);
   return cost;
 }
 
@@ -461,15 +498,156 @@ void step_below(const Architecture& arch, const NestAnalysis& a, int level,
 
 }  // namespace
 
+void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                          NestAnalysis& a) {
+  const size_t n = static_cast<size_t>(op.num_dims());
+  const int L = arch.num_levels();
+  const auto Lu = static_cast<size_t>(L);
+  const Context cx{op, arch, mapping, n, a.tile_counts, a};
+  TrafficMemo& memo = a.memo;
+  const size_t nt = op.tensors().size();
+
+  // What changed since the previous call: the keep choices (then every
+  // boundary is rebuilt) and the lowest level whose scanned order differs.
+  bool keep_changed = !memo.valid;
+  int low = memo.valid ? L : 0;
+  if (memo.valid) {
+    for (size_t i = 0; i < Lu && !keep_changed; ++i)
+      keep_changed = memo.keep[i] != mapping.levels()[i].keep;
+    for (int i = 0; i < L && low == L; ++i)
+      if (!same_values(memo.orders[static_cast<size_t>(i)], scanned_order(cx, i))) low = i;
+  } else {
+    // A new tiling (or a new operator and architecture).
+    fill_trips(cx, memo.trips);
+    memo.levels_valid = false;
+  }
+  memo.orders.resize(Lu);
+  for (int i = low; i < L; ++i) memo.orders[static_cast<size_t>(i)] = scanned_order(cx, i);
+
+  if (keep_changed) {
+    memo.keep.resize(Lu);
+    for (size_t i = 0; i < Lu; ++i) memo.keep[i] = mapping.levels()[i].keep;
+    reshape(a.keeps, Lu, nt, char{0});
+    a.required_bytes.assign(Lu, 0.0);
+    for (int i = 0; i < L; ++i) {
+      if (!arch.levels()[static_cast<size_t>(i)].holds_data()) continue;
+      for (size_t t = 0; t < nt; ++t)
+        a.keeps[static_cast<size_t>(i)][t] = mapping.keeps(op, arch, i, static_cast<int>(t));
+      if (arch.levels()[static_cast<size_t>(i)].kind == LevelKind::kBuffer)
+        a.required_bytes[static_cast<size_t>(i)] =
+            kept_bytes(op, arch, mapping, i, a.span[static_cast<size_t>(i)]);
+    }
+    // Per tensor, the chain of levels keeping it, innermost first (DRAM
+    // always ends it), as boundaries from the MACs upwards.
+    memo.boundaries.resize(nt);
+    for (size_t t = 0; t < nt; ++t) {
+      auto& chain = memo.boundaries[t];
+      chain.reserve(Lu + 1);  // no moves of boundaries while it grows
+      size_t k = 0;
+      int child = -1;
+      for (int i = 0; i < L; ++i) {
+        if (!a.keeps[static_cast<size_t>(i)][t]) continue;
+        if (chain.size() <= k) chain.emplace_back();
+        chain[k].child = child;
+        chain[k].parent = i;
+        boundary_tiling(cx, t, chain[k]);
+        child = i;
+        ++k;
+      }
+      chain.resize(k);
+    }
+  }
+  memo.valid = true;
+
+  // The outputs: rebuilt whole after a keep change; otherwise only the
+  // tensors with a recomputed boundary are rewritten (their network sums
+  // re-added in the same order, so they are the same numbers).
+  if (keep_changed) {
+    reshape(a.traffic, Lu, nt, TensorTraffic{});
+    reshape(a.noc_down, Lu, nt, 0.0);
+    reshape(a.noc_up, Lu, nt, 0.0);
+    a.mac_traffic.resize(nt);
+  }
+  // Levels whose accounts a recomputed boundary touches: its child, its
+  // parent and the networks in between (bit i: level i).
+  std::uint64_t touched = keep_changed ? ~std::uint64_t{0} : 0;
+  for (size_t t = 0; t < nt; ++t) {
+    const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
+    bool changed = keep_changed;
+    for (Boundary& b : memo.boundaries[t]) {
+      // The scan read the orders of levels child+1..stop only (low == L:
+      // no order changed).
+      if (!keep_changed && !(low < L && b.stop >= low)) continue;
+      boundary_scan(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1), b);
+      boundary_result(cx, t, b);
+      changed = true;
+      for (int i = std::max(b.child, 0); i <= b.parent && i < 64; ++i)
+        touched |= std::uint64_t{1} << i;
+    }
+    if (!changed) continue;
+    for (size_t i = 0; i < Lu; ++i) a.noc_down[i][t] = a.noc_up[i][t] = 0;
+    for (const Boundary& b : memo.boundaries[t]) {
+      add_noc_traffic(b, is_output, t, a);
+      if (b.child < 0)
+        a.mac_traffic[t] = b.traffic;
+      else
+        a.traffic[static_cast<size_t>(b.child)][t] = b.traffic;
+    }
+  }
+  // The level accounts, for level_costs.
+  if (keep_changed) memo.below_valid = false;
+  memo.stale |= touched;
+}
+
+NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
+  NestAnalysis a;
+  analyse_into(op, arch, mapping, a);
+  return a;
+}
+
 void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& a,
                  std::vector<LevelCost>& out) {
-  out.resize(static_cast<size_t>(arch.num_levels()));
-  boost::container::small_vector<int, 8> below(op.tensors().size(), -1);
-  for (int i = 0; i < arch.num_levels(); ++i) {
-    out[static_cast<size_t>(i)] =
-        account_level(op, arch, a, i, below.data(), [](size_t, double, double) {});
-    step_below(arch, a, i, below);
+  const int L = arch.num_levels();
+  const auto Lu = static_cast<size_t>(L);
+  const size_t nt = op.tensors().size();
+  const TrafficMemo& m = a.memo;
+  if (!m.valid) {  // not from analyse_traffic_into: every level from scratch
+    out.resize(Lu);
+    boost::container::small_vector<int, 8> below(nt, -1);
+    for (int i = 0; i < L; ++i) {
+      out[static_cast<size_t>(i)] = account_level(a, i, level_constants(op, arch, i), below.data(),
+                                                  [](size_t, double, double) {});
+      step_below(arch, a, i, below);
+    }
+    return;
   }
+  // Along the stream: only the levels whose inputs changed since the last
+  // call (TrafficMemo::stale) are accounted again.
+  if (!m.levels_valid) {
+    m.levels.resize(Lu);
+    for (int i = 0; i < L; ++i) m.levels[static_cast<size_t>(i)] = level_constants(op, arch, i);
+    m.levels_valid = true;
+    m.stale = ~std::uint64_t{0};
+  }
+  if (!m.below_valid) {
+    m.below.assign(Lu * nt, -1);
+    boost::container::small_vector<int, 8> below(nt, -1);
+    for (int i = 0; i < L; ++i) {
+      std::copy(below.begin(), below.end(),
+                m.below.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(i) * nt));
+      step_below(arch, a, i, below);
+    }
+    m.costs.resize(Lu);
+    m.below_valid = true;
+    m.stale = ~std::uint64_t{0};
+  }
+  for (int i = 0; i < L; ++i)
+    if (i >= 64 || (m.stale >> i & 1))  // more than 64 levels: every one
+      m.costs[static_cast<size_t>(i)] = account_level(a, i, m.levels[static_cast<size_t>(i)],
+                                                      m.below.data() + static_cast<size_t>(i) * nt,
+                                                      [](size_t, double, double) {});
+  m.stale = 0;
+  out.assign(m.costs.begin(), m.costs.end());
 }
 
 std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& arch,
@@ -481,9 +659,10 @@ std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& 
     LevelMetrics lm;
     lm.level = l.name;
     const LevelCost cost =
-        account_level(op, arch, a, i, below.data(), [&](size_t t, double reads, double writes) {
-          lm.tensors.push_back(TensorAccess{op.tensors()[t].name, reads, writes});
-        });
+        account_level(a, i, level_constants(op, arch, i), below.data(),
+                      [&](size_t t, double reads, double writes) {
+                        lm.tensors.push_back(TensorAccess{op.tensors()[t].name, reads, writes});
+                      });
     lm.energy_pj = cost.energy_pj;
     lm.transfer_cycles = cost.transfer_cycles;
     if (l.kind == LevelKind::kBuffer) {

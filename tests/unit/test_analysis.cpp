@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <mapex/analysis.hpp>
+#include <mapex/constraints.hpp>
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
+#include <mapex/mapspace.hpp>
 
 #include "test_chips.hpp"
 
@@ -293,6 +295,103 @@ TEST(Analysis, ReadAndWritePortsLimitTheirOwnTraffic) {
   const RooflinePeak peak = roofline_peak(op, arch);
   EXPECT_DOUBLE_EQ(peak.cycles, 48);
   EXPECT_EQ(peak.bound_by, "DRAM");
+}
+
+// analyse_traffic_into along the enumeration stream keeps per-boundary
+// results (TrafficMemo) and recomputes only the boundaries whose reuse scan
+// reads a level whose order changed. Every field it writes, and the level
+// costs, must equal a from-scratch analysis on every mapping of a stream:
+// with a cluster level (its order is scanned too), and with keep choices
+// changed between two mappings of one tiling (every third mapping is
+// analysed a second time with L1 bypassing one tensor, then the stream
+// goes on).
+struct IncrementalCount {
+  std::uint64_t mappings = 0;
+  std::uint64_t order_only_changes = 0;
+};
+
+void expect_same_traffic(const Operator& op, const Architecture& arch, const NestAnalysis& kept,
+                         const NestAnalysis& full, const std::string& where) {
+  // The level accounts kept along the stream against those of the full
+  // analysis, assembled from scratch.
+  std::vector<LevelCost> costs;
+  level_costs(op, arch, kept, costs);
+  const std::vector<LevelMetrics> metrics = level_metrics(op, arch, full);
+  ASSERT_EQ(costs.size(), metrics.size());
+  for (size_t i = 0; i < costs.size(); ++i) {
+    EXPECT_EQ(costs[i].energy_pj, metrics[i].energy_pj) << where;
+    EXPECT_EQ(costs[i].transfer_cycles, metrics[i].transfer_cycles) << where;
+  }
+  for (size_t i = 0; i < full.traffic.size(); ++i)
+    for (size_t t = 0; t < full.traffic[i].size(); ++t) {
+      const TensorTraffic& x = kept.traffic[i][t];
+      const TensorTraffic& y = full.traffic[i][t];
+      EXPECT_EQ(x.fills, y.fills) << where;
+      EXPECT_EQ(x.parent_reads, y.parent_reads) << where;
+      EXPECT_EQ(x.updates, y.updates) << where;
+      EXPECT_EQ(x.parent_writes, y.parent_writes) << where;
+      EXPECT_EQ(kept.noc_down[i][t], full.noc_down[i][t]) << where;
+      EXPECT_EQ(kept.noc_up[i][t], full.noc_up[i][t]) << where;
+    }
+  for (size_t t = 0; t < full.mac_traffic.size(); ++t) {
+    EXPECT_EQ(kept.mac_traffic[t].fills, full.mac_traffic[t].fills) << where;
+    EXPECT_EQ(kept.mac_traffic[t].parent_reads, full.mac_traffic[t].parent_reads) << where;
+    EXPECT_EQ(kept.mac_traffic[t].updates, full.mac_traffic[t].updates) << where;
+    EXPECT_EQ(kept.mac_traffic[t].parent_writes, full.mac_traffic[t].parent_writes) << where;
+  }
+  EXPECT_EQ(kept.required_bytes, full.required_bytes) << where;
+  EXPECT_EQ(kept.keeps, full.keeps) << where;
+}
+
+IncrementalCount check_incremental(const Operator& op, const Architecture& arch,
+                                   const MapspaceOptions& options, std::uint64_t limit) {
+  const Mapspace space(op, arch, options);
+  Mapspace::Cursor cursor(space);
+  NestAnalysis kept;
+  Mapping m, tiled;
+  IncrementalCount c;
+  while (c.mappings < limit && cursor.next(m)) {
+    if (c.mappings == 0 || !same_tiling(tiled, m)) {
+      analyse_tiling_into(op, arch, m, kept);
+      tiled = m;
+    } else {
+      ++c.order_only_changes;
+    }
+    analyse_traffic_into(op, arch, m, kept);
+    expect_same_traffic(op, arch, kept, analyse(op, arch, m), m.summary(op, arch));
+    if (c.mappings % 3 == 2) {
+      Mapping bypass = m;
+      bypass.level(0).keep = {false, true, true};
+      analyse_traffic_into(op, arch, bypass, kept);
+      expect_same_traffic(op, arch, kept, analyse(op, arch, bypass), bypass.summary(op, arch));
+    }
+    ++c.mappings;
+    if (::testing::Test::HasFailure()) break;  // one mapping's report is enough
+  }
+  return c;
+}
+
+TEST(AnalysisIncremental, EqualsTheFullAnalysisAlongTheStreamAndAcrossKeepChanges) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 4, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+  const Architecture arch = chip({2, 2}, 256);
+  const IncrementalCount c = check_incremental(op, arch, MapspaceOptions{}, 20000);
+  // Both paths ran: new tilings and runs of loop orders of one tiling.
+  EXPECT_EQ(c.mappings, 20000u);
+  EXPECT_GT(c.order_only_changes, c.mappings / 2);
+  EXPECT_LT(c.order_only_changes, c.mappings - 10);
+}
+
+TEST(AnalysisIncremental, EqualsTheFullAnalysisAlongTheStreamWithAClusterLevel) {
+  const Operator op = make_gemm("g", 4, 6, 8);
+  const Architecture arch = chip({4}, 1 << 20);
+  ConstraintSpec spec;
+  LevelConstraintSpec pes;
+  pes.level = "PEs";
+  pes.cluster = ClusterConstraintSpec{};
+  spec.levels = {pes};
+  const IncrementalCount c = check_incremental(op, arch, resolve(spec, op, arch), 20000);
+  EXPECT_GT(c.mappings, 1000u);
+  EXPECT_GT(c.order_only_changes, c.mappings / 2);
 }
 
 }  // namespace

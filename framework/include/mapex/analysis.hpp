@@ -36,6 +36,76 @@ struct TensorTraffic {
   double parent_writes = 0;  ///< output words written into the parent (after reduction)
 };
 
+/// A level's energy and the cycles its bandwidth needs, as in level_metrics.
+struct LevelCost {
+  double transfer_cycles = 0;
+  double energy_pj = 0;
+};
+
+/// What analyse_traffic_into keeps on a NestAnalysis between two calls, so
+/// that the next mapping of the enumeration stream (same tiling, another
+/// loop order) recomputes only the boundaries whose reuse scan reads a
+/// level whose order changed. Internal state: analyse_tiling_into empties
+/// it, and the figures it gives equal a computation from scratch.
+struct TrafficMemo {
+  /// One tensor's boundary between data level `child` (-1: the MACs) and
+  /// the next level above that keeps the tensor.
+  struct Boundary {
+    int child = -1;
+    int parent = 0;
+    // From the tiling and the keep chain only.
+    double footprint = 1;          ///< words of one child tile
+    double distinct = 1;           ///< distinct (child instance, tile) pairs
+    double shared = 1;             ///< multicast/reduction factor up to the parent
+    double shared_if_reduced = 1;  ///< the same had every network reduced
+    boost::container::small_vector<std::pair<int, double>, 4> cumulative;
+    /// The reuse scan over the loops above the child: reuse_at[m * n + d]
+    /// is the reuse along d before the scan enters level m; `stop` is the
+    /// level where it met a loop indexing the tensor (the number of levels
+    /// when none did). Only the orders of levels child+1..stop were read.
+    /// Inline for up to 6 levels of 8 dimensions: a fresh analysis (analyse)
+    /// builds one per boundary, and heap vectors here made it 1.5 us slower.
+    boost::container::small_vector<double, 48> reuse_at;
+    boost::container::small_vector<double, 16> reuse;
+    int stop = 0;
+    TensorTraffic traffic;
+    double readback = 0;  ///< outputs: partial sums read back down
+  };
+  bool valid = false;
+  /// Per level, the loop order the scan reads (a spatial level's cluster
+  /// order; empty without a cluster level) and the keep choices.
+  std::vector<std::vector<DimId>> orders;
+  std::vector<std::vector<bool>> keep;
+  /// Per tensor: its MAC boundary, then one per level of its keep chain.
+  std::vector<std::vector<Boundary>> boundaries;
+  /// trips[m * n + d]: the trip count the reuse scan reads at level m along
+  /// d (a spatial level's cluster steps), divided out once per tiling.
+  std::vector<double> trips;
+  /// What a level's accounts take from the operator and the architecture
+  /// (energies per tensor, word widths, each port's bytes per cycle over
+  /// the level's instances), looked up once per tiling instead of once per
+  /// mapping (level_costs).
+  struct LevelConstants {
+    LevelKind kind = LevelKind::kBuffer;
+    double hop_energy_pj = 0;
+    boost::container::small_vector<double, 4> read_energy_pj, write_energy_pj, word_bytes;
+    bool has_port = false, has_read_port = false, has_write_port = false;
+    double port = 0, read_port = 0, write_port = 0;  // bytes per cycle
+  };
+  /// The level accounts are brought up to date by level_costs when it is
+  /// asked (a one-off analysis feeding level_metrics never needs them), so
+  /// the members below are mutable: a NestAnalysis is not shared between
+  /// threads. `levels` is rebuilt per tiling, `below[i * tensors + t]` (the
+  /// data level under level i that keeps t, -1: the MACs) per keep choice;
+  /// `stale` bit i: level i's costs need recomputing (a recomputed boundary
+  /// touched its child, its parent or a network in between).
+  mutable std::vector<LevelConstants> levels;
+  mutable std::vector<int> below;
+  mutable std::vector<LevelCost> costs;
+  mutable bool levels_valid = false, below_valid = false;
+  mutable std::uint64_t stale = ~std::uint64_t{0};
+};
+
 struct NestAnalysis {
   /// span[level][dim]: extent covered by one instance of the level.
   std::vector<std::vector<std::int64_t>> span;
@@ -76,6 +146,8 @@ struct NestAnalysis {
   /// bypassed tensor has no traffic at the level and crosses from the
   /// nearest keeping level below straight to the nearest one above.
   std::vector<std::vector<char>> keeps;
+  /// State of the incremental traffic analysis (TrafficMemo).
+  TrafficMemo memo;
 };
 
 /// Splits every extent of `parent` into chunks of `chunk`; when `parallel`
@@ -121,7 +193,10 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
 /// part was computed for a mapping with the same tiling (same_tiling).
 /// The enumeration streams every loop order of one tiling in a row
 /// (mapspace.hpp, Cursor), so a sweep redoes only this part for most
-/// mappings and gets the same numbers as analyse_into.
+/// mappings and gets the same numbers as analyse_into. Called again on the
+/// same `out` without a new tiling, it recomputes only the boundaries whose
+/// reuse reaches a level whose loop order changed (TrafficMemo): the cursor
+/// varies the outermost order fastest, so mostly DRAM's boundaries.
 void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                           NestAnalysis& out);
 /// Whether two mappings of one operator and architecture share the inputs of
@@ -146,11 +221,6 @@ RooflinePeak roofline_peak(const Operator& op, const Architecture& arch);
 /// and the buffer space required. One entry per architecture level.
 std::vector<LevelMetrics> level_metrics(const Operator& op, const Architecture& arch,
                                         const NestAnalysis& analysis);
-/// A level's energy and the cycles its bandwidth needs, as in level_metrics.
-struct LevelCost {
-  double transfer_cycles = 0;
-  double energy_pj = 0;
-};
 /// Only those two figures per level, into `out` (one entry per level),
 /// without assembling per-tensor accounts: the lean path of a sweep.
 void level_costs(const Operator& op, const Architecture& arch, const NestAnalysis& analysis,
