@@ -162,7 +162,7 @@ class BoundMdc final : public mapex::BoundCostModel {
                                      noc_floor_cycles_, step_bound_cycles(partial)});
     mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
     s.energy_pj += onchip_floor_pj_;
-    const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
+    const mapex::NestBound nest = mapex::nest_bound_any_dram_order(op_, arch_, partial);
     const auto dram = static_cast<std::size_t>(dram_);
     const bool fixed = nest.determined[dram];
     s.energy_pj += fixed ? nest.energy_pj[dram] : dram_floor_.energy_pj;

@@ -82,6 +82,7 @@ class BranchAndBound {
       // stays open, under the root's bound.
       stopped_ = true;
       open_bound_ = root_bound();
+      open_node_ = "the whole space";
     }
     for (std::size_t k = 0; k < space_.keep_choices() && !stopped_; ++k) {
       Mapping m = Mapping::trivial(op_, arch_);
@@ -250,7 +251,11 @@ class BranchAndBound {
   /// is left open is bounded only by the whole space's bound.
   void abandon() {
     stopped_ = true;
-    open_bound_ = std::min(open_bound_, root_bound());
+    const double root = root_bound();
+    if (root < open_bound_) {
+      open_bound_ = root;
+      open_node_ = "the whole space";
+    }
   }
 
   void apply(Mapping& m, const Stage& s, const Child& c) const {
@@ -308,7 +313,8 @@ class BranchAndBound {
       // stretch of the tree whose leaves are all pruned evaluates nothing.
       if (!stopped_ && ctx_.exhausted()) stopped_ = true;
       if (stopped_) {
-        open_bound_ = std::min(open_bound_, c.bound);
+        apply(m, s, c);
+        leave_open(c.bound, stage, m);
         continue;
       }
       apply(m, s, c);
@@ -340,11 +346,45 @@ class BranchAndBound {
         stopped_ = true;
         // The leaves the budget cut off stay open.
         for (std::size_t k = done; k < batch.size(); ++k)
-          open_bound_ = std::min(open_bound_, batch_bounds[k]);
+          leave_open(batch_bounds[k], stage, batch[k]);
       }
     }
     m = saved;
     if (s.order) order_fixed[static_cast<size_t>(s.level)] = 0;
+  }
+
+  /// A subtree the budget left unsearched: its bound may be the lowest
+  /// open one, and then where it stands in the tree is reported (what a
+  /// tighter bound would have to close).
+  void leave_open(double bound, std::size_t stage, const Mapping& m) {
+    if (!(bound < open_bound_)) return;
+    open_bound_ = bound;
+    std::ostringstream os;
+    const Stage& s = stages_[stage];
+    os << (s.order ? "order of " : "values of ")
+       << arch_.levels()[static_cast<size_t>(s.level)].name << " (stage " << stage + 1 << " of "
+       << stages_.size() << ")";
+    for (std::size_t k = 0; k <= stage; ++k) {
+      const Stage& f = stages_[k];
+      const auto& lm = m.level(f.level);
+      os << (k == 0 ? ": " : ", ") << arch_.levels()[static_cast<size_t>(f.level)].name;
+      if (f.order) {
+        os << " order ";
+        for (DimId d : lm.order) os << op_.dims()[static_cast<size_t>(d)].name;
+      } else {
+        os << (arch_.levels()[static_cast<size_t>(f.level)].kind == mapex::LevelKind::kSpatial
+                   ? " split "
+                   : " tile ");
+        const auto& v = values_of_const(f.level, lm);
+        for (std::size_t d = 0; d < v.size(); ++d) os << (d ? "x" : "") << v[d];
+      }
+    }
+    open_node_ = os.str();
+  }
+
+  const std::vector<std::int64_t>& values_of_const(int i, const mapex::LevelMapping& lm) const {
+    return arch_.levels()[static_cast<size_t>(i)].kind == mapex::LevelKind::kSpatial ? lm.split
+                                                                                     : lm.tile;
   }
 
   // --- the report --------------------------------------------------------------
@@ -378,6 +418,7 @@ class BranchAndBound {
       const double low = std::min(open_bound_, best);
       os << "gap " << (best > 0 ? 100.0 * (best - low) / best : 0.0) << "% (best " << best
          << ", lowest open bound " << low << ")";
+      if (!open_node_.empty() && open_bound_ < best) os << "; lowest open node: " << open_node_;
     }
     os << "; " << statistics();
     return {false, os.str()};
@@ -395,6 +436,7 @@ class BranchAndBound {
   bool stopped_ = false;
   bool too_wide_ = false;
   double open_bound_ = kInf;
+  std::string open_node_;
   std::uint64_t nodes_ = 0, nodes_capacity_ = 0, nodes_bound_ = 0, nodes_reuse_ = 0;
   BigInt pruned_capacity_ = 0, pruned_bound_ = 0, pruned_reuse_ = 0;
 };
