@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <mapex/analysis.hpp>
 #include <mapex/bounds.hpp>
 #include <mapex/error.hpp>
@@ -178,8 +179,8 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// the splits, the spans below them and the orders of the data levels
   /// above L1, never L1's own order (a PE's point loops carry no reuse in
   /// MAESTRO), and the off-chip part needs DRAM's traffic determined. Every
-  /// completion then has this value, so it bounds them all. Nothing when
-  /// the completion is invalid (the caller falls back on the floors).
+  /// completion then has this value, so it bounds them all; infinite when
+  /// it is invalid, since every completion is then invalid too.
   std::optional<mapex::Score> exact_bound(const mapex::PartialMapping& partial) const {
     if (partial.first_fixed > 0) return std::nullopt;
     for (int j = l1_ + 1; j < arch_.num_levels(); ++j)
@@ -188,7 +189,13 @@ class BoundMdc final : public mapex::BoundCostModel {
             partial.order_fixed[static_cast<std::size_t>(j)]))
         return std::nullopt;
     const mapex::Metrics m = evaluate(*partial.mapping);
-    if (!m.valid) return std::nullopt;
+    // Invalid whatever L1's order (a capacity, a split or a lowering the
+    // model refuses, none of which reads it): no completion is valid, so no
+    // completion beats any mapping.
+    if (!m.valid) {
+      constexpr double kNone = std::numeric_limits<double>::infinity();
+      return mapex::Score{true, kNone, kNone};
+    }
     return mapex::Score{true, m.latency_cycles, m.energy_pj};
   }
 

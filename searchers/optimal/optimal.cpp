@@ -58,7 +58,7 @@ constexpr std::uint64_t kMaxLevelCombinations = std::uint64_t{1} << 20;
 class BranchAndBound {
  public:
   BranchAndBound(mapex::SearchContext& ctx, bool reuse_orders, bool count_pruned,
-                 std::int64_t seed_samples)
+                 std::int64_t seed_samples, std::int64_t max_nodes)
       : ctx_(ctx),
         space_(ctx.mapspace()),
         op_(ctx.op()),
@@ -66,6 +66,7 @@ class BranchAndBound {
         reuse_orders_(reuse_orders),
         count_pruned_(count_pruned),
         seed_samples_(seed_samples),
+        max_nodes_(static_cast<std::uint64_t>(std::max<std::int64_t>(max_nodes, 0))),
         relevant_(optimal::relevant_dims(ctx.op())) {
     build_stages();
   }
@@ -77,7 +78,7 @@ class BranchAndBound {
                               "enumeration does not cover (use exhaustive)");
     const int L = arch_.num_levels();
     seed_incumbent();
-    if (ctx_.exhausted()) {
+    if (out_of_budget()) {
       // The budget ran out before the tree was entered: the whole space
       // stays open, under the root's bound.
       stopped_ = true;
@@ -199,7 +200,7 @@ class BranchAndBound {
     for (std::uint64_t visited = 1;; ++visited) {
       // Enumerating a wide level evaluates nothing: the budget and a stop
       // request are checked here too.
-      if (visited % 4096 == 0 && ctx_.exhausted()) {
+      if (visited % 4096 == 0 && out_of_budget()) {
         abandon();
         break;
       }
@@ -268,7 +269,8 @@ class BranchAndBound {
   /// The model's bound of each child as an objective value, in parallel
   /// (each on its own copy of the mapping); 0 when the model has none.
   void bound_children(const Mapping& m, const Stage& s, int first_fixed,
-                      const std::vector<char>& order_fixed, std::vector<Child>& children) const {
+                      const std::vector<char>& order_fixed, std::vector<Child>& children) {
+    bounded_ += children.size();
     tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
       thread_local Mapping scratch;
       scratch = m;
@@ -282,6 +284,13 @@ class BranchAndBound {
   }
 
   // --- the descent ------------------------------------------------------------
+
+  /// The context's budget (evaluations, time, a stop request) or the
+  /// searcher's own budget of bounded nodes (`max_nodes`), which, unlike
+  /// time, gives the same search on any machine under any load.
+  bool out_of_budget() const {
+    return ctx_.exhausted() || (max_nodes_ > 0 && bounded_ >= max_nodes_);
+  }
 
   double incumbent() const { return ctx_.best_mapping() ? ctx_.best_value() : kInf; }
   bool dominated(double bound) const { return bound >= incumbent() * (1 - kTolerance); }
@@ -311,7 +320,7 @@ class BranchAndBound {
       const Child& c = children[k];
       // The budget is checked per child, not only after evaluations: a
       // stretch of the tree whose leaves are all pruned evaluates nothing.
-      if (!stopped_ && ctx_.exhausted()) stopped_ = true;
+      if (!stopped_ && out_of_budget()) stopped_ = true;
       if (stopped_) {
         apply(m, s, c);
         leave_open(c.bound, stage, m);
@@ -342,7 +351,7 @@ class BranchAndBound {
     }
     if (!batch.empty()) {
       const auto done = ctx_.evaluate(batch).size();
-      if (ctx_.exhausted()) {
+      if (out_of_budget()) {
         stopped_ = true;
         // The leaves the budget cut off stay open.
         for (std::size_t k = done; k < batch.size(); ++k)
@@ -397,7 +406,7 @@ class BranchAndBound {
       os << "; pruned mappings: capacity=" << mapex::format_count(pruned_capacity_)
          << " bound=" << mapex::format_count(pruned_bound_)
          << " reuse_orders=" << mapex::format_count(pruned_reuse_);
-    os << "; nodes=" << nodes_;
+    os << "; nodes=" << nodes_ << " bounded=" << bounded_;
     return os.str();
   }
 
@@ -431,6 +440,8 @@ class BranchAndBound {
   bool reuse_orders_;
   bool count_pruned_;
   std::int64_t seed_samples_;
+  std::uint64_t max_nodes_;
+  std::uint64_t bounded_ = 0;  // children bounded so far (max_nodes)
   std::vector<std::uint32_t> relevant_;
   std::vector<Stage> stages_;
   bool stopped_ = false;
@@ -446,10 +457,11 @@ class Optimal final : public mapex::Searcher {
   explicit Optimal(const mapex::Params& params)
       : reuse_orders_(params.get_bool("reuse_orders")),
         count_pruned_(params.get_bool("count_pruned")),
-        seed_samples_(params.get_int("seed_samples")) {}
+        seed_samples_(params.get_int("seed_samples")),
+        max_nodes_(params.get_int("max_nodes")) {}
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
-    BranchAndBound bb(ctx, reuse_orders_, count_pruned_, seed_samples_);
+    BranchAndBound bb(ctx, reuse_orders_, count_pruned_, seed_samples_, max_nodes_);
     return bb.run();
   }
 
@@ -457,6 +469,7 @@ class Optimal final : public mapex::Searcher {
   bool reuse_orders_;
   bool count_pruned_;
   std::int64_t seed_samples_;
+  std::int64_t max_nodes_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -466,6 +479,8 @@ const mapex::ParamSpec kParams[] = {
      "Count exactly how many mappings each rule prunes (costs a count per pruned subtree)."},
     {"seed_samples", mapex::ParamType::kInt, "256",
      "Uniform samples whose best, improved by greedy descent, is the first incumbent (0: none)."},
+    {"max_nodes", mapex::ParamType::kInt, "0",
+     "Budget of nodes bounded (0: none); the same search on any machine, unlike a time budget."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new Optimal(params); }
