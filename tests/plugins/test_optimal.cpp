@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <limits>
@@ -176,6 +177,44 @@ TEST(OptimalBounds, TensorCentricNeverAboveTheBestCompletion) {
   expect_bounds_below_completions("tensor_centric", small_gemm());
 }
 
+/// DRAM's traffic once the L2 tile is fixed and DRAM's order is not: the
+/// minimum over every order of DRAM's loops, by brute force over all
+/// permutations (one-trip loops included), equals the bound's figure.
+TEST(OptimalBounds, DramBoundIsTheCheapestDramOrder) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 8, 4, 6, 6, 3, 3});
+  const Architecture arch =
+      Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/marvel_p2.yaml");
+  MapspaceOptions options;
+  options.factors_only = true;
+  const Mapspace space(op, arch, options);
+  std::mt19937_64 rng(3);
+  int checked = 0;
+  for (int k = 0; k < 20; ++k) {
+    auto m = space.sample(rng, 50);
+    if (!m) continue;
+    const int dram = arch.num_levels() - 1;
+    const PartialMapping free_order{&*m, 2, {0, 0, 0, 0}};
+    const NestBound any = nest_bound_any_dram_order(op, arch, free_order);
+    ASSERT_TRUE(any.determined[static_cast<size_t>(dram)]);
+    double energy = std::numeric_limits<double>::infinity(), cycles = energy;
+    std::vector<DimId> order(static_cast<size_t>(op.num_dims()));
+    for (DimId d = 0; d < op.num_dims(); ++d) order[static_cast<size_t>(d)] = d;
+    Mapping trial = *m;
+    do {
+      trial.level(dram).order = order;
+      const NestBound fixed = nest_bound(op, arch, PartialMapping{&trial, 2, {0, 0, 0, 1}});
+      ASSERT_TRUE(fixed.determined[static_cast<size_t>(dram)]);
+      energy = std::min(energy, fixed.energy_pj[static_cast<size_t>(dram)]);
+      cycles = std::min(cycles, fixed.transfer_cycles[static_cast<size_t>(dram)]);
+    } while (std::next_permutation(order.begin(), order.end()));
+    EXPECT_NEAR(any.energy_pj[static_cast<size_t>(dram)], energy, 1e-9 * energy);
+    EXPECT_NEAR(any.transfer_cycles[static_cast<size_t>(dram)], cycles, 1e-9 * cycles + 1e-9);
+    EXPECT_GT(energy, 0);
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+}
+
 /// Real-sized layers, where exhaustive cannot go: for uniformly drawn
 /// mappings of Marvel-style spaces, and for the local optima greedy descent
 /// reaches from some of them (where the bound comes close: first fills,
@@ -321,6 +360,23 @@ TEST(Optimal, SameResultAtOneAndTwoThreads) {
     EXPECT_EQ(one.mapping_yaml, two.mapping_yaml);
     EXPECT_EQ(one.evaluations, two.evaluations);
     EXPECT_EQ(one.stop_reason, two.stop_reason);
+  }
+}
+
+/// A budget of bounded nodes stops the search at the same place on any
+/// machine and at any thread count, with the gap and the open node.
+TEST(Optimal, ANodeBudgetStopsTheSameSearchAtOneAndTwoThreads) {
+  for (Objective o : {Objective::kLatency, Objective::kEnergy}) {
+    const std::map<std::string, std::string> params{{"max_nodes", "40"}, {"seed_samples", "0"}};
+    const JobResult one = run("optimal", "mdc", small_conv(), o, 1, params);
+    const JobResult two = run("optimal", "mdc", small_conv(), o, 2, params);
+    ASSERT_EQ(one.status, JobStatus::kOk) << one.error;
+    EXPECT_FALSE(one.complete);
+    EXPECT_EQ(one.stop_reason.substr(0, 12), "budget; gap ") << one.stop_reason;
+    EXPECT_NE(one.stop_reason.find("lowest open node: "), std::string::npos) << one.stop_reason;
+    EXPECT_EQ(one.stop_reason, two.stop_reason);
+    EXPECT_EQ(one.mapping_yaml, two.mapping_yaml);
+    EXPECT_EQ(one.evaluations, two.evaluations);
   }
 }
 
