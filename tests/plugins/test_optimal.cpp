@@ -367,10 +367,10 @@ TEST(Optimal, SameResultAtOneAndTwoThreads) {
 /// machine and at any thread count, with the gap and the open node.
 TEST(Optimal, ANodeBudgetStopsTheSameSearchAtOneAndTwoThreads) {
   for (Objective o : {Objective::kLatency, Objective::kEnergy}) {
-    const std::map<std::string, std::string> params{{"max_nodes", "40"}, {"seed_samples", "0"}};
+    const std::map<std::string, std::string> params{{"max_nodes", "60"}, {"seed_samples", "16"}};
     const JobResult one = run("optimal", "mdc", small_conv(), o, 1, params);
     const JobResult two = run("optimal", "mdc", small_conv(), o, 2, params);
-    ASSERT_EQ(one.status, JobStatus::kOk) << one.error;
+    ASSERT_EQ(one.status, JobStatus::kOk) << one.error << one.stop_reason;
     EXPECT_FALSE(one.complete);
     EXPECT_EQ(one.stop_reason.substr(0, 12), "budget; gap ") << one.stop_reason;
     EXPECT_NE(one.stop_reason.find("lowest open node: "), std::string::npos) << one.stop_reason;
