@@ -162,7 +162,7 @@ class BoundMdc final : public mapex::BoundCostModel {
     const double compute = std::max({mapex::compute_cycles_bound(op_, arch_, partial),
                                      noc_floor_cycles_, step_bound_cycles(partial)});
     mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
-    s.energy_pj += onchip_floor_pj_;
+    s.energy_pj += onchip_floor_pj_ + output_writes_above_floor_pj(partial);
     const mapex::NestBound nest = mapex::nest_bound_any_dram_order(op_, arch_, partial);
     const auto dram = static_cast<std::size_t>(dram_);
     const bool fixed = nest.determined[dram];
@@ -197,6 +197,28 @@ class BoundMdc final : public mapex::BoundCostModel {
       return mapex::Score{true, kNone, kNone};
     }
     return mapex::Score{true, m.latency_cycles, m.energy_pj};
+  }
+
+  /// The energy of the output's L2 writes above its floor once every tile
+  /// and split is fixed, whatever the orders (engine.cpp, `outputs`: every
+  /// case, with work or not, writes its egress to L2). A case's egress is
+  /// its output tile, which depends only on where each directive stands
+  /// (first, steady, edge), not on which one moved; and the cases of a loop
+  /// nest are the same multiset of those positions in any order of its
+  /// loops. So the sum is the same for every completion and is read off any
+  /// one of them. With the reduction dimensions split finely, outputs are
+  /// written to L2 once per step over C, R and S, far above the floor of
+  /// once per word. 0 before the tiles are fixed or when that completion
+  /// is invalid.
+  double output_writes_above_floor_pj(const mapex::PartialMapping& partial) const {
+    if (partial.first_fixed > 0 || l2_ == l1_) return 0;
+    const mapex::Metrics m = evaluate(*partial.mapping);
+    if (!m.valid) return 0;
+    const auto& tensors = m.levels[static_cast<std::size_t>(l2_)].tensors;
+    if (tensors.empty() || tensors.back().tensor != names_[2]) return 0;
+    const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
+    return std::max(0.0, tensors.back().writes - output_floor_words_) *
+           l2.write_energy_of(names_[2]);
   }
 
   /// MAESTRO's runtime once every tile and split is fixed, whatever the
@@ -269,6 +291,7 @@ class BoundMdc final : public mapex::BoundCostModel {
       const double w = words[t];
       if (tensor.role == mapex::TensorRole::kOutput) {
         out_words += w;
+        output_floor_words_ = w;
         if (l2_ != l1_)
           onchip_floor_pj_ +=
               w * (l2.read_energy_of(tensor.name) + l2.write_energy_of(tensor.name));
@@ -447,6 +470,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   std::vector<char> window_filter_;
   double onchip_floor_pj_ = 0;
   double noc_floor_cycles_ = 0;
+  double output_floor_words_ = 0;  // the output's L2 writes counted in the floor
 };
 
 class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator {
