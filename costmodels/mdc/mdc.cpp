@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 #include <mapex/analysis.hpp>
 #include <mapex/bounds.hpp>
@@ -162,7 +163,9 @@ class BoundMdc final : public mapex::BoundCostModel {
     const double compute = std::max({mapex::compute_cycles_bound(op_, arch_, partial),
                                      noc_floor_cycles_, step_bound_cycles(partial)});
     mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
-    s.energy_pj += onchip_floor_pj_ + output_writes_above_floor_pj(partial);
+    const double output_writes = output_writes_above_floor_pj(partial);
+    if (std::isinf(output_writes)) return mapex::Score{true, output_writes, output_writes};
+    s.energy_pj += onchip_floor_pj_ + output_writes;
     const mapex::NestBound nest = mapex::nest_bound_any_dram_order(op_, arch_, partial);
     const auto dram = static_cast<std::size_t>(dram_);
     const bool fixed = nest.determined[dram];
@@ -208,12 +211,15 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// loops. So the sum is the same for every completion and is read off any
   /// one of them. With the reduction dimensions split finely, outputs are
   /// written to L2 once per step over C, R and S, far above the floor of
-  /// once per word. 0 before the tiles are fixed or when that completion
-  /// is invalid.
+  /// once per word. 0 before the tiles are fixed. Infinite when that
+  /// completion is invalid: what makes a mapping invalid under mdc (the
+  /// tiles' sizes against L1 and L2, which MAESTRO takes from the first,
+  /// all-Init case; a split or a lowering it refuses) reads no order, so no
+  /// completion is valid.
   double output_writes_above_floor_pj(const mapex::PartialMapping& partial) const {
     if (partial.first_fixed > 0 || l2_ == l1_) return 0;
     const mapex::Metrics m = evaluate(*partial.mapping);
-    if (!m.valid) return 0;
+    if (!m.valid) return std::numeric_limits<double>::infinity();
     const auto& tensors = m.levels[static_cast<std::size_t>(l2_)].tensors;
     if (tensors.empty() || tensors.back().tensor != names_[2]) return 0;
     const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
