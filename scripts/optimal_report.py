@@ -236,7 +236,10 @@ def report(rows, cpu):
             "Per searcher, its objective value over the best `optimal` found on the same "
             "layer: on the proven layers this is the distance from the true optimum of the "
             "space; on the others it is against a mapping that is not proven optimal (a "
-            "ratio below 1 means the heuristic beat what `optimal` found in its budget).", "",
+            "ratio below 1 means the heuristic beat what `optimal` found in its budget). "
+            "These distances hold for the heuristics' budget in the experiments (at most 1000 "
+            "evaluations each); a searcher that evaluates fast, such as flash, does better "
+            "with more.", "",
             "| experiment | searcher | proven layers: geomean / max distance | "
             "unproven layers: geomean ratio to optimal's best |",
             "| --- | --- | --- | --- |"]
