@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
 #include <mapex/analysis.hpp>
 #include <mapex/bounds.hpp>
 #include <mapex/error.hpp>
@@ -161,8 +163,10 @@ class BoundMdc final : public mapex::BoundCostModel {
     const double compute = std::max({mapex::compute_cycles_bound(op_, arch_, partial),
                                      noc_floor_cycles_, step_bound_cycles(partial)});
     mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
-    s.energy_pj += onchip_floor_pj_;
-    const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
+    const double output_writes = output_writes_above_floor_pj(partial);
+    if (std::isinf(output_writes)) return mapex::Score{true, output_writes, output_writes};
+    s.energy_pj += onchip_floor_pj_ + output_writes;
+    const mapex::NestBound nest = mapex::nest_bound_any_dram_order(op_, arch_, partial);
     const auto dram = static_cast<std::size_t>(dram_);
     const bool fixed = nest.determined[dram];
     s.energy_pj += fixed ? nest.energy_pj[dram] : dram_floor_.energy_pj;
@@ -178,8 +182,8 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// the splits, the spans below them and the orders of the data levels
   /// above L1, never L1's own order (a PE's point loops carry no reuse in
   /// MAESTRO), and the off-chip part needs DRAM's traffic determined. Every
-  /// completion then has this value, so it bounds them all. Nothing when
-  /// the completion is invalid (the caller falls back on the floors).
+  /// completion then has this value, so it bounds them all; infinite when
+  /// it is invalid, since every completion is then invalid too.
   std::optional<mapex::Score> exact_bound(const mapex::PartialMapping& partial) const {
     if (partial.first_fixed > 0) return std::nullopt;
     for (int j = l1_ + 1; j < arch_.num_levels(); ++j)
@@ -188,8 +192,39 @@ class BoundMdc final : public mapex::BoundCostModel {
             partial.order_fixed[static_cast<std::size_t>(j)]))
         return std::nullopt;
     const mapex::Metrics m = evaluate(*partial.mapping);
-    if (!m.valid) return std::nullopt;
+    // Invalid whatever L1's order (a capacity, a split or a lowering the
+    // model refuses, none of which reads it): no completion is valid, so no
+    // completion beats any mapping.
+    if (!m.valid) {
+      constexpr double kNone = std::numeric_limits<double>::infinity();
+      return mapex::Score{true, kNone, kNone};
+    }
     return mapex::Score{true, m.latency_cycles, m.energy_pj};
+  }
+
+  /// The energy of the output's L2 writes above its floor once every tile
+  /// and split is fixed, whatever the orders (engine.cpp, `outputs`: every
+  /// case, with work or not, writes its egress to L2). A case's egress is
+  /// its output tile, which depends only on where each directive stands
+  /// (first, steady, edge), not on which one moved; and the cases of a loop
+  /// nest are the same multiset of those positions in any order of its
+  /// loops. So the sum is the same for every completion and is read off any
+  /// one of them. With the reduction dimensions split finely, outputs are
+  /// written to L2 once per step over C, R and S, far above the floor of
+  /// once per word. 0 before the tiles are fixed. Infinite when that
+  /// completion is invalid: what makes a mapping invalid under mdc (the
+  /// tiles' sizes against L1 and L2, which MAESTRO takes from the first,
+  /// all-Init case; a split or a lowering it refuses) reads no order, so no
+  /// completion is valid.
+  double output_writes_above_floor_pj(const mapex::PartialMapping& partial) const {
+    if (partial.first_fixed > 0 || l2_ == l1_) return 0;
+    const mapex::Metrics m = evaluate(*partial.mapping);
+    if (!m.valid) return std::numeric_limits<double>::infinity();
+    const auto& tensors = m.levels[static_cast<std::size_t>(l2_)].tensors;
+    if (tensors.empty() || tensors.back().tensor != names_[2]) return 0;
+    const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
+    return std::max(0.0, tensors.back().writes - output_floor_words_) *
+           l2.write_energy_of(names_[2]);
   }
 
   /// MAESTRO's runtime once every tile and split is fixed, whatever the
@@ -262,6 +297,7 @@ class BoundMdc final : public mapex::BoundCostModel {
       const double w = words[t];
       if (tensor.role == mapex::TensorRole::kOutput) {
         out_words += w;
+        output_floor_words_ = w;
         if (l2_ != l1_)
           onchip_floor_pj_ +=
               w * (l2.read_energy_of(tensor.name) + l2.write_energy_of(tensor.name));
@@ -440,6 +476,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   std::vector<char> window_filter_;
   double onchip_floor_pj_ = 0;
   double noc_floor_cycles_ = 0;
+  double output_floor_words_ = 0;  // the output's L2 writes counted in the floor
 };
 
 class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator {

@@ -71,7 +71,7 @@ class BoundRoofline final : public mapex::BoundCostModel {
   // fixed levels already determine at its exact cost. Every other level adds
   // non-negative energy and can only raise the maximum.
   std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
-    const mapex::NestBound nest = mapex::nest_bound(op_, arch_, partial);
+    const mapex::NestBound nest = mapex::nest_bound_any_dram_order(op_, arch_, partial);
     mapex::Score s{true, mapex::compute_cycles_bound(op_, arch_, partial),
                    static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
     for (std::size_t i = 0; i < nest.energy_pj.size(); ++i) {

@@ -1,6 +1,8 @@
 // Lower bounds of partial mappings shared by the loop-nest cost models
 // (mapex/bounds.hpp; issue 22).
 
+#include <algorithm>
+#include <cstdint>
 #include <mapex/analysis.hpp>
 #include <mapex/bounds.hpp>
 
@@ -84,6 +86,98 @@ NestBound nest_bound(const Operator& op, const Architecture& arch, const Partial
     out.energy_pj[i] = costs[i].energy_pj;
     out.transfer_cycles[i] = costs[i].transfer_cycles;
   }
+  return out;
+}
+
+namespace {
+
+/// Per tensor, the dimensions its subscripts read (bit d: dimension d).
+std::vector<std::uint32_t> relevant_masks(const Operator& op) {
+  std::vector<std::uint32_t> out;
+  for (const auto& t : op.tensors()) {
+    std::uint32_t mask = 0;
+    for (const auto& e : t.subscripts)
+      for (const auto& term : e.terms)
+        if (term.coeff != 0) mask |= 1u << term.dim;
+    out.push_back(mask);
+  }
+  return out;
+}
+
+/// Per tensor, its innermost relevant loop of `loops` (outermost first)
+/// and the loops inside it: what decides its refetches and its window's
+/// overlap in the loop-nest analysis.
+std::vector<std::uint32_t> reuse_class(const std::vector<DimId>& loops,
+                                       const std::vector<std::uint32_t>& relevant) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t rel : relevant) {
+    std::uint32_t inside = 0, innermost = 32;
+    for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+      const auto d = static_cast<std::uint32_t>(*it);
+      if (rel >> d & 1u) {
+        innermost = d;
+        break;
+      }
+      inside |= 1u << d;
+    }
+    out.push_back(innermost);
+    out.push_back(inside);
+  }
+  return out;
+}
+
+}  // namespace
+
+NestBound nest_bound_any_dram_order(const Operator& op, const Architecture& arch,
+                                    const PartialMapping& partial, int max_loops) {
+  NestBound out = nest_bound(op, arch, partial);
+  const int top = arch.num_levels() - 1;
+  const auto t = static_cast<size_t>(top);
+  if (out.determined[t] || !default_keep(arch, *partial.mapping)) return out;
+  if (t < partial.order_fixed.size() && partial.order_fixed[t]) return out;
+  int below = top - 1;
+  while (below >= 0 && !arch.levels()[static_cast<size_t>(below)].holds_data()) --below;
+  if (below < 0 || partial.first_fixed > below) return out;
+  // DRAM's loops of more than one trip run over the tile below it.
+  const auto child = partial.mapping->span(op, arch, top - 1);
+  std::vector<DimId> loops;
+  for (DimId d = 0; d < op.num_dims(); ++d)
+    if (child[static_cast<size_t>(d)] < op.dims()[static_cast<size_t>(d)].bound) loops.push_back(d);
+  if (static_cast<int>(loops.size()) > max_loops) return out;
+  const auto relevant = relevant_masks(op);
+  std::vector<std::vector<std::uint32_t>> seen;
+  thread_local Mapping scratch;
+  scratch = *partial.mapping;
+  PartialMapping p{&scratch, partial.first_fixed, partial.order_fixed};
+  p.order_fixed.resize(t + 1, 0);
+  p.order_fixed[t] = 1;
+  std::vector<double> energy(t + 1, -1), cycles(t + 1, -1);
+  std::vector<char> determined(t + 1, 0);
+  std::sort(loops.begin(), loops.end());
+  do {
+    auto cls = reuse_class(loops, relevant);
+    if (std::find(seen.begin(), seen.end(), cls) != seen.end()) continue;
+    seen.push_back(std::move(cls));
+    // The one-trip loops outermost, then this permutation.
+    auto& order = scratch.level(top).order;
+    order.clear();
+    for (DimId d = 0; d < op.num_dims(); ++d)
+      if (std::find(loops.begin(), loops.end(), d) == loops.end()) order.push_back(d);
+    order.insert(order.end(), loops.begin(), loops.end());
+    const NestBound b = nest_bound(op, arch, p);
+    for (size_t i = 0; i <= t; ++i) {
+      if (!b.determined[i] || out.determined[i]) continue;
+      determined[i] = 1;
+      energy[i] = energy[i] < 0 ? b.energy_pj[i] : std::min(energy[i], b.energy_pj[i]);
+      cycles[i] = cycles[i] < 0 ? b.transfer_cycles[i] : std::min(cycles[i], b.transfer_cycles[i]);
+    }
+  } while (std::next_permutation(loops.begin(), loops.end()));
+  for (size_t i = 0; i <= t; ++i)
+    if (determined[i]) {
+      out.determined[i] = 1;
+      out.energy_pj[i] = energy[i];
+      out.transfer_cycles[i] = cycles[i];
+    }
   return out;
 }
 

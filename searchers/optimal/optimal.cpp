@@ -58,7 +58,7 @@ constexpr std::uint64_t kMaxLevelCombinations = std::uint64_t{1} << 20;
 class BranchAndBound {
  public:
   BranchAndBound(mapex::SearchContext& ctx, bool reuse_orders, bool count_pruned,
-                 std::int64_t seed_samples)
+                 std::int64_t seed_samples, std::int64_t max_nodes)
       : ctx_(ctx),
         space_(ctx.mapspace()),
         op_(ctx.op()),
@@ -66,6 +66,7 @@ class BranchAndBound {
         reuse_orders_(reuse_orders),
         count_pruned_(count_pruned),
         seed_samples_(seed_samples),
+        max_nodes_(static_cast<std::uint64_t>(std::max<std::int64_t>(max_nodes, 0))),
         relevant_(optimal::relevant_dims(ctx.op())) {
     build_stages();
   }
@@ -77,11 +78,12 @@ class BranchAndBound {
                               "enumeration does not cover (use exhaustive)");
     const int L = arch_.num_levels();
     seed_incumbent();
-    if (ctx_.exhausted()) {
+    if (out_of_budget()) {
       // The budget ran out before the tree was entered: the whole space
       // stays open, under the root's bound.
       stopped_ = true;
       open_bound_ = root_bound();
+      open_node_ = "the whole space";
     }
     for (std::size_t k = 0; k < space_.keep_choices() && !stopped_; ++k) {
       Mapping m = Mapping::trivial(op_, arch_);
@@ -198,7 +200,7 @@ class BranchAndBound {
     for (std::uint64_t visited = 1;; ++visited) {
       // Enumerating a wide level evaluates nothing: the budget and a stop
       // request are checked here too.
-      if (visited % 4096 == 0 && ctx_.exhausted()) {
+      if (visited % 4096 == 0 && out_of_budget()) {
         abandon();
         break;
       }
@@ -250,7 +252,11 @@ class BranchAndBound {
   /// is left open is bounded only by the whole space's bound.
   void abandon() {
     stopped_ = true;
-    open_bound_ = std::min(open_bound_, root_bound());
+    const double root = root_bound();
+    if (root < open_bound_) {
+      open_bound_ = root;
+      open_node_ = "the whole space";
+    }
   }
 
   void apply(Mapping& m, const Stage& s, const Child& c) const {
@@ -263,7 +269,8 @@ class BranchAndBound {
   /// The model's bound of each child as an objective value, in parallel
   /// (each on its own copy of the mapping); 0 when the model has none.
   void bound_children(const Mapping& m, const Stage& s, int first_fixed,
-                      const std::vector<char>& order_fixed, std::vector<Child>& children) const {
+                      const std::vector<char>& order_fixed, std::vector<Child>& children) {
+    bounded_ += children.size();
     tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
       thread_local Mapping scratch;
       scratch = m;
@@ -277,6 +284,13 @@ class BranchAndBound {
   }
 
   // --- the descent ------------------------------------------------------------
+
+  /// The context's budget (evaluations, time, a stop request) or the
+  /// searcher's own budget of bounded nodes (`max_nodes`), which, unlike
+  /// time, gives the same search on any machine under any load.
+  bool out_of_budget() const {
+    return ctx_.exhausted() || (max_nodes_ > 0 && bounded_ >= max_nodes_);
+  }
 
   double incumbent() const { return ctx_.best_mapping() ? ctx_.best_value() : kInf; }
   bool dominated(double bound) const { return bound >= incumbent() * (1 - kTolerance); }
@@ -306,9 +320,10 @@ class BranchAndBound {
       const Child& c = children[k];
       // The budget is checked per child, not only after evaluations: a
       // stretch of the tree whose leaves are all pruned evaluates nothing.
-      if (!stopped_ && ctx_.exhausted()) stopped_ = true;
+      if (!stopped_ && out_of_budget()) stopped_ = true;
       if (stopped_) {
-        open_bound_ = std::min(open_bound_, c.bound);
+        apply(m, s, c);
+        leave_open(c.bound, stage, m);
         continue;
       }
       apply(m, s, c);
@@ -336,15 +351,49 @@ class BranchAndBound {
     }
     if (!batch.empty()) {
       const auto done = ctx_.evaluate(batch).size();
-      if (ctx_.exhausted()) {
+      if (out_of_budget()) {
         stopped_ = true;
         // The leaves the budget cut off stay open.
         for (std::size_t k = done; k < batch.size(); ++k)
-          open_bound_ = std::min(open_bound_, batch_bounds[k]);
+          leave_open(batch_bounds[k], stage, batch[k]);
       }
     }
     m = saved;
     if (s.order) order_fixed[static_cast<size_t>(s.level)] = 0;
+  }
+
+  /// A subtree the budget left unsearched: its bound may be the lowest
+  /// open one, and then where it stands in the tree is reported (what a
+  /// tighter bound would have to close).
+  void leave_open(double bound, std::size_t stage, const Mapping& m) {
+    if (!(bound < open_bound_)) return;
+    open_bound_ = bound;
+    std::ostringstream os;
+    const Stage& s = stages_[stage];
+    os << (s.order ? "order of " : "values of ")
+       << arch_.levels()[static_cast<size_t>(s.level)].name << " (stage " << stage + 1 << " of "
+       << stages_.size() << ")";
+    for (std::size_t k = 0; k <= stage; ++k) {
+      const Stage& f = stages_[k];
+      const auto& lm = m.level(f.level);
+      os << (k == 0 ? ": " : ", ") << arch_.levels()[static_cast<size_t>(f.level)].name;
+      if (f.order) {
+        os << " order ";
+        for (DimId d : lm.order) os << op_.dims()[static_cast<size_t>(d)].name;
+      } else {
+        os << (arch_.levels()[static_cast<size_t>(f.level)].kind == mapex::LevelKind::kSpatial
+                   ? " split "
+                   : " tile ");
+        const auto& v = values_of_const(f.level, lm);
+        for (std::size_t d = 0; d < v.size(); ++d) os << (d ? "x" : "") << v[d];
+      }
+    }
+    open_node_ = os.str();
+  }
+
+  const std::vector<std::int64_t>& values_of_const(int i, const mapex::LevelMapping& lm) const {
+    return arch_.levels()[static_cast<size_t>(i)].kind == mapex::LevelKind::kSpatial ? lm.split
+                                                                                     : lm.tile;
   }
 
   // --- the report --------------------------------------------------------------
@@ -357,7 +406,7 @@ class BranchAndBound {
       os << "; pruned mappings: capacity=" << mapex::format_count(pruned_capacity_)
          << " bound=" << mapex::format_count(pruned_bound_)
          << " reuse_orders=" << mapex::format_count(pruned_reuse_);
-    os << "; nodes=" << nodes_;
+    os << "; nodes=" << nodes_ << " bounded=" << bounded_;
     return os.str();
   }
 
@@ -378,6 +427,7 @@ class BranchAndBound {
       const double low = std::min(open_bound_, best);
       os << "gap " << (best > 0 ? 100.0 * (best - low) / best : 0.0) << "% (best " << best
          << ", lowest open bound " << low << ")";
+      if (!open_node_.empty() && open_bound_ < best) os << "; lowest open node: " << open_node_;
     }
     os << "; " << statistics();
     return {false, os.str()};
@@ -390,11 +440,14 @@ class BranchAndBound {
   bool reuse_orders_;
   bool count_pruned_;
   std::int64_t seed_samples_;
+  std::uint64_t max_nodes_;
+  std::uint64_t bounded_ = 0;  // children bounded so far (max_nodes)
   std::vector<std::uint32_t> relevant_;
   std::vector<Stage> stages_;
   bool stopped_ = false;
   bool too_wide_ = false;
   double open_bound_ = kInf;
+  std::string open_node_;
   std::uint64_t nodes_ = 0, nodes_capacity_ = 0, nodes_bound_ = 0, nodes_reuse_ = 0;
   BigInt pruned_capacity_ = 0, pruned_bound_ = 0, pruned_reuse_ = 0;
 };
@@ -404,10 +457,11 @@ class Optimal final : public mapex::Searcher {
   explicit Optimal(const mapex::Params& params)
       : reuse_orders_(params.get_bool("reuse_orders")),
         count_pruned_(params.get_bool("count_pruned")),
-        seed_samples_(params.get_int("seed_samples")) {}
+        seed_samples_(params.get_int("seed_samples")),
+        max_nodes_(params.get_int("max_nodes")) {}
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
-    BranchAndBound bb(ctx, reuse_orders_, count_pruned_, seed_samples_);
+    BranchAndBound bb(ctx, reuse_orders_, count_pruned_, seed_samples_, max_nodes_);
     return bb.run();
   }
 
@@ -415,6 +469,7 @@ class Optimal final : public mapex::Searcher {
   bool reuse_orders_;
   bool count_pruned_;
   std::int64_t seed_samples_;
+  std::int64_t max_nodes_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -424,6 +479,8 @@ const mapex::ParamSpec kParams[] = {
      "Count exactly how many mappings each rule prunes (costs a count per pruned subtree)."},
     {"seed_samples", mapex::ParamType::kInt, "256",
      "Uniform samples whose best, improved by greedy descent, is the first incumbent (0: none)."},
+    {"max_nodes", mapex::ParamType::kInt, "0",
+     "Budget of nodes bounded (0: none); the same search on any machine, unlike a time budget."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new Optimal(params); }

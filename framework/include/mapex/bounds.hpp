@@ -52,6 +52,17 @@ struct NestBound {
 };
 NestBound nest_bound(const Operator& op, const Architecture& arch, const PartialMapping& partial);
 
+/// nest_bound, and for DRAM when the tile of the data level below it is
+/// fixed but DRAM's own loop order is not: the fewest energy and transfer
+/// cycles that level's traffic has under any of its orders (each level's
+/// minimum apart, so the sum is below every completion's). Only the loops of
+/// more than one trip are permuted (a loop of one trip changes no count of
+/// the analysis), one order per reuse class (per tensor the innermost
+/// relevant loop and the loops inside it, which fix its refetches and its
+/// window's overlap); with more than `max_loops` such loops, nest_bound.
+NestBound nest_bound_any_dram_order(const Operator& op, const Architecture& arch,
+                                    const PartialMapping& partial, int max_loops = 6);
+
 /// Per tensor of the operator (in its order), the fewest words any mapping
 /// moves of it: per subscript the fewer of its extent over the whole bounds
 /// and the product of the bounds of the dimensions it reads (see DramFloor).
