@@ -29,7 +29,7 @@ def load(directory):
     """{(tag, solver): attributes with 'cpu' (median CPU seconds), 'runs'}."""
     runs = {}
     for name in sorted(os.listdir(directory)):
-        m = re.fullmatch(r"(.+)_([KBR])\.h5", name)
+        m = re.fullmatch(r"(.+)_([KBR]|Rp[\d.]+|Kk\d+)\.h5", name)
         if not m:
             continue
         path = os.path.join(directory, name)
@@ -96,6 +96,100 @@ def network_rows(runs, prefix, nets):
                     f"{k['segments']} | {lbl} | {b['cpu']:.2f} ({b['runs']}) | "
                     f"{k['cpu']:.3f} ({k['runs']}) | {speed:.0f}x | {r_cells} |")
     return rows, figs
+
+
+def probability_of(solver):
+    """R's keep probability from its solver name (R is 0.1)."""
+    return 0.1 if solver == "R" else float(solver[2:])
+
+
+def random_sweep(runs):
+    """KAPLA §V gives R's probability only as a lower bound ("no less than
+    0.1 at each level"): R at other keep probabilities, against B and K."""
+    probs = sorted({probability_of(s) for (t, s) in runs
+                    if t.startswith("inference_") and (s == "R" or s.startswith("Rp"))})
+    if len(probs) < 2:
+        return []
+    out = ["## R's keep probability, per network", "",
+           "KAPLA §V states only a lower bound for R's probability (\"no less than 0.1 at each "
+           "level to guarantee finding valid schemes\"), and R's time and energy depend on how "
+           "much of B's space it keeps. R with each candidate kept with probability p at every "
+           "sampled level (runs `Rp<p>`; p = 0.1 is R above), same seed; a network whose "
+           "sampled space leaves some layer without a valid scheme has no schedule:", "",
+           "| p | network | R energy (pJ) | R over B | R CPU s (runs) | R / K CPU | B / R CPU |",
+           "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    summary = []
+    for p in probs:
+        solver = "R" if p == 0.1 else next(s for (t, s) in runs if s.startswith("Rp") and
+                                            probability_of(s) == p)
+        over, r_k, b_r, failed, ran = [], [], [], [], 0
+        for net in NETWORKS:
+            tag = f"inference_{net}"
+            r, k, b = runs.get((tag, solver)), runs.get((tag, "K")), runs.get((tag, "B"))
+            if not r or not k or not b or energy(b) is None or energy(k) is None:
+                continue
+            ran += 1
+            if energy(r) is None:
+                failed.append(net)
+                out.append(f"| {p:g} | {net} | no valid schedule | - | {r['cpu']:.2f} "
+                           f"({r['runs']}) | {r['cpu'] / k['cpu']:.1f}x | - |")
+                continue
+            over.append(energy(r) / energy(b) - 1)
+            r_k.append(r["cpu"] / k["cpu"])
+            b_r.append(b["cpu"] / r["cpu"])
+            out.append(f"| {p:g} | {net} | {energy(r):.5g} | {pct(over[-1])} | {r['cpu']:.2f} "
+                       f"({r['runs']}) | {r_k[-1]:.1f}x | {b_r[-1]:.0f}x |")
+        if over:
+            summary.append(f"| {p:g} | {len(over)} of {ran} | {pct(statistics.mean(over))} | "
+                           f"{pct(max(over))} | {statistics.mean(r_k):.1f}x | "
+                           f"{statistics.mean(b_r):.0f}x | {', '.join(failed) or '-'} |")
+        else:
+            summary.append(f"| {p:g} | 0 of {ran} | - | - | - | - | {', '.join(failed)} |")
+    out += ["", "## R by keep probability", "",
+            "Means over the networks R schedules:", "",
+            "| p | valid schedules | R over B, mean | worst | R / K CPU, mean | B / R CPU, mean "
+            "| no valid schedule |", "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    out += summary
+    out += ["", "Paper, inference (§VI-A): R 59% over B, K 1.5x faster than R; with K 174x "
+            "faster than B, R would run at about B / 116. Training (Table IV): B / R from 1.6x "
+            "(LSTM) to 123x (GoogLeNet), R / K from 4.6x to 74x.", ""]
+    return out
+
+
+def ks_sweep(runs):
+    """Fig. 11: K with k_S = 1, 2, 4 (K above) and 8, in the space and model
+    of Fig. 9."""
+    ks = sorted({int(s[2:]) for (t, s) in runs if s.startswith("Kk")} | {4})
+    if len(ks) < 2:
+        return []
+    solver = lambda k: "K" if k == 4 else f"Kk{k}"
+    top = ks[-1]
+    out = ["## Fig. 11: k_S in nn_dataflow's space", "",
+           f"K with k_S = {', '.join(map(str, ks))} (runs `Kk<k_S>`, k_S = 4 is K above) on the "
+           f"networks of Fig. 9: energy relative to k_S = {top}, CPU seconds (median).", "",
+           "| network | " + " | ".join(f"k_S={k} energy | k_S={k} CPU s" for k in ks) +
+           f" | k_S={top} over B |", "| --- |" + " ---: | ---: |" * len(ks) + " ---: |"]
+    sums = {k: 0.0 for k in ks}
+    worst = []
+    for net in NETWORKS:
+        tag = f"inference_{net}"
+        got = {k: runs.get((tag, solver(k))) for k in ks}
+        b = runs.get((tag, "B"))
+        if any(a is None or energy(a) is None for a in got.values()):
+            continue
+        ref = energy(got[top])
+        for k in ks:
+            sums[k] += got[k]["cpu"]
+        worst.append(energy(got[ks[0]]) / ref - 1)
+        cells = " | ".join(f"{energy(got[k]) / ref:.4f} | {got[k]['cpu']:.3f}" for k in ks)
+        vs_b = pct(ref / energy(b) - 1) if b and energy(b) is not None else "-"
+        out.append(f"| {net} | {cells} | {vs_b} |")
+    if worst:
+        out += ["", f"Summed over {len(worst)} networks: k_S = {top} takes "
+                f"{sums[top] / max(sums[ks[0]], 1e-9):.2f}x the CPU time of k_S = {ks[0]}; "
+                f"k_S = {ks[0]}'s energy is at most {pct(max(worst))} over k_S = {top}'s "
+                f"(mean {pct(statistics.mean(worst))}).", ""]
+    return out
 
 
 HEADER = ["| network | B energy (pJ) | K energy (pJ) | K over B | segments B / K | K's schedule | "
@@ -187,6 +281,8 @@ def main():
               "search over what K searches is B. Exhaustive search over mapex's own mapspace "
               "(the `kapla` searcher's space) finishes only on small layers "
               "([kapla.md](kapla.md)).", ""]
+
+    lines += random_sweep(runs) + ks_sweep(runs)
 
     sweep = sorted({t[len("seg5_"):] for (t, _) in runs if t.startswith("seg5_")})
     if sweep:
