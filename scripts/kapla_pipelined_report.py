@@ -239,7 +239,10 @@ def main():
              "- **R**: KAPLA §V's random search (after Timeloop's): B's enumeration with each "
              "candidate kept with probability 0.1 at each level: allocations of multi-layer "
              "segments (`--allocation-probability 0.1`; segment slicing is not sampled), "
-             "partitions and loop blockings (`keep_probability=0.1`), seeded.", "",
+             "partitions and loop blockings (`keep_probability=0.1`), seeded (`--seed`, default 1, "
+             "reaches both levels); other probabilities in [R by keep probability]"
+             "(#r-by-keep-probability); "
+             "K with other k_S in [Fig. 11](#fig-11-k_s-in-nn_dataflows-space).", "",
              "They share the inter-layer space, the partition enumeration and the model, not a "
              "search decision. Not run: mobilenetv2 (depthwise convolutions) and kapla_lstm "
              "(element-wise loop nests), whose layers nn_dataflow's model as mapex implements "
@@ -249,9 +252,9 @@ def main():
              "whole-network schedule is the per-layer one of [kapla_fair.md](kapla_fair.md). "
              "The training graphs (Figs. 7-8) have gradient layers the model takes only "
              "rewritten; they are compared per layer in [kapla_fair.md](kapla_fair.md).", "",
-             "CPU time is user plus system time of the whole `mapex schedule` process (two "
-             "threads), the median of the runs counted in brackets; a solver whose first run "
-             "takes more than 30 CPU seconds runs once.", ""]
+             "CPU time is user plus system time of the whole `mapex schedule` process (on "
+             "`THREADS` threads, one or two), the median of the runs counted in brackets; a "
+             "solver whose first run takes more than 30 CPU seconds runs once.", ""]
 
     lines += ["## Fig. 9 and Table IV: inference, multi-node chip, batch 64", ""] + HEADER
     rows, figs = network_rows(runs, "inference", NETWORKS)

@@ -83,11 +83,11 @@ for name in $prune_networks; do
 done
 
 exec /usr/bin/python3 - "$out" "$root/docs/results/kapla_schedule.md" "$ks" "$prune_networks" \
-  $networks <<'PY'
+  "$threads" $networks <<'PY'
 import json, sys, os, statistics
 out, md, ks = sys.argv[1], sys.argv[2], sys.argv[3].split()
-prune_nets = sys.argv[4].split()
-nets = [s.replace(':training', '_training') for s in sys.argv[5:]]
+prune_nets, threads = sys.argv[4].split(), int(sys.argv[5])
+nets = [s.replace(':training', '_training') for s in sys.argv[6:]]
 load = lambda tag, suffix: json.load(open(os.path.join(out, f"{tag}_{suffix}.json")))
 
 
@@ -114,8 +114,8 @@ lines = ["# KAPLA's inter-layer solver: k_S sensitivity and pruning", "",
          "space and model, against B, is on [kapla_pipelined.md](kapla_pipelined.md).", "",
          "## Fig. 11: energy and scheduling time by k_S", "",
          "Energy relative to k_S = " + ks[-1] + "; time: CPU seconds (user + system) of the",
-         "`mapex schedule` process (two threads), the median of the runs counted in the",
-         "last column.", "",
+         f"`mapex schedule` process (`-j {threads}`), the median of the runs counted in",
+         "the last column.", "",
          "| network | layers | " + " | ".join(f"k_S={k} energy | k_S={k} CPU s" for k in ks) +
          " | layer by layer energy | layer by layer CPU s | runs |",
          "|---|---|" + "---|---|" * len(ks) + "---|---|---|"]

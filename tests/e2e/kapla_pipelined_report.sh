@@ -36,6 +36,11 @@ e = {s: float(h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_{s}.h5", "r").attrs[
      for s in ("K", "B", "R", "Rp1")}
 assert e["B"] <= e["K"] * (1 + 1e-12) and e["B"] <= e["R"] * (1 + 1e-12), e
 assert e["Rp1"] == e["B"], e
+# R's parameters stay with its numbers.
+a = h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_R.h5", "r").attrs
+assert str(a["allocation_probability"]) == "0.8", dict(a)
+assert "keep_probability=0.8" in str(a["intra_params"]).split(), dict(a)
+assert str(a["costmodel_params"]) == "model=nn_dataflow", dict(a)
 PY
 mkdir -p "$work/bad" && cp "$work/runs/inference_kapla_mlp_K".{h5,time} "$work/bad/"
 /usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); f.attrs['kind']='run'" \
