@@ -128,7 +128,7 @@ def other_schedule_rows(docs):
                     "yes" if ok else "partly", "none" if ok else "model",
                     f"kapla_schedule.md: mapex's inter-layer solver on its mapspace and "
                     f"tensor_centric model, {len(e1)} networks"
-                    + (f"; kapla_pipelined.md: K against B in nn_dataflow's space and model, "
+                    + (f"; kapla_sweeps.md: K in nn_dataflow's space and model, "
                        f"{ks[2]} networks" if ks else "")
                     + "; CPU time (user + system), median of 3 runs"])
     t6 = md_table(f"{docs}/kapla_schedule.md", "## Table VI: inter-layer")
@@ -191,11 +191,11 @@ def pipelined(docs):
     fig["r_sweep"] = [(float(r[0]), r[1], num(r[2]) if r[2].endswith("%") else None,
                        num(r[4]) if r[4].endswith("x") else None,
                        num(r[5]) if r[5].endswith("x") else None, r[6])
-                      for r in md_table(f"{docs}/kapla_pipelined.md", "## R by keep probability")
+                      for r in md_table(f"{docs}/kapla_sweeps.md", "## R by keep probability")
                       if len(r) == 7]
     # Fig. 11 in nn_dataflow's space: worst energy of the smallest k_S over
     # the largest, and the largest k_S's summed CPU time over the smallest's.
-    ks = [r for r in md_table(f"{docs}/kapla_pipelined.md", "## Fig. 11") if len(r) >= 6]
+    ks = [r for r in md_table(f"{docs}/kapla_sweeps.md", "## Fig. 11") if len(r) >= 6]
     if ks:
         fig["ks"] = (max(num(r[1]) for r in ks) - 1,
                      sum(num(r[-2]) for r in ks) / max(sum(num(r[2]) for r in ks), 1e-9),
@@ -228,7 +228,7 @@ def random_energy_row(pipe):
             "yes" if ok else "no", "none" if ok else ("assumption" if sweep else "model"),
             "R: B's enumeration in nn_dataflow's space and model with each candidate kept with "
             "probability p at every level (allocations, partitions, loop blockings); §V gives "
-            "only p >= 0.1" + (f"; kapla_pipelined.md, R by keep probability: {sweep}" if sweep
+            "only p >= 0.1" + (f"; kapla_sweeps.md, R by keep probability: {sweep}" if sweep
                                else "")]
 
 
@@ -244,7 +244,7 @@ def random_time_row(pipe):
             "none" if ok else ("assumption" if sweep else "model"),
             "whole inference networks (kapla_pipelined.md), CPU time, median of up to 3 runs; "
             "the paper's R runs at about B / 116 (K 174x faster than B, 1.5x faster than R)"
-            + (f"; R by keep probability: {sweep}" if sweep else "")
+            + (f"; kapla_sweeps.md, R by keep probability: {sweep}" if sweep else "")
             + "; S, exhaustive over what K searches, is B in nn_dataflow's space"]
 
 

@@ -2,7 +2,8 @@
 # KAPLA's K against an exhaustive B on whole networks with inter-layer
 # pipelining, both in nn_dataflow's space and model (KAPLA §V-VI, Fig. 9,
 # Table IV's B and K columns, Table V), each run written to an HDF5 result
-# file (`mapex schedule -o`), then docs/results/kapla_pipelined.md
+# file (`mapex schedule -o`), then docs/results/kapla_pipelined.md and, for
+# the Rp and Kk runs below, docs/results/kapla_sweeps.md
 # (scripts/kapla_pipelined_report.py):
 #   K  kapla's inter-layer solver (§IV-B: estimates, Pareto pruning, top-k_S
 #      chains) with KAPLA's loop-blocking descent (§IV-C) in nn_dataflow's
@@ -153,5 +154,7 @@ if [[ "$table5" == 1 ]]; then
 ROWS
 fi
 
-exec /usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" \
+/usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" \
   -o "$root/docs/results/kapla_pipelined.md"
+exec /usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" --sweeps \
+  -o "$root/docs/results/kapla_sweeps.md"

@@ -23,10 +23,15 @@ run R --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_p
 run Rp1 --inter-layer exhaustive --allocation-probability 1 --intra-param keep_probability=1
 run Kk1 --intra-param loop_blocking=kapla --k-s 1
 /usr/bin/python3 "$report" "$work/runs" -o "$work/kapla_pipelined.md" >/dev/null
+/usr/bin/python3 "$report" "$work/runs" --sweeps -o "$work/kapla_sweeps.md" >/dev/null
 page=$(cat "$work/kapla_pipelined.md")
 for needle in "## Fig. 9 and Table IV: inference, multi-node chip, batch 64" "| kapla_mlp | " \
     "(paper: 7.7%)" "(paper: 174x for inference" "(paper: 59% for inference)" \
-    "experiments/kapla/pipelined.sh" "## R by keep probability" "| 1 | 1 of 1 | +0.00% |" \
+    "experiments/kapla/pipelined.sh"; do
+  grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
+done
+page=$(cat "$work/kapla_sweeps.md")
+for needle in "experiments/kapla/pipelined.sh" "## R by keep probability" "| 1 | 1 of 1 | +0.00% |" \
     "## Fig. 11: k_S in nn_dataflow's space" "K with k_S = 1, 4"; do
   grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
 done
