@@ -209,7 +209,8 @@ def sweep_text(pipe, what):
     parts = []
     for p, valid, over, r_k, b_r, failed in pipe.get("r_sweep", []):
         if over is None:
-            parts.append(f"p={p:g}: no valid schedule ({failed})")
+            parts.append(f"p={p:g}: no valid schedule on {failed}"
+                         + (f" (R/K {r_k:.1f}x)" if what == "time" and r_k is not None else ""))
             continue
         body = (f"{over:+.1f}%" if what == "energy" else f"R/K {r_k:.1f}x, B/R {b_r:.0f}x")
         parts.append(f"p={p:g}: {body} ({valid} networks"
