@@ -14,6 +14,7 @@ Usage: kapla_fair_report.py RESULTS.csv --runs N --wall SECONDS
 import argparse
 import collections
 import csv
+import math
 import statistics
 import sys
 
@@ -118,18 +119,24 @@ def other_schedule_rows(docs):
         # §VI-B: "the energy overheads do not increase much ... the search
         # speed substantially improves"; no number. Small: within the
         # index's 3 points; faster: k_S = 8 at least 1.5x k_S = 1's CPU time.
+        # Judged on the kapla searcher's own space (KAPLA's solver on its
+        # directives, as in the paper); in nn_dataflow's space K keeps its
+        # layer-by-layer chain on some networks, where k_S changes nothing.
         worst, ratio = 100 * (max(e1) - 1), sum(t8) / max(sum(t1), 1e-9)
-        ok = worst <= 3 and ratio >= 1.5 and (not ks or (100 * ks[0] <= 3 and ks[1] >= 1.5))
-        mine = f"+{worst:.2f}% worst; k_S=8 takes {ratio:.1f}x the CPU time of k_S=1 (summed)"
+        per_net = math.exp(statistics.mean(math.log(b / max(a, 1e-9)) for a, b in zip(t1, t8)))
+        ok = worst <= 3 and per_net >= 1.5
+        mine = (f"+{worst:.2f}% worst; k_S=8 takes {per_net:.2f}x the CPU time of k_S=1 "
+                f"(geometric mean over networks; {ratio:.2f}x summed)")
         if ks:
-            mine += (f"; nn_dataflow's space: +{100 * ks[0]:.2f}% worst, {ks[1]:.1f}x")
+            mine += (f"; nn_dataflow's space: +{100 * ks[0]:.2f}% worst, {ks[1]:.2f}x")
         out.append(["Fig. 11", "energy at k_S = 1 relative to k_S = 8",
                     "small increase, much faster (no number given)", mine,
                     "yes" if ok else "partly", "none" if ok else "model",
                     f"kapla_schedule.md: mapex's inter-layer solver on its mapspace and "
                     f"tensor_centric model, {len(e1)} networks"
                     + (f"; kapla_sweeps.md: K in nn_dataflow's space and model, "
-                       f"{ks[2]} networks" if ks else "")
+                       f"{ks[2]} networks (flat where K keeps its layer-by-layer chain: "
+                       f"{', '.join(pipe['fallback']) or 'none'})" if ks else "")
                     + "; CPU time (user + system), median of 3 runs"])
     t6 = md_table(f"{docs}/kapla_schedule.md", "## Table VI: inter-layer")
     # The representative segment's counts: enumerated and % pruned; a
@@ -225,6 +232,12 @@ def random_energy_row(pipe):
     mine = statistics.mean(pipe["r_over"])
     sweep = sweep_text(pipe, "energy")
     ok = within(mine, 59)
+    valid = [over for _, _, over, _, _, _ in pipe.get("r_sweep", []) if over is not None]
+    if sweep and valid and not any(within(v, 59) for v in valid):
+        sweep += (f"; p moves it between {min(valid):+.1f}% and {max(valid):+.1f}%, and below "
+                  "the least p that schedules every network R finds none, so p alone does not "
+                  "reach 59% in nn_dataflow's pruned space; R over a wider space (Timeloop's "
+                  "whole mapspace) was not run")
     return ["Fig. 9", "energy overhead of R over B (inference)", "59%", f"{mine:+.2f}% (p=0.1)",
             "yes" if ok else "no", "none" if ok else ("assumption" if sweep else "model"),
             "R: B's enumeration in nn_dataflow's space and model with each candidate kept with "
