@@ -372,7 +372,16 @@ def sweeps_page(directory, runs):
              "2-core machine shared with other builds). CPU time is user plus system time of "
              "the `mapex schedule` process, the median of the runs counted in brackets (a run "
              "whose first run takes more than `LONG` CPU seconds runs once).", ""]
-            + random_sweep(runs) + ks_sweep(runs))
+            + missing_networks(runs) + random_sweep(runs) + ks_sweep(runs))
+
+
+def missing_networks(runs):
+    """A line naming the networks of Fig. 9 without the K, B and R runs the
+    sweeps are compared with."""
+    missing = [n for n in NETWORKS
+               if any((f"inference_{n}", s) not in runs for s in ("K", "B", "R"))]
+    return ([f"Not in these runs (no K, B and R to compare with in this regeneration): "
+             f"{', '.join(missing)}.", ""] if missing else [])
 
 
 if __name__ == "__main__":
