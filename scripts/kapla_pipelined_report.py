@@ -29,7 +29,7 @@ def load(directory):
     """{(tag, solver): attributes with 'cpu' (median CPU seconds), 'runs'}."""
     runs = {}
     for name in sorted(os.listdir(directory)):
-        m = re.fullmatch(r"(.+)_([KBR])\.h5", name)
+        m = re.fullmatch(r"(.+)_([KBR]|Rp[\d.]+|Kk\d+)\.h5", name)
         if not m:
             continue
         path = os.path.join(directory, name)
@@ -98,6 +98,111 @@ def network_rows(runs, prefix, nets):
     return rows, figs
 
 
+def probability_of(solver):
+    """R's keep probability from its solver name (R is 0.1)."""
+    return 0.1 if solver == "R" else float(solver[2:])
+
+
+def random_sweep(runs):
+    """KAPLA §V gives R's probability only as a lower bound ("no less than
+    0.1 at each level"): R at other keep probabilities, against B and K."""
+    probs = sorted({probability_of(s) for (t, s) in runs
+                    if t.startswith("inference_") and (s == "R" or s.startswith("Rp"))})
+    if len(probs) < 2:
+        return []
+    out = ["## R's keep probability, per network", "",
+           "KAPLA §V states only a lower bound for R's probability (\"no less than 0.1 at each "
+           "level to guarantee finding valid schemes\"), and R's time and energy depend on how "
+           "much of B's space it keeps. R with each candidate kept with probability p at every "
+           "sampled level (runs `Rp<p>`; p = 0.1 is R above), same seed; a network whose "
+           "sampled space leaves some layer without a valid scheme has no schedule:", "",
+           "| p | network | R energy (pJ) | R over B | R CPU s (runs) | R / K CPU | B / R CPU |",
+           "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+    summary = []
+    for p in probs:
+        solver = "R" if p == 0.1 else next(s for (t, s) in runs if s.startswith("Rp") and
+                                            probability_of(s) == p)
+        over, r_k, b_r, failed, ran = [], [], [], [], 0
+        for net in NETWORKS:
+            tag = f"inference_{net}"
+            r, k, b = runs.get((tag, solver)), runs.get((tag, "K")), runs.get((tag, "B"))
+            if not r or not k or not b or energy(b) is None or energy(k) is None:
+                continue
+            ran += 1
+            r_k.append(r["cpu"] / k["cpu"])
+            if energy(r) is None:
+                failed.append(net)
+                out.append(f"| {p:g} | {net} | no valid schedule | - | {r['cpu']:.2f} "
+                           f"({r['runs']}) | {r['cpu'] / k['cpu']:.1f}x | - |")
+                continue
+            over.append(energy(r) / energy(b) - 1)
+            b_r.append(b["cpu"] / r["cpu"])
+            out.append(f"| {p:g} | {net} | {energy(r):.5g} | {pct(over[-1])} | {r['cpu']:.2f} "
+                       f"({r['runs']}) | {r_k[-1]:.1f}x | {b_r[-1]:.0f}x |")
+        if over:
+            summary.append(f"| {p:g} | {len(over)} of {ran} | {pct(statistics.mean(over))} | "
+                           f"{pct(max(over))} | {statistics.mean(r_k):.1f}x | "
+                           f"{statistics.mean(b_r):.0f}x | {', '.join(failed) or '-'} |")
+        else:
+            summary.append(f"| {p:g} | 0 of {ran} | - | - | {statistics.mean(r_k):.1f}x | - | "
+                           f"{', '.join(failed)} |")
+    out += ["", "## R by keep probability", "",
+            "Means over the networks R schedules; R / K over every run, those that find no "
+            "schedule too:", "",
+            "| p | valid schedules | R over B, mean | worst | R / K CPU, mean | B / R CPU, mean "
+            "| no valid schedule |", "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+    out += summary
+    # Where the paper's R / K of 1.5x falls on this R's time scale: the mean
+    # R / K of every run at each probability, valid or not.
+    means = [(float(row.split("|")[1]), float(row.split("|")[5].strip().rstrip("x")))
+             for row in summary if row.split("|")[5].strip() != "-"]
+    below = [(p, m) for p, m in means if m <= 1.5]
+    above = [(p, m) for p, m in means if m > 1.5]
+    if below and above:
+        out += ["", f"The paper's R / K of 1.5x lies between p = {below[-1][0]:g} (R / K "
+                f"{below[-1][1]:.1f}x) and p = {above[0][0]:g} ({above[0][1]:.1f}x) here."]
+    out += ["", "Paper, inference (§VI-A): R 59% over B, K 1.5x faster than R; with K 174x "
+            "faster than B, R would run at about B / 116. Training (Table IV): B / R from 1.6x "
+            "(LSTM) to 123x (GoogLeNet), R / K from 4.6x to 74x.", ""]
+    return out
+
+
+def ks_sweep(runs):
+    """Fig. 11: K with k_S = 1, 2, 4 (K above) and 8, in the space and model
+    of Fig. 9."""
+    ks = sorted({int(s[2:]) for (t, s) in runs if s.startswith("Kk")} | {4})
+    if len(ks) < 2:
+        return []
+    solver = lambda k: "K" if k == 4 else f"Kk{k}"
+    top = ks[-1]
+    out = ["## Fig. 11: k_S in nn_dataflow's space", "",
+           f"K with k_S = {', '.join(map(str, ks))} (runs `Kk<k_S>`, k_S = 4 is K above) on the "
+           f"networks of Fig. 9: energy relative to k_S = {top}, CPU seconds (median).", "",
+           "| network | " + " | ".join(f"k_S={k} energy | k_S={k} CPU s" for k in ks) +
+           f" | k_S={top} over B |", "| --- |" + " ---: | ---: |" * len(ks) + " ---: |"]
+    sums = {k: 0.0 for k in ks}
+    worst = []
+    for net in NETWORKS:
+        tag = f"inference_{net}"
+        got = {k: runs.get((tag, solver(k))) for k in ks}
+        b = runs.get((tag, "B"))
+        if any(a is None or energy(a) is None for a in got.values()):
+            continue
+        ref = energy(got[top])
+        for k in ks:
+            sums[k] += got[k]["cpu"]
+        worst.append(energy(got[ks[0]]) / ref - 1)
+        cells = " | ".join(f"{energy(got[k]) / ref:.4f} | {got[k]['cpu']:.3f}" for k in ks)
+        vs_b = pct(ref / energy(b) - 1) if b and energy(b) is not None else "-"
+        out.append(f"| {net} | {cells} | {vs_b} |")
+    if worst:
+        out += ["", f"Summed over {len(worst)} networks: k_S = {top} takes "
+                f"{sums[top] / max(sums[ks[0]], 1e-9):.2f}x the CPU time of k_S = {ks[0]}; "
+                f"k_S = {ks[0]}'s energy is at most {pct(max(worst))} over k_S = {top}'s "
+                f"(mean {pct(statistics.mean(worst))}).", ""]
+    return out
+
+
 HEADER = ["| network | B energy (pJ) | K energy (pJ) | K over B | segments B / K | K's schedule | "
           "B CPU s (runs) | K CPU s (runs) | B / K CPU | R energy (pJ) | R over B | "
           "R CPU s (runs) | R / K CPU |",
@@ -108,15 +213,16 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("dir", help="directory of <tag>_<K|B>.h5 files and their .time files")
     p.add_argument("-o", "--output", required=True)
+    p.add_argument("--sweeps", action="store_true",
+                   help="write the sweeps page (R's keep probability, K's k_S) instead")
     args = p.parse_args()
     runs = load(args.dir)
     if not runs:
         sys.exit(f"{args.dir}: no <tag>_<K|B>.h5 result files")
-    timed = [[float(x) for x in line.split()] for name in os.listdir(args.dir)
-             if name.endswith(".time") for line in open(os.path.join(args.dir, name))
-             if re.fullmatch(r"[\d.]+ [\d.]+ [\d.]+", line.strip())]
-    wall = sum(t[2] for t in timed)
-    cpu = sum(t[0] + t[1] for t in timed)
+    if args.sweeps:
+        write(args.output, sweeps_page(args.dir, runs))
+        return
+    cpu, wall = run_minutes(args.dir, lambda name: not re.search(r"_(Rp[\d.]+|Kk\d+)\.time$", name))
 
     lines = ["# KAPLA against exhaustive search on whole networks, with inter-layer pipelining",
              "",
@@ -125,8 +231,8 @@ def main():
              "edit by hand. Regenerate with", "",
              "```", "ninja -C build mapex kapla nn_dataflow tensor_centric && "
              "experiments/kapla/pipelined.sh", "```", "",
-             f"(the runs took {cpu / 60:.0f} CPU minutes, {wall / 60:.0f} min of wall time, on "
-             "this 2-core machine shared with other builds; each run uses both cores).", "",
+             f"(the runs took {cpu:.0f} CPU minutes, {wall:.0f} min of wall time, on "
+             "this 2-core machine shared with other builds).", "",
              "KAPLA scores every scheme, its own and the baselines', with nn_dataflow's "
              "simulator (§V). Here both solvers schedule whole inference networks on KAPLA's "
              "multi-node chip (16x16 nodes of 8x8 PEs, batch 64), segments of up to 4 layers "
@@ -145,7 +251,9 @@ def main():
              "- **R**: KAPLA §V's random search (after Timeloop's): B's enumeration with each "
              "candidate kept with probability 0.1 at each level: allocations of multi-layer "
              "segments (`--allocation-probability 0.1`; segment slicing is not sampled), "
-             "partitions and loop blockings (`keep_probability=0.1`), seeded.", "",
+             "partitions and loop blockings (`keep_probability=0.1`), seeded (`--seed`, default 1, "
+             "reaches both levels); R at other probabilities and K at other k_S are on "
+             "[kapla_sweeps.md](kapla_sweeps.md).", "",
              "They share the inter-layer space, the partition enumeration and the model, not a "
              "search decision. Not run: mobilenetv2 (depthwise convolutions) and kapla_lstm "
              "(element-wise loop nests), whose layers nn_dataflow's model as mapex implements "
@@ -155,9 +263,9 @@ def main():
              "whole-network schedule is the per-layer one of [kapla_fair.md](kapla_fair.md). "
              "The training graphs (Figs. 7-8) have gradient layers the model takes only "
              "rewritten; they are compared per layer in [kapla_fair.md](kapla_fair.md).", "",
-             "CPU time is user plus system time of the whole `mapex schedule` process (two "
-             "threads), the median of the runs counted in brackets; a solver whose first run "
-             "takes more than 30 CPU seconds runs once.", ""]
+             "CPU time is user plus system time of the whole `mapex schedule` process (on "
+             "`THREADS` threads, one or two), the median of the runs counted in brackets; a "
+             "solver whose first run takes more than 30 CPU seconds runs once.", ""]
 
     lines += ["## Fig. 9 and Table IV: inference, multi-node chip, batch 64", ""] + HEADER
     rows, figs = network_rows(runs, "inference", NETWORKS)
@@ -228,9 +336,52 @@ def main():
                   "paper |", "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: |"] + t5
         lines.append("")
 
-    with open(args.output, "w") as f:
+    write(args.output, lines)
+
+
+def write(path, lines):
+    with open(path, "w") as f:
         f.write("\n".join(lines))
-    print(args.output)
+    print(path)
+
+
+def run_minutes(directory, counted):
+    """CPU and wall minutes of the timed runs whose .time file `counted`
+    accepts."""
+    timed = [[float(x) for x in line.split()] for name in os.listdir(directory)
+             if name.endswith(".time") and counted(name)
+             for line in open(os.path.join(directory, name))
+             if re.fullmatch(r"[\d.]+ [\d.]+ [\d.]+", line.strip())]
+    return sum(t[0] + t[1] for t in timed) / 60, sum(t[2] for t in timed) / 60
+
+
+def sweeps_page(directory, runs):
+    """KAPLA §V's R at other keep probabilities and §VI-B's k_S (Fig. 11),
+    against the B and K of kapla_pipelined.md."""
+    cpu, wall = run_minutes(directory, lambda name: re.search(r"_(Rp[\d.]+|Kk\d+)\.time$", name))
+    return (["# KAPLA's R and k_S: how the unstated parameters move Fig. 9 and Fig. 11", "",
+             "Generated by `experiments/kapla/pipelined.sh` (runs `Rp<p>` and `Kk<k_S>` beside "
+             "the K, B and R of [kapla_pipelined.md](kapla_pipelined.md), same space, model, "
+             "chip and networks) with `scripts/kapla_pipelined_report.py --sweeps`; do not edit "
+             "by hand. Regenerate with", "",
+             "```", "ninja -C build mapex kapla nn_dataflow tensor_centric && "
+             "experiments/kapla/pipelined.sh", "```", "",
+             "(or only these runs and the K, B and R they are compared with: "
+             "`TABLE5=0 SEGMENT_SWEEP=' ' experiments/kapla/pipelined.sh`; "
+             f"the sweep runs took {cpu:.0f} CPU minutes, {wall:.0f} min of wall time, on this "
+             "2-core machine shared with other builds). CPU time is user plus system time of "
+             "the `mapex schedule` process, the median of the runs counted in brackets (a run "
+             "whose first run takes more than `LONG` CPU seconds runs once).", ""]
+            + missing_networks(runs) + random_sweep(runs) + ks_sweep(runs))
+
+
+def missing_networks(runs):
+    """A line naming the networks of Fig. 9 without the K, B and R runs the
+    sweeps are compared with."""
+    missing = [n for n in NETWORKS
+               if any((f"inference_{n}", s) not in runs for s in ("K", "B", "R"))]
+    return ([f"Not in these runs (no K, B and R to compare with in this regeneration): "
+             f"{', '.join(missing)}.", ""] if missing else [])
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 # KAPLA's K against an exhaustive B on whole networks with inter-layer
 # pipelining, both in nn_dataflow's space and model (KAPLA §V-VI, Fig. 9,
 # Table IV's B and K columns, Table V), each run written to an HDF5 result
-# file (`mapex schedule -o`), then docs/results/kapla_pipelined.md
+# file (`mapex schedule -o`), then docs/results/kapla_pipelined.md and, for
+# the Rp and Kk runs below, docs/results/kapla_sweeps.md
 # (scripts/kapla_pipelined_report.py):
 #   K  kapla's inter-layer solver (§IV-B: estimates, Pareto pruning, top-k_S
 #      chains) with KAPLA's loop-blocking descent (§IV-C) in nn_dataflow's
@@ -19,9 +20,17 @@
 # (hybrid, batch and input-channel partitions). CPU time (user + system of
 # the process) is the median of RUNS runs (default 3); a solver whose first
 # run takes more than LONG CPU seconds (default 30) is run once.
+#   Rp<P> R with keep probability P at every level instead of 0.1 (R_SWEEP):
+#      the paper states only a lower bound on R's probability ("no less
+#      than 0.1"), so how much of B's space R visits is an assumption that
+#      moves both its energy and its time;
+#   Kk<N> K with k_S = N instead of 4 (KS_SWEEP, Fig. 11).
 # Environment: NETWORKS, RUNS, LONG, THREADS, MAX_SEGMENT (segments of at
 # most this many layers, default 4), TABLE5 (1: GoogLeNet on Table V's
-# chips), SEGMENT_SWEEP (networks also run with segments of up to 5 layers).
+# chips), SEGMENT_SWEEP (networks also run with segments of up to 5 layers),
+# R_SWEEP (R's other keep probabilities, default 0.01 0.03 0.3; 0.3 only on
+# R_WIDE_NETWORKS, default alexnet_towers vgg16 kapla_mlp, as it takes
+# minutes per network), KS_SWEEP (K's other k_S, default 1 2 8).
 # --reuse keeps result files already written.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -37,6 +46,9 @@ threads="${THREADS:-2}"
 max_segment="${MAX_SEGMENT:-4}"
 table5="${TABLE5:-1}"
 segment_sweep="${SEGMENT_SWEEP:-kapla_mlp vgg16}"
+r_sweep="${R_SWEEP-0.01 0.03 0.3}"
+r_wide_networks="${R_WIDE_NETWORKS-alexnet_towers vgg16 kapla_mlp}"
+ks_sweep="${KS_SWEEP-1 2 8}"
 reuse=0
 [[ "${1:-}" == "--reuse" ]] && reuse=1
 [[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
@@ -52,13 +64,21 @@ workload() {
   echo "$file"
 }
 
+# random_args P: R keeping each candidate with probability P at every
+# sampled level (multi-layer allocations, partitions, loop blockings).
+random_args() {
+  echo "--inter-layer exhaustive --allocation-probability $1 \
+--intra-param loop_blocking=exhaustive --intra-param keep_probability=$1"
+}
+
 solver_args() {
   case "$1" in
     K) echo "--intra-param loop_blocking=kapla" ;;
+    Kk[0-9]*) echo "--intra-param loop_blocking=kapla --k-s ${1#Kk}" ;;
     B) echo "--inter-layer exhaustive --intra-param loop_blocking=exhaustive" ;;
-    R) echo "--inter-layer exhaustive --allocation-probability 0.1 \
---intra-param loop_blocking=exhaustive --intra-param keep_probability=0.1" ;;
-    *) echo "unknown solver '$1' (K B R)" >&2; exit 2 ;;
+    R) random_args 0.1 ;;
+    Rp[0-9.]*) random_args "${1#Rp}" ;;
+    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P>)" >&2; exit 2 ;;
   esac
 }
 
@@ -88,6 +108,19 @@ arch="$root/experiments/architectures/kapla_multinode.yaml"
 for net in $networks; do
   wl="$(workload "$net" 64)"
   for solver in K B R; do run "inference_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
+done
+
+# R's keep probability (KAPLA §V gives only its lower bound, 0.1) and K's
+# k_S (§VI-B, Fig. 11) on the same networks.
+for net in $networks; do
+  wl="$out/workloads/${net}_b64.yaml"
+  for p in $r_sweep; do
+    if awk -v p="$p" 'BEGIN { exit !(p > 0.1) }' && [[ " $r_wide_networks " != *" $net "* ]]; then
+      continue
+    fi
+    run "inference_${net}" "$wl" "$arch" "Rp$p" "$max_segment"
+  done
+  for k in $ks_sweep; do run "inference_${net}" "$wl" "$arch" "Kk$k" "$max_segment"; done
 done
 
 # Segments of up to 5 layers, the pipelining degree KAPLA's inference options
@@ -121,5 +154,7 @@ if [[ "$table5" == 1 ]]; then
 ROWS
 fi
 
-exec /usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" \
+/usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" \
   -o "$root/docs/results/kapla_pipelined.md"
+exec /usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" --sweeps \
+  -o "$root/docs/results/kapla_sweeps.md"

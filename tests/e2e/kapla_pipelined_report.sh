@@ -4,7 +4,9 @@
 # an HDF5 file with its CPU time beside it, and builds the page from them:
 # the page must carry the chain's row with the three energies and the
 # paper's figures, B must be no worse than K or R (it searches both their
-# spaces), and a file that is not a schedule is refused.
+# spaces), R keeping everything (p = 1) must be B, the sweeps of R's keep
+# probability and of K's k_S must have their sections, and a file that is
+# not a schedule is refused.
 set -euo pipefail
 mapex="$1" data="$2" work="$3" report="$4"
 rm -rf "$work" && mkdir -p "$work/runs"
@@ -18,18 +20,32 @@ run() {
 run K --intra-param loop_blocking=kapla
 run B --inter-layer exhaustive --intra-param loop_blocking=exhaustive
 run R --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8
+run Rp1 --inter-layer exhaustive --allocation-probability 1 --intra-param keep_probability=1
+run Kk1 --intra-param loop_blocking=kapla --k-s 1
 /usr/bin/python3 "$report" "$work/runs" -o "$work/kapla_pipelined.md" >/dev/null
+/usr/bin/python3 "$report" "$work/runs" --sweeps -o "$work/kapla_sweeps.md" >/dev/null
 page=$(cat "$work/kapla_pipelined.md")
 for needle in "## Fig. 9 and Table IV: inference, multi-node chip, batch 64" "| kapla_mlp | " \
     "(paper: 7.7%)" "(paper: 174x for inference" "(paper: 59% for inference)" \
     "experiments/kapla/pipelined.sh"; do
   grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
 done
+page=$(cat "$work/kapla_sweeps.md")
+for needle in "experiments/kapla/pipelined.sh" "## R by keep probability" "| 1 | 1 of 1 | +0.00% |" \
+    "## Fig. 11: k_S in nn_dataflow's space" "K with k_S = 1, 4"; do
+  grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
+done
 /usr/bin/python3 - "$work/runs" <<'PY'
 import sys, h5py
 e = {s: float(h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_{s}.h5", "r").attrs["energy_pj"])
-     for s in "KBR"}
+     for s in ("K", "B", "R", "Rp1")}
 assert e["B"] <= e["K"] * (1 + 1e-12) and e["B"] <= e["R"] * (1 + 1e-12), e
+assert e["Rp1"] == e["B"], e
+# R's parameters stay with its numbers.
+a = h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_R.h5", "r").attrs
+assert str(a["allocation_probability"]) == "0.8", dict(a)
+assert "keep_probability=0.8" in str(a["intra_params"]).split(), dict(a)
+assert str(a["costmodel_params"]) == "model=nn_dataflow", dict(a)
 PY
 mkdir -p "$work/bad" && cp "$work/runs/inference_kapla_mlp_K".{h5,time} "$work/bad/"
 /usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); f.attrs['kind']='run'" \

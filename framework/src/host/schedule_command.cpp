@@ -163,6 +163,15 @@ double pruned_percent(const PruningCounts& c) {
                           : 0;
 }
 
+/// The command line's `--costmodel-param` or `--intra-param` list, space
+/// separated, recorded with the result so that a run's parameters (R's
+/// keep_probability, KAPLA §V) stay with its numbers.
+std::string joined_params(const std::vector<std::string>& params) {
+  std::string out;
+  for (const auto& p : params) out += (out.empty() ? "" : " ") + p;
+  return out;
+}
+
 std::string intra_name(const ScheduleArgs& a) {
   return a.intra_searcher.empty() ? a.searcher : a.intra_searcher;
 }
@@ -199,6 +208,8 @@ void print_json(const ScheduleArgs& a, const Network& net, const Architecture& a
   j["calibrated"] = a.inter_layer == "pruned" && !a.no_layer_by_layer && !a.no_calibration;
   if (a.inter_layer == "exhaustive") j["allocation_probability"] = a.allocation_probability;
   j["intra_searcher"] = intra_name(a);
+  j["intra_params"] = joined_params(a.intra_params);
+  j["costmodel_params"] = joined_params(a.costmodel_params);
   j["valid"] = s.valid;
   if (!s.valid) j["invalid_reason"] = s.invalid_reason;
   j["energy_pj"] = s.energy_pj;
@@ -270,6 +281,8 @@ void write_results(const ScheduleArgs& a, const Network& net, const Architecture
       {"architecture_path", a.arch},
       {"searcher", a.searcher},
       {"intra_searcher", intra_name(a)},
+      {"intra_params", joined_params(a.intra_params)},
+      {"costmodel_params", joined_params(a.costmodel_params)},
       {"costmodel", a.costmodel},
       {"objective", a.objective},
       {"inter_layer", a.inter_layer},
