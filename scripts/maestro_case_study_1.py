@@ -10,6 +10,11 @@ Two runs, side by side:
   `mapex evaluate --maestro ... --costmodel mdc`);
 - searched: one style per searcher, tiles searched per layer by mapex
   (experiments/maestro/case_study_1.yaml, `mapex run`).
+Beside them, for the paper's energy and reuse factors: MAESTRO's own network
+files (refdata/maestro, $MAPEX_MAESTRO_REFDATA) on the same chip
+(results-dir/shipped.csv), and the same files on the chips MAESTRO ran them
+on against MAESTRO's outputs (results-dir/maestro_check.csv): its CSV energy
+column (maestro_csv_energy) and its printed reuse factors.
 
 Used by scripts/maestro_dse_report, which writes
 docs/results/maestro_case_study_1.md; run alone:
