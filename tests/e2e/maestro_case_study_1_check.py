@@ -66,7 +66,8 @@ best_total = f.groupby("style")["runtime_cycles"].sum().min()
 check(g["adaptive_lat"] == per_layer_min and g["best_lat"] == best_total,
       "adaptive = sum of per-layer minima, best style = smallest total")
 check(0 <= g["lat_gain"] < 1 and 0 <= g["en_gain"] < 1, "reductions in [0, 1)")
-page, summary = cs1.page(df, None, spec, {"fixed": "-", "searched": "-"}, reuse_network="tiny")
+page, summary = cs1.page(df, None, spec, {"fixed": "-", "searched": "-"}, reuse_network="tiny",
+                        results_dir=work)
 check("## Adaptive mapping (fixed mappings)" in page, "the page has the adaptive table")
 check(all(r[4] in ("yes", "partly", "no") and r[5] in ("assumption", "model", "limit", "none")
           for r in summary), f"summary classes: {summary}")

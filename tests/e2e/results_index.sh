@@ -31,3 +31,28 @@ status=$?
 set -e
 [[ $status == 2 ]] || { echo "expected exit 2, got $status"; exit 1; }
 grep -q "kapla_summary.csv:2: reason_class must be one of" <<<"$err" || { echo "bad message: $err"; exit 1; }
+rm "$work/kapla_summary.csv"
+# scripts/results_all's measurements become the index's regeneration-time
+# section: per step, the run, and the CPU total over 2 cores (600 + 300 s of
+# CPU: at least 7.5 minutes).
+cat >"$work/regeneration_times.csv" <<'CSV'
+step,elapsed_s,cpu_s,date,load_start,load_end
+marvel,700.4,600.0,2026-01-01T10:00Z,1.5,2.0
+flash,400.0,300.0,2026-01-01T10:00Z,1.5,2.0
+all (marvel+flash; 2 at a time),750.2,900.0,2026-01-01T10:00Z,1.5,2.0
+CSV
+/usr/bin/python3 "$script" --docs "$work"
+grep -q '^| marvel | 700 | 600 | 2026-01-01T10:00Z | 1.5 to 2.0 |' "$index" || { echo "step row missing"; exit 1; }
+grep -q '^| all (marvel+flash; 2 at a time) | 750 | 900 |' "$index" || { echo "run row missing"; exit 1; }
+grep -q 'steps together: 900 s of CPU, so at least 7.5 minutes on 2 cores (target 30 minutes)' "$index" \
+  || { echo "CPU total wrong"; exit 1; }
+# scripts/results_all's other steps are named as not measured.
+grep -q 'Not measured here yet: .*kapla' "$index" || { echo "unmeasured steps not named"; exit 1; }
+# A malformed measurement is refused with its file and line.
+printf 'step,elapsed_s,cpu_s,date,load_start,load_end\nmarvel,fast,1,d,1,1\n' >"$work/regeneration_times.csv"
+set +e
+err=$(/usr/bin/python3 "$script" --docs "$work" 2>&1 >/dev/null)
+status=$?
+set -e
+[[ $status == 2 ]] || { echo "expected exit 2 on a bad times file, got $status"; exit 1; }
+grep -q "regeneration_times.csv:2: elapsed_s must be a number, got 'fast'" <<<"$err" || { echo "bad message: $err"; exit 1; }

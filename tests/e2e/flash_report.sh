@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Smoke test of scripts/flash_report (docs/results/flash.md): the page from
+# committed result files of experiments/flash/ (tests/data/flash_results.tar.xz,
+# from a full run: rebuild it with `scripts/flash_report` and
+# `tar cJf tests/data/flash_results.tar.xz -C results --exclude='*.log' flash`
+# when the experiments change) with --no-run, into a temporary folder. The
+# report must exit 0 and write the page with its sections and its summary.
+set -euo pipefail
+fixture="$1" work="$2" report="$3"
+rm -rf "$work" && mkdir -p "$work"
+tar xJf "$fixture" -C "$work"
+/usr/bin/python3 "$report" --no-run --results "$work/flash" \
+  --out "$work/flash.md" >/dev/null
+page=$(cat "$work/flash.md")
+for needle in "# FLASH" "Table 5" "Fig. 7" "Fig. 8" "Fig. 9" "Fig. 10"; do
+  grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
+done
+[[ -s "$work/flash_summary.csv" ]] || { echo "no flash_summary.csv beside the page"; exit 1; }
+echo "flash page built from $fixture"
