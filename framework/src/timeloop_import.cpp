@@ -1168,7 +1168,9 @@ void refuse_top_level(const Document& doc) {
 
 bool is_timeloop_file(const std::string& path) {
   try {
-    const YAML::Node root = YAML::LoadFile(path);
+    // Read through read_text, which refuses a directory: yaml-cpp leaks its
+    // read buffer when the stream it reads fails (a directory does).
+    const YAML::Node root = YAML::Load(yaml::read_text(path));
     if (!root.IsMap()) return false;
     for (const auto& e : root) {
       if (!e.first.IsScalar()) continue;

@@ -128,6 +128,9 @@ const Operator& select_layer(const Network& net, const std::string& workload_pat
 SourceLocation key_location(const std::string& path, const std::string& level,
                             const std::string& key) {
   SourceLocation at{path, 0, 0};
+  // yaml-cpp leaks its read buffer when the stream fails (a directory).
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return at;
   try {
     YAML::Node root = YAML::LoadFile(path);
     if (root.IsMap() && root["mapping"]) root.reset(root["mapping"]);
@@ -166,6 +169,8 @@ SourceLocation first_key_location(const std::string& path, const std::string& ke
     }
     return false;
   };
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) return at;
   try {
     find(YAML::LoadFile(path));
   } catch (const YAML::Exception&) {
