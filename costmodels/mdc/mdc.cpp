@@ -178,6 +178,13 @@ class BoundMdc final : public mapex::BoundCostModel {
     return s;
   }
 
+  /// DRAM's order: Algorithm 1's lowering gives DRAM's loops no region and
+  /// walks the whole layer in L2's order (mdc_transform.cpp), so MAESTRO's
+  /// runtime and on-chip energy never read it; it reaches the value only
+  /// through DRAM's traffic in the loop-nest analysis (to_metrics: DRAM's
+  /// energy added, its transfer cycles added or overlapped).
+  bool order_read_only_by_own_traffic(int level) const override { return level == dram_; }
+
   /// The value itself when the partial mapping fixes everything the model
   /// reads: Algorithm 1's lowering (mdc_transform.cpp, from_mapping) reads
   /// the splits, the spans below them and the orders of the data levels
