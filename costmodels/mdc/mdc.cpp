@@ -161,7 +161,8 @@ class BoundMdc final : public mapex::BoundCostModel {
   std::optional<mapex::Score> lower_bound(const mapex::PartialMapping& partial) const override {
     if (auto exact = exact_bound(partial)) return exact;
     const double compute = std::max({mapex::compute_cycles_bound(op_, arch_, partial),
-                                     noc_floor_cycles_, step_bound_cycles(partial)});
+                                     noc_floor_cycles_ + first_step_compute_cycles(partial),
+                                     step_bound_cycles(partial)});
     mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
     const double output_writes = output_writes_above_floor_pj(partial);
     if (std::isinf(output_writes)) return mapex::Score{true, output_writes, output_writes};
@@ -176,6 +177,13 @@ class BoundMdc final : public mapex::BoundCostModel {
                            : compute + off_chip;
     return s;
   }
+
+  /// DRAM's order: Algorithm 1's lowering gives DRAM's loops no region and
+  /// walks the whole layer in L2's order (mdc_transform.cpp), so MAESTRO's
+  /// runtime and on-chip energy never read it; it reaches the value only
+  /// through DRAM's traffic in the loop-nest analysis (to_metrics: DRAM's
+  /// energy added, its transfer cycles added or overlapped).
+  bool order_read_only_by_own_traffic(int level) const override { return level == dram_; }
 
   /// The value itself when the partial mapping fixes everything the model
   /// reads: Algorithm 1's lowering (mdc_transform.cpp, from_mapping) reads
@@ -239,11 +247,21 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// the layer over that span in every dimension but the filter windows
   /// (which MAESTRO may map whole at the top). Only for one spatial level
   /// between L1 and L2 and spans that divide the layer; 0 otherwise.
+  /// With the split fixed and L1's tile still free, the first fill alone:
+  /// a PE's tile is at least one element per dimension, so the span is at
+  /// least the split, and the first tiles' footprint (a union of windows,
+  /// growing with the span) at least the split's own; the compute bound does
+  /// not read L1's tile. The refills are left out there (fewer words per step
+  /// come with more steps).
   double step_bound_cycles(const mapex::PartialMapping& partial) const {
-    if (partial.first_fixed > 0 || l1_ != 0 || l2_ != l1_ + 2 ||
+    if (partial.first_fixed > 1 || l1_ != 0 || l2_ != l1_ + 2 ||
         arch_.levels()[1].kind != mapex::LevelKind::kSpatial)
       return 0;
-    const auto span = partial.mapping->span(op_, arch_, 1);
+    const bool tiles_fixed = partial.first_fixed == 0;
+    const auto span = tiles_fixed
+                          ? partial.mapping->span(op_, arch_, 1)
+                          : mapex::spatial_span(op_, partial.mapping->level(1),
+                                                std::vector<std::int64_t>(op_.dims().size(), 1));
     const auto& dims = op_.dims();
     double steps = 1;
     for (std::size_t d = 0; d < dims.size(); ++d) {
@@ -268,9 +286,31 @@ class BoundMdc final : public mapex::BoundCostModel {
     }
     const std::int64_t fill = std::max<std::int64_t>(
         0, hw_.noc_latency + (first_words + hw_.noc_bw - 1) / hw_.noc_bw - 1);
-    const std::int64_t refill = 2 * first_words / hw_.offchip_bw / 2;
     const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
+    if (!tiles_fixed) return compute + static_cast<double>(fill);
+    const std::int64_t refill = 2 * first_words / hw_.offchip_bw / 2;
     return std::max(compute + static_cast<double>(fill), steps * static_cast<double>(refill));
+  }
+
+  /// What the first step computes beside its fill (engine.cpp, case_delay:
+  /// the all-Init step takes its compute plus its ingress delay, every
+  /// other step at least its ingress delay), so the runtime is at least the
+  /// NoC floor plus this. At least one cycle (a case with work computes at
+  /// least one MAC step); once L1's tile is fixed, its MACs over the PE's
+  /// lanes (the first tile is whole, clipped to the layer, and the
+  /// innermost region's compute is one PE's MAC steps). Only for the chips
+  /// step_bound_cycles reads (one spatial level between L1 and L2).
+  double first_step_compute_cycles(const mapex::PartialMapping& partial) const {
+    if (noc_floor_cycles_ <= 0) return 0;
+    if (partial.first_fixed > 0 || l1_ != 0 || l2_ != l1_ + 2 ||
+        arch_.levels()[1].kind != mapex::LevelKind::kSpatial)
+      return 1;
+    const auto& tile = partial.mapping->level(0).tile;
+    std::int64_t macs = 1;
+    for (std::size_t d = 0; d < tile.size(); ++d)
+      macs *= std::max<std::int64_t>(1, std::min(tile[d], op_.dims()[d].bound));
+    return static_cast<double>((macs + hw_.simd_lanes - 1) /
+                               std::max<std::int64_t>(1, hw_.simd_lanes));
   }
 
   /// Per tensor of the operator, the fewest words any mapping moves of it

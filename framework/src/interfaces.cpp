@@ -20,6 +20,7 @@ std::optional<Unsupported> BoundCostModel::unsupported(const Mapping&) const {
 std::optional<Score> BoundCostModel::lower_bound(const PartialMapping&) const {
   return std::nullopt;
 }
+bool BoundCostModel::order_read_only_by_own_traffic(int) const { return false; }
 Score BoundCostModel::score(const Mapping& mapping) const {
   const Metrics m = evaluate(mapping);
   return Score{m.valid, m.latency_cycles, m.energy_pj};

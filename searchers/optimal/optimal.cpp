@@ -283,6 +283,67 @@ class BranchAndBound {
                      [](const Child& a, const Child& b) { return a.bound < b.bound; });
   }
 
+  /// Rule "separable orders" (README): when the model reads a level's order
+  /// only through that level's own traffic (BoundCostModel::
+  /// order_read_only_by_own_traffic) and that traffic is fixed, every
+  /// completion costs the same under each order but for that traffic, and
+  /// the value grows with its energy and with its transfer cycles. So only
+  /// the orders that no other order beats are kept: the first of the least
+  /// transfer cycles for latency, of the least energy for energy, and for
+  /// EDP each order that no other beats in both (the first of equal ones).
+  void keep_cheapest_orders(const Mapping& m, const Stage& s, int first_fixed,
+                            const std::vector<char>& order_fixed, std::vector<Child>& children) {
+    if (children.size() < 2 || !ctx_.model().order_read_only_by_own_traffic(s.level)) return;
+    const auto level = static_cast<std::size_t>(s.level);
+    std::vector<std::pair<double, double>> cost(children.size());  // (cycles, energy)
+    std::vector<char> determined(children.size(), 0);
+    tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
+      thread_local Mapping scratch;
+      scratch = m;
+      apply(scratch, s, children[k]);
+      const auto nest =
+          mapex::nest_bound(op_, arch_, mapex::PartialMapping{&scratch, first_fixed, order_fixed});
+      determined[k] = nest.determined[level];
+      cost[k] = {nest.transfer_cycles[level], nest.energy_pj[level]};
+    });
+    for (char d : determined)
+      if (!d) return;
+    // Dropped: an order with another before it in (cycles, energy,
+    // enumeration) order whose energy is no higher; the figure the
+    // objective ignores counts as 0.
+    const auto objective = ctx_.objective();
+    for (auto& [cycles, energy] : cost) {
+      if (objective == mapex::Objective::kLatency) energy = 0;
+      if (objective == mapex::Objective::kEnergy) cycles = 0;
+    }
+    std::vector<std::size_t> sorted(children.size());
+    for (std::size_t k = 0; k < sorted.size(); ++k) sorted[k] = k;
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [&](std::size_t a, std::size_t b) { return cost[a] < cost[b]; });
+    std::vector<char> dropped(children.size(), 0);
+    double lowest_energy = kInf;
+    for (std::size_t k : sorted) {
+      dropped[k] = cost[k].second >= lowest_energy;
+      lowest_energy = std::min(lowest_energy, cost[k].second);
+    }
+    std::vector<Child> kept;
+    for (std::size_t k = 0; k < children.size(); ++k) {
+      if (!dropped[k]) {
+        kept.push_back(std::move(children[k]));
+        continue;
+      }
+      nodes_separable_ += children[k].stands_for;
+      if (count_pruned_) {
+        thread_local Mapping scratch;
+        scratch = m;
+        apply(scratch, s, children[k]);
+        pruned_separable_ +=
+            completions(scratch, first_fixed, order_fixed) * children[k].stands_for;
+      }
+    }
+    children = std::move(kept);
+  }
+
   // --- the descent ------------------------------------------------------------
 
   /// The context's budget (evaluations, time, a stop request) or the
@@ -307,6 +368,7 @@ class BranchAndBound {
     if (s.order) {
       order_fixed[static_cast<size_t>(s.level)] = 1;
       children = order_children(m, s.level);
+      keep_cheapest_orders(m, s, child_fixed, order_fixed, children);
     } else {
       children = value_children(m, s.level, order_fixed);
     }
@@ -401,11 +463,12 @@ class BranchAndBound {
   std::string statistics() const {
     std::ostringstream os;
     os << "pruned nodes: capacity=" << nodes_capacity_ << " bound=" << nodes_bound_
-       << " reuse_orders=" << nodes_reuse_;
+       << " reuse_orders=" << nodes_reuse_ << " separable_orders=" << nodes_separable_;
     if (count_pruned_)
       os << "; pruned mappings: capacity=" << mapex::format_count(pruned_capacity_)
          << " bound=" << mapex::format_count(pruned_bound_)
-         << " reuse_orders=" << mapex::format_count(pruned_reuse_);
+         << " reuse_orders=" << mapex::format_count(pruned_reuse_)
+         << " separable_orders=" << mapex::format_count(pruned_separable_);
     os << "; nodes=" << nodes_ << " bounded=" << bounded_;
     return os.str();
   }
@@ -448,8 +511,9 @@ class BranchAndBound {
   bool too_wide_ = false;
   double open_bound_ = kInf;
   std::string open_node_;
-  std::uint64_t nodes_ = 0, nodes_capacity_ = 0, nodes_bound_ = 0, nodes_reuse_ = 0;
-  BigInt pruned_capacity_ = 0, pruned_bound_ = 0, pruned_reuse_ = 0;
+  std::uint64_t nodes_ = 0, nodes_capacity_ = 0, nodes_bound_ = 0, nodes_reuse_ = 0,
+                nodes_separable_ = 0;
+  BigInt pruned_capacity_ = 0, pruned_bound_ = 0, pruned_reuse_ = 0, pruned_separable_ = 0;
 };
 
 class Optimal final : public mapex::Searcher {

@@ -62,6 +62,16 @@ class BOOST_SYMBOL_VISIBLE BoundCostModel {
   /// its own (so their product bounds the EDP too). Nothing (the default)
   /// when the model offers no bound. Called concurrently, like `evaluate`.
   virtual std::optional<Score> lower_bound(const PartialMapping& partial) const;
+  /// Optional, for branch-and-bound searchers (issue 22): whether the loop
+  /// order of data level `level` reaches this model's value only through
+  /// that level's own cost in the loop-nest analysis (analysis.hpp,
+  /// level_costs: its energy and transfer cycles), the energy adding that
+  /// level's energy and the latency taking it by a sum or a maximum, with
+  /// nothing else reading that order. Then, once the tiles that fix the
+  /// level's traffic are fixed, an order that no other order beats in those
+  /// two figures is at least as good as every other with any completion.
+  /// False (the default) claims nothing.
+  virtual bool order_read_only_by_own_traffic(int level) const;
 };
 
 class BOOST_SYMBOL_VISIBLE CostModel {
