@@ -23,6 +23,7 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -281,8 +282,10 @@ struct Case {
   Case(const Plan& plan, const Level& level) : P(plan), L(level) {
     for (int t = 0; t < kNumTensors; ++t) {
       num_coupled_dirs[t] = num_spatial_coupled[t] = num_temporal_coupled[t] = 0;
+      coupled_dir_mask[t] = 0;
       for (int i = 0; i < L.num_dirs; ++i)
         if (coupled(t, L.dirs[i].dim)) {
+          coupled_dir_mask[t] |= 1U << i;
           coupled_dirs[t][num_coupled_dirs[t]++] = i;
           if (!L.dirs[i].spatial) temporal_coupled[t][num_temporal_coupled[t]++] = i;
         }
@@ -310,22 +313,27 @@ struct Case {
   const State* st[kMaxDirectives];
 
   // Called once the states `st` of a new case are set.
+  // The directives are at most 16 (kMaxDirectives), so sets of them are
+  // bit masks (bit i: directive i): one pass over the states gives the
+  // directive that moved and, per tensor, whether it moved one of the
+  // tensor's directives or restarted one inside it.
   void begin() {
-    changing = -1;
-    for (int i = 0; i < L.num_dirs; ++i)
-      if (st[i]->pos != kInit) changing = i;
+    unsigned moving = 0, restartable = 0;
+    for (int i = 0; i < L.num_dirs; ++i) {
+      moving |= static_cast<unsigned>(st[i]->pos != kInit) << i;
+      restartable |= static_cast<unsigned>(st[i]->pos == kInit && !st[i]->unrolled) << i;
+    }
+    changing = static_cast<int>(std::bit_width(moving)) - 1;
+    const unsigned inside = changing < 0 ? ~0U : ~((2U << changing) - 1);  // i > changing
     for (int t = 0; t < 2; ++t) {
-      restarted[t] = false;
-      moved[t] = false;
-      for (int k = 0; k < num_coupled_dirs[t]; ++k) {
-        const int i = coupled_dirs[t][k];
-        restarted[t] = restarted[t] || (i > changing && st[i]->pos == kInit && !st[i]->unrolled);
-        moved[t] = moved[t] || i == changing;
-      }
+      restarted[t] = (restartable & coupled_dir_mask[t] & inside) != 0;
+      moved[t] = changing >= 0 && ((coupled_dir_mask[t] >> changing) & 1U);
       in_temporal[t] = ingress_temporal(t);
     }
     out_temporal = output_temporal();
     red_temporal = reduction_temporal();
+    for (int t = 0; t < kNumTensors; ++t) spatial_own[t] = find_spatial(t, false);
+    spatial_any = find_spatial(2, true);
     memo_valid = 0;
   }
 
@@ -429,7 +437,8 @@ struct Case {
   // Output (or partial-sum) volume of one sub-unit. With `psums`, the
   // reduction dimensions' tiles multiply in (the MACs of the sub-unit).
   // Both factors are kept per case for the four (first, edge_pe) sub-units.
-  std::int64_t pe_egress(bool psums, bool first, bool edge_pe, bool reuse_at_edge = true) const {
+  [[gnu::always_inline]] std::int64_t pe_egress(bool psums, bool first, bool edge_pe,
+                                                bool reuse_at_edge = true) const {
     if (!reuse_at_edge)
       return (psums ? reduction_tile(first, edge_pe) : 1) * output_tile(first, edge_pe, false);
     const int key = (first ? 2 : 0) + (edge_pe ? 1 : 0);
@@ -524,7 +533,11 @@ struct Case {
     bool edge = false;
     bool edge_pe = false;
   };
-  Spatial spatial_of(int t, bool any_dim) const {
+  // Kept per case (begin): asked several times per case.
+  const Spatial& spatial_of(int t, bool any_dim) const {
+    return any_dim ? spatial_any : spatial_own[t];
+  }
+  Spatial find_spatial(int t, bool any_dim) const {
     Spatial s;
     auto take = [&](int i) {
       s.mapped = true;
@@ -626,6 +639,7 @@ struct Case {
   int num_coupled_dirs[kNumTensors];
   int spatial_coupled[kNumTensors][kMaxDirectives];  // spatial ones, in coupled order
   int num_spatial_coupled[kNumTensors];
+  unsigned coupled_dir_mask[kNumTensors];             // the same as a set (bit i: directive i)
   int temporal_coupled[kNumTensors][kMaxDirectives];  // temporal ones
   int num_temporal_coupled[kNumTensors];
   // Directives on dimensions the output lacks, spatial and temporal.
@@ -654,6 +668,7 @@ struct Case {
   // Per case (begin): the temporal directives' factors (see ingress_temporal).
   std::int64_t in_temporal[2] = {1, 1};
   std::int64_t out_temporal = 1, red_temporal = 1;
+  Spatial spatial_own[kNumTensors], spatial_any;  // spatial_of, per case
   mutable unsigned memo_valid = 0;
   mutable std::int64_t memo_output[4], memo_reduction[4];
 };
@@ -698,7 +713,8 @@ constexpr int kCacheSize = 64;
 // the analysis).
 class CaseOrder {
  public:
-  CaseOrder(const Plan& P, const Level& L, const std::int64_t* dims) : num_(L.num_dirs) {
+  CaseOrder(const Plan& P, const Level& L, const std::int64_t* dims)
+      : num_(L.num_dirs), total_(1), n_(0), num_moving_(0), fixed_occ_(1) {
     for (int i = 0; i < num_; ++i) {
       const std::int64_t dim = dims[L.dirs[i].dim];
       lists_[i] =
@@ -741,13 +757,15 @@ class CaseOrder {
 
  private:
   StateList lists_[kMaxDirectives];
+  // Set by the constructor only (no default member values), so that the
+  // 1 KB of lists is not zeroed for every level analysed.
   int num_;
-  std::int64_t total_ = 1;
-  std::int64_t n_ = 0;
+  std::int64_t total_;
+  std::int64_t n_;
   int moving_[kMaxDirectives];  // the directives with more than one state
-  int num_moving_ = 0;
-  std::int64_t fixed_occ_ = 1;  // occurrences of the others' single states
-  int raw_[kMaxDirectives];     // the mixed-radix digits of n-1 over moving_, counted up
+  int num_moving_;
+  std::int64_t fixed_occ_;   // occurrences of the others' single states
+  int raw_[kMaxDirectives];  // the mixed-radix digits of n-1 over moving_, counted up
 };
 
 // What one iteration case moves and costs at its level (§IV-A, §IV-B).
