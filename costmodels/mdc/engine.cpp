@@ -281,12 +281,11 @@ StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
 struct Case {
   Case(const Plan& plan, const Level& level) : P(plan), L(level) {
     for (int t = 0; t < kNumTensors; ++t) {
-      num_coupled_dirs[t] = num_spatial_coupled[t] = num_temporal_coupled[t] = 0;
+      num_spatial_coupled[t] = num_temporal_coupled[t] = 0;
       coupled_dir_mask[t] = 0;
       for (int i = 0; i < L.num_dirs; ++i)
         if (coupled(t, L.dirs[i].dim)) {
           coupled_dir_mask[t] |= 1U << i;
-          coupled_dirs[t][num_coupled_dirs[t]++] = i;
           if (!L.dirs[i].spatial) temporal_coupled[t][num_temporal_coupled[t]++] = i;
         }
       // In the tensor's own order of coupled dimensions (spatial_of: the
@@ -635,11 +634,9 @@ struct Case {
   bool all_init() const { return changing < 0; }
 
  private:
-  int coupled_dirs[kNumTensors][kMaxDirectives];  // directives on a tensor's dimensions
-  int num_coupled_dirs[kNumTensors];
   int spatial_coupled[kNumTensors][kMaxDirectives];  // spatial ones, in coupled order
   int num_spatial_coupled[kNumTensors];
-  unsigned coupled_dir_mask[kNumTensors];             // the same as a set (bit i: directive i)
+  unsigned coupled_dir_mask[kNumTensors];  // directives on a tensor's dimensions (bit i: i)
   int temporal_coupled[kNumTensors][kMaxDirectives];  // temporal ones
   int num_temporal_coupled[kNumTensors];
   // Directives on dimensions the output lacks, spatial and temporal.
