@@ -23,6 +23,7 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -280,9 +281,13 @@ StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
 struct Case {
   Case(const Plan& plan, const Level& level) : P(plan), L(level) {
     for (int t = 0; t < kNumTensors; ++t) {
-      num_coupled_dirs[t] = num_spatial_coupled[t] = 0;
+      num_spatial_coupled[t] = num_temporal_coupled[t] = 0;
+      coupled_dir_mask[t] = 0;
       for (int i = 0; i < L.num_dirs; ++i)
-        if (coupled(t, L.dirs[i].dim)) coupled_dirs[t][num_coupled_dirs[t]++] = i;
+        if (coupled(t, L.dirs[i].dim)) {
+          coupled_dir_mask[t] |= 1U << i;
+          if (!L.dirs[i].spatial) temporal_coupled[t][num_temporal_coupled[t]++] = i;
+        }
       // In the tensor's own order of coupled dimensions (spatial_of: the
       // last one decides edge_pe).
       for (int k = 0; k < P.num_coupled[t]; ++k) {
@@ -291,11 +296,15 @@ struct Case {
       }
     }
     for (int i = 0; i < L.num_dirs; ++i) {
-      if (!coupled(2, L.dirs[i].dim)) reduced_dirs[num_reduced_dirs++] = i;
+      if (!coupled(2, L.dirs[i].dim))
+        (L.dirs[i].spatial ? reduced_dirs[num_reduced_dirs++]
+                           : temporal_reduced_dirs[num_temporal_reduced_dirs++]) = i;
       if (L.dirs[i].spatial) spatial_dirs[num_spatial_dirs++] = i;
     }
     for (int k = 0; k < P.num_coupled[2]; ++k)
-      if (const int i = L.dir_of_dim[P.coupled[2][k]]; i >= 0) output_dirs[num_output_dirs++] = i;
+      if (const int i = L.dir_of_dim[P.coupled[2][k]]; i >= 0)
+        (L.dirs[i].spatial ? output_dirs[num_output_dirs++]
+                           : temporal_output_dirs[num_temporal_output_dirs++]) = i;
   }
 
   const Plan& P;
@@ -303,18 +312,75 @@ struct Case {
   const State* st[kMaxDirectives];
 
   // Called once the states `st` of a new case are set.
+  // The directives are at most 16 (kMaxDirectives), so sets of them are
+  // bit masks (bit i: directive i): one pass over the states gives the
+  // directive that moved and, per tensor, whether it moved one of the
+  // tensor's directives or restarted one inside it.
   void begin() {
-    changing = -1;
-    for (int i = 0; i < L.num_dirs; ++i)
-      if (st[i]->pos != kInit) changing = i;
+    unsigned moving = 0, restartable = 0;
+    for (int i = 0; i < L.num_dirs; ++i) {
+      moving |= static_cast<unsigned>(st[i]->pos != kInit) << i;
+      restartable |= static_cast<unsigned>(st[i]->pos == kInit && !st[i]->unrolled) << i;
+    }
+    changing = static_cast<int>(std::bit_width(moving)) - 1;
+    const unsigned inside = changing < 0 ? ~0U : ~((2U << changing) - 1);  // i > changing
     for (int t = 0; t < 2; ++t) {
-      restarted[t] = false;
-      for (int k = 0; k < num_coupled_dirs[t] && !restarted[t]; ++k) {
-        const int i = coupled_dirs[t][k];
-        restarted[t] = i > changing && st[i]->pos == kInit && !st[i]->unrolled;
+      restarted[t] = (restartable & coupled_dir_mask[t] & inside) != 0;
+      moved[t] = changing >= 0 && ((coupled_dir_mask[t] >> changing) & 1U);
+      in_temporal[t] = ingress_temporal(t);
+    }
+    out_temporal = output_temporal();
+    red_temporal = reduction_temporal();
+    for (int t = 0; t < kNumTensors; ++t) spatial_own[t] = find_spatial(t, false);
+    spatial_any = find_spatial(2, true);
+    memo_valid = 0;
+  }
+
+  // The factors of the temporal directives, the same for every sub-unit of
+  // a case: multiplied once per case (begin), so that the per-sub-unit
+  // products below run over the spatial directives only (integer products
+  // in another order: the same numbers).
+  std::int64_t ingress_temporal(int t) const {
+    std::int64_t v = 1;
+    for (int k = 0; k < num_temporal_coupled[t]; ++k) {
+      const int i = temporal_coupled[t][k];
+      const int x = L.dirs[i].dim;
+      if (st[i]->pos == kInit)
+        v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
+      else
+        v *=
+            (i == changing && !restarted[t]) ? std::max<std::int64_t>(L.unique[x], 1) : L.mapped[x];
+    }
+    return v;
+  }
+  std::int64_t output_temporal() const {
+    std::int64_t v = 1;
+    for (int k = 0; k < num_temporal_output_dirs; ++k) {
+      const int i = temporal_output_dirs[k];
+      const int x = L.dirs[i].dim;
+      const int a = P.conv ? output_of(x) : x;
+      switch (st[i]->pos) {
+        case kInit:
+          v *= edge(i) ? L.mapped_edge[a] : L.mapped[a];
+          break;
+        case kSteady:
+          v *= L.mapped[a];
+          break;
+        case kEdge:
+          v *= L.mapped_edge[a];
+          break;
       }
     }
-    memo_valid = 0;
+    return v;
+  }
+  std::int64_t reduction_temporal() const {
+    std::int64_t v = 1;
+    for (int k = 0; k < num_temporal_reduced_dirs; ++k) {
+      const int i = temporal_reduced_dirs[k];
+      const int x = L.dirs[i].dim;
+      v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
+    }
+    return v;
   }
   // In MAESTRO's iteration space a spatial edge with one busy unit gives
   // that unit the edge tile even when it is full; in the true one only the
@@ -328,13 +394,11 @@ struct Case {
 
   // Tile of one sub-unit for an input tensor (no reuse).
   std::int64_t pe_mapped(int t, bool first, bool edge_pe) const {
-    std::int64_t v = 1;
-    for (int k = 0; k < num_coupled_dirs[t]; ++k) {
-      const int i = coupled_dirs[t][k];
+    std::int64_t v = in_temporal[t];  // every directive at Init
+    for (int k = 0; k < num_spatial_coupled[t]; ++k) {
+      const int i = spatial_coupled[t][k];
       const Dir& d = L.dirs[i];
-      if (!d.spatial) {
-        v *= edge(i) ? L.mapped_edge[d.dim] : L.mapped[d.dim];
-      } else if (edge(i)) {
+      if (edge(i)) {
         if (single_edge_unit()) {
           if (first || edge_pe) v *= L.mapped_edge[d.dim];
         } else {
@@ -353,34 +417,27 @@ struct Case {
   // other than the first gets only what its neighbour does not share.
   std::int64_t pe_ingress(int t, bool first, bool edge_pe) const {
     if (changing < 0) return pe_mapped(t, first, edge_pe);
+    if (!moved[t]) return 0;
     const bool inited = restarted[t];
-    std::int64_t v = 1;
-    bool changes = false;
-    for (int k = 0; k < num_coupled_dirs[t]; ++k) {
-      const int i = coupled_dirs[t][k];
-      const Dir& d = L.dirs[i];
-      const int x = d.dim;
-      if (i == changing) changes = true;
+    std::int64_t v = in_temporal[t];
+    for (int k = 0; k < num_spatial_coupled[t]; ++k) {
+      const int i = spatial_coupled[t][k];
+      const int x = L.dirs[i].dim;
       const std::int64_t m = edge_pe ? L.mapped_edge[x] : L.mapped[x];
       const std::int64_t u = edge_pe ? L.unique_edge[x] : L.unique[x];
-      if (!d.spatial) {
-        if (st[i]->pos == kInit)
-          v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
-        else
-          v *= (i == changing && !inited) ? std::max<std::int64_t>(L.unique[x], 1) : L.mapped[x];
-      } else if (st[i]->pos == kInit) {
+      if (st[i]->pos == kInit)
         v *= (first || i <= changing) ? m : u;
-      } else {
+      else
         v *= (!first && !inited && i == changing) ? u : m;
-      }
     }
-    return changes ? v : 0;
+    return v;
   }
 
   // Output (or partial-sum) volume of one sub-unit. With `psums`, the
   // reduction dimensions' tiles multiply in (the MACs of the sub-unit).
   // Both factors are kept per case for the four (first, edge_pe) sub-units.
-  std::int64_t pe_egress(bool psums, bool first, bool edge_pe, bool reuse_at_edge = true) const {
+  [[gnu::always_inline]] std::int64_t pe_egress(bool psums, bool first, bool edge_pe,
+                                                bool reuse_at_edge = true) const {
     if (!reuse_at_edge)
       return (psums ? reduction_tile(first, edge_pe) : 1) * output_tile(first, edge_pe, false);
     const int key = (first ? 2 : 0) + (edge_pe ? 1 : 0);
@@ -399,16 +456,11 @@ struct Case {
   // The sub-unit's tiles along the dimensions the output does not have
   // (those its partial sums are reduced over).
   std::int64_t reduction_tile(bool first, bool edge_pe) const {
-    std::int64_t v = 1;
+    std::int64_t v = red_temporal;
     auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
     for (int k = 0; k < num_reduced_dirs; ++k) {
       const int i = reduced_dirs[k];
-      const Dir& d = L.dirs[i];
-      const int x = d.dim;
-      if (!d.spatial) {
-        v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
-        continue;
-      }
+      const int x = L.dirs[i].dim;
       switch (st[i]->pos) {
         case kInit:
           if (edge(i) && edge_pe)
@@ -436,26 +488,12 @@ struct Case {
   // The sub-unit's output tile (new outputs only where a neighbour shares
   // the rest, §IV-A).
   std::int64_t output_tile(bool first, bool edge_pe, bool reuse_at_edge) const {
-    std::int64_t v = 1;
+    std::int64_t v = out_temporal;
     auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
     for (int k = 0; k < num_output_dirs; ++k) {
       const int i = output_dirs[k];
       const int x = L.dirs[i].dim;
       const int a = P.conv ? output_of(x) : x;
-      if (!L.dirs[i].spatial) {
-        switch (st[i]->pos) {
-          case kInit:
-            v *= edge(i) ? L.mapped_edge[a] : L.mapped[a];
-            break;
-          case kSteady:
-            v *= L.mapped[a];
-            break;
-          case kEdge:
-            v *= L.mapped_edge[a];
-            break;
-        }
-        continue;
-      }
       switch (st[i]->pos) {
         case kInit:
           if (edge(i) && edge_pe) {
@@ -494,7 +532,11 @@ struct Case {
     bool edge = false;
     bool edge_pe = false;
   };
-  Spatial spatial_of(int t, bool any_dim) const {
+  // Kept per case (begin): asked several times per case.
+  const Spatial& spatial_of(int t, bool any_dim) const {
+    return any_dim ? spatial_any : spatial_own[t];
+  }
+  Spatial find_spatial(int t, bool any_dim) const {
     Spatial s;
     auto take = [&](int i) {
       s.mapped = true;
@@ -592,14 +634,22 @@ struct Case {
   bool all_init() const { return changing < 0; }
 
  private:
-  int coupled_dirs[kNumTensors][kMaxDirectives];  // directives on a tensor's dimensions
-  int num_coupled_dirs[kNumTensors];
   int spatial_coupled[kNumTensors][kMaxDirectives];  // spatial ones, in coupled order
   int num_spatial_coupled[kNumTensors];
-  int reduced_dirs[kMaxDirectives];  // directives on dimensions the output lacks
+  unsigned coupled_dir_mask[kNumTensors];  // directives on a tensor's dimensions (bit i: i)
+  int temporal_coupled[kNumTensors][kMaxDirectives];  // temporal ones
+  int num_temporal_coupled[kNumTensors];
+  // Directives on dimensions the output lacks, spatial and temporal.
+  int reduced_dirs[kMaxDirectives];
   int num_reduced_dirs = 0;
-  int output_dirs[kMaxDirectives];  // directives on the output's, in coupled order
+  int temporal_reduced_dirs[kMaxDirectives];
+  int num_temporal_reduced_dirs = 0;
+  // Directives on the output's dimensions (in coupled order), spatial and
+  // temporal.
+  int output_dirs[kMaxDirectives];
   int num_output_dirs = 0;
+  int temporal_output_dirs[kMaxDirectives];
+  int num_temporal_output_dirs = 0;
   int spatial_dirs[kMaxDirectives];
   int num_spatial_dirs = 0;
   // Per case (begin): the innermost directive that moved (-1: all Init),
@@ -609,6 +659,13 @@ struct Case {
   // Per input tensor: a directive inside the one that moved starts over
   // (is at Init and not unrolled), so the tensor's tile is new whole.
   bool restarted[2] = {false, false};
+  // Per input tensor: the directive that moved is one of its own (else the
+  // tensor receives nothing new).
+  bool moved[2] = {false, false};
+  // Per case (begin): the temporal directives' factors (see ingress_temporal).
+  std::int64_t in_temporal[2] = {1, 1};
+  std::int64_t out_temporal = 1, red_temporal = 1;
+  Spatial spatial_own[kNumTensors], spatial_any;  // spatial_of, per case
   mutable unsigned memo_valid = 0;
   mutable std::int64_t memo_output[4], memo_reduction[4];
 };
@@ -653,7 +710,8 @@ constexpr int kCacheSize = 64;
 // the analysis).
 class CaseOrder {
  public:
-  CaseOrder(const Plan& P, const Level& L, const std::int64_t* dims) : num_(L.num_dirs) {
+  CaseOrder(const Plan& P, const Level& L, const std::int64_t* dims)
+      : num_(L.num_dirs), total_(1), n_(0), num_moving_(0), fixed_occ_(1) {
     for (int i = 0; i < num_; ++i) {
       const std::int64_t dim = dims[L.dirs[i].dim];
       lists_[i] =
@@ -696,13 +754,15 @@ class CaseOrder {
 
  private:
   StateList lists_[kMaxDirectives];
+  // Set by the constructor only (no default member values), so that the
+  // 1 KB of lists is not zeroed for every level analysed.
   int num_;
-  std::int64_t total_ = 1;
-  std::int64_t n_ = 0;
+  std::int64_t total_;
+  std::int64_t n_;
   int moving_[kMaxDirectives];  // the directives with more than one state
-  int num_moving_ = 0;
-  std::int64_t fixed_occ_ = 1;  // occurrences of the others' single states
-  int raw_[kMaxDirectives];     // the mixed-radix digits of n-1 over moving_, counted up
+  int num_moving_;
+  std::int64_t fixed_occ_;   // occurrences of the others' single states
+  int raw_[kMaxDirectives];  // the mixed-radix digits of n-1 over moving_, counted up
 };
 
 // What one iteration case moves and costs at its level (§IV-A, §IV-B).

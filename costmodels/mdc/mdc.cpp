@@ -435,7 +435,11 @@ class BoundMdc final : public mapex::BoundCostModel {
     // DRAM's loops over L2 tiles no region (Marvel §4), so DRAM traffic is
     // the L2 tile refills of DRAM's loop nest, as Marvel's decoupled
     // off-chip model counts them (§5.1, with one-word blocks).
-    const mapex::NestAnalysis a = mapex::analyse(op_, arch_, mapping);
+    // Per-thread storage kept between evaluations (a fresh NestAnalysis
+    // allocates every vector anew); analyse_into starts from scratch.
+    thread_local mapex::NestAnalysis scratch;
+    mapex::analyse_into(op_, arch_, mapping, scratch);
+    const mapex::NestAnalysis& a = scratch;
     const auto nest_levels = mapex::level_metrics(op_, arch_, a);
     mapex::Metrics m;
     m.valid = true;

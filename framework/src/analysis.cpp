@@ -226,28 +226,33 @@ void boundary_scan(const Context& cx, size_t tensor, int from, Boundary& b) {
   b.stop = m;
 }
 
+// a / b, skipping the division when b is 1 (most reuse and sharing
+// factors are): x / 1 is x exactly, so the figures are the same, and along
+// the stream the divisions were most of a recomputed boundary's time.
+double over(double a, double b) { return b == 1.0 ? a : a / b; }
+
 // The words that cross the boundary, from its tiling part and its reuse.
 void boundary_result(const Context& cx, size_t tensor, Boundary& b) {
   const size_t n = cx.n;
   double loads = 1;  // tile (re)loads over all child instances
-  for (size_t d = 0; d < n; ++d) loads *= cx.tiles(b.child, d) / b.reuse[d];
+  for (size_t d = 0; d < n; ++d) loads *= over(cx.tiles(b.child, d), b.reuse[d]);
   TensorTraffic out;
   if (cx.op.tensors()[tensor].role != TensorRole::kOutput) {
     out.fills = loads * b.footprint;
-    out.parent_reads = out.fills / b.shared;
+    out.parent_reads = over(out.fills, b.shared);
     b.traffic = out;
     return;
   }
   // Outputs: every residency sends its partial sums up; every residency but
   // the first of a tile reads the partial sums back.
   out.updates = loads * b.footprint;
-  out.parent_writes = out.updates / b.shared;
-  b.readback = std::max(0.0, loads - b.distinct) * b.footprint / b.shared;
+  out.parent_writes = over(out.updates, b.shared);
+  b.readback = over(std::max(0.0, loads - b.distinct) * b.footprint, b.shared);
   out.fills = b.readback;
   // A network without spatial reduction (MAESTRO Table 1) delivers the
   // partial sums an adder tree would have merged one by one; the parent
   // adds each to its running sum by a read-modify-write.
-  const double unreduced = out.parent_writes - out.updates / b.shared_if_reduced;
+  const double unreduced = out.parent_writes - over(out.updates, b.shared_if_reduced);
   out.parent_reads = b.readback + unreduced;
   b.traffic = out;
 }
@@ -256,21 +261,26 @@ void boundary_result(const Context& cx, size_t tensor, Boundary& b) {
 void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnalysis& a) {
   if (!is_output) {
     for (const auto& [s, factor] : b.cumulative)
-      a.noc_down[static_cast<size_t>(s)][tensor] += b.traffic.fills / factor;
+      a.noc_down[static_cast<size_t>(s)][tensor] += over(b.traffic.fills, factor);
     return;
   }
   for (const auto& [s, factor] : b.cumulative) {
-    a.noc_up[static_cast<size_t>(s)][tensor] += b.traffic.updates / factor;
+    a.noc_up[static_cast<size_t>(s)][tensor] += over(b.traffic.updates, factor);
     a.noc_down[static_cast<size_t>(s)][tensor] += b.readback;
   }
 }
 
-// Equality of two short vectors of integers (std::vector's ==, without
-// its call for empty vectors).
+// Equality of two short vectors of integers, compared inline: a handful of
+// elements, for which a call into the C library's memcmp cost more than
+// the comparison (a sixth of a score along the stream).
 template <class T>
 bool same_values(const std::vector<T>& x, const std::vector<T>& y) {
-  return x.size() == y.size() &&
-         (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0);
+  if (x.size() != y.size()) return false;
+  const T* a = x.data();
+  const T* b = y.data();
+  for (size_t i = 0; i < x.size(); ++i)
+    if (a[i] != b[i]) return false;
+  return true;
 }
 
 // The trip counts the reuse scan reads (TrafficMemo::trips).

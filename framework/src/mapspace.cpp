@@ -1544,6 +1544,11 @@ std::optional<std::string> Mapspace::reject_reason(const Mapping& mapping) const
 }
 
 std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
+  return chunks(min_chunks, std::numeric_limits<std::size_t>::max());
+}
+
+std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks,
+                                              std::size_t max_chunks) const {
   // Subtrees of the chain choices, split until each holds at most a
   // fraction of the space (by the count table, before capacity), so that
   // the chunks are of comparable size however lopsided the space is.
@@ -1559,7 +1564,7 @@ std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
   std::size_t combo = 0;
   std::function<void(int, std::uint64_t)> split = [&](int d, std::uint64_t state) {
     const auto du = static_cast<size_t>(d);
-    for (std::size_t c = 0; c < impl.chains[du].count; ++c) {
+    for (std::size_t c = 0; c < impl.chains[du].count && out.size() < max_chunks; ++c) {
       if (!impl.chain_allowed(t, d, c)) continue;
       const auto next = impl.step(t, state, d, c);
       if (!next) continue;
@@ -1578,7 +1583,8 @@ std::vector<Mapspace::Chunk> Mapspace::chunks(std::size_t min_chunks) const {
     for (auto& s : spans) s[du] = 1;
   };
   // One set of chunks per keep/bypass combination (capacity differs).
-  for (combo = 0; combo < impl.keep_combos.size(); ++combo) split(0, impl.init_state(t));
+  for (combo = 0; combo < impl.keep_combos.size() && out.size() < max_chunks; ++combo)
+    split(0, impl.init_state(t));
   return out;
 }
 

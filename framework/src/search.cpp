@@ -205,7 +205,19 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
     min_chunks =
         std::max(min_chunks, std::min<BigInt>(wanted, BigInt{1} << 12).convert_to<std::size_t>());
   }
-  const auto chunks = space.chunks(min_chunks);
+  // With a budget only the chunks the sweep reaches are cut: the first few
+  // dozen, then twice as many whenever the window runs out (the same chunks
+  // in the same order; cutting a large space into thousands of chunks for a
+  // budget inside the first of them cost more than the evaluations).
+  constexpr auto kAll = std::numeric_limits<std::size_t>::max();
+  std::size_t wanted_chunks = budget_.max_evaluations ? 32 * workers : kAll;
+  auto chunks = space.chunks(min_chunks, wanted_chunks);
+  auto more_chunks = [&] {
+    if (chunks.size() < wanted_chunks) return false;  // all of them already
+    wanted_chunks *= 2;
+    chunks = space.chunks(min_chunks, wanted_chunks);
+    return true;
+  };
   // A space other than the job's (a searcher's sub-space) may not hold the
   // job's factor bounds and pinned loops: its mappings are checked.
   const bool gate = &space != space_ && space_->has_limits_or_pins();
@@ -271,7 +283,8 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   std::deque<Run> window;
   std::size_t next = 0;
   for (;;) {
-    while (window.size() < width && next < chunks.size()) window.push_back(start(next++));
+    while (window.size() < width && (next < chunks.size() || more_chunks()))
+      if (next < chunks.size()) window.push_back(start(next++));
     if (window.empty()) break;
     const std::uint64_t remaining =
         budget_.max_evaluations ? budget_.max_evaluations - evaluations_ : kNoLimit;

@@ -277,6 +277,17 @@ TEST_P(MapspaceAgainstBruteForce, CountsAndStreamAreTheSpace) {
   }
   EXPECT_EQ(joined, got);
 
+  // The first k chunks alone are the first k of all of them (a budgeted
+  // sweep cuts only those it reaches).
+  for (const std::size_t k : {std::size_t{1}, std::size_t{3}, chunks.size(), chunks.size() + 5}) {
+    const auto first = space.chunks(7, k);
+    ASSERT_EQ(first.size(), std::min(k, chunks.size()));
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      EXPECT_EQ(first[i].prefix, chunks[i].prefix);
+      EXPECT_EQ(first[i].keep_combo, chunks[i].keep_combo);
+    }
+  }
+
   // The cursor's rejection count is exact: size = valid + rejected.
   Mapspace::Cursor cursor(space);
   Mapping m;

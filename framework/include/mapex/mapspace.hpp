@@ -132,6 +132,11 @@ class Mapspace {
   /// At least `min_chunks` chunks when the space allows (fewer when it is
   /// small), in enumeration order.
   std::vector<Chunk> chunks(std::size_t min_chunks) const;
+  /// The first `max_chunks` of those chunks only: the split stops there, so
+  /// a sweep whose budget covers the start of a large space does not cut
+  /// the whole space (the same chunks, in the same order, as the prefix of
+  /// chunks(min_chunks)).
+  std::vector<Chunk> chunks(std::size_t min_chunks, std::size_t max_chunks) const;
 
   /// Streams the space (or one chunk) in a fixed order: keep/bypass
   /// combinations (when constraints leave any free), then chains in index
