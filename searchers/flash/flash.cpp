@@ -61,6 +61,7 @@ class FlashSearch final : public mapex::Searcher {
         space_(params.get_string("space")),
         tiles_(tile_values(params.get_string("tiles"))),
         max_candidates_(static_cast<std::size_t>(params.get_int("max_candidates"))),
+        any_order_(params.get_bool("any_order")),
         batch_size_(static_cast<std::size_t>(params.get_int("batch_size"))) {}
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
@@ -89,7 +90,7 @@ class FlashSearch final : public mapex::Searcher {
     double before = 0;
     for (fl::Style s : styles) {
       if (!orders.empty()) {
-        const auto supported = fl::loop_orders(s);
+        const auto supported = fl::loop_orders(s, any_order_);
         if (std::find(supported.begin(), supported.end(), orders[0]) == supported.end()) {
           if (styles.size() == 1)
             throw mapex::InputError(mapex::SourceLocation{}, "order",
@@ -99,8 +100,8 @@ class FlashSearch final : public mapex::Searcher {
           continue;
         }
       }
-      fl::Generation g =
-          fl::generate(s, problem, chip, space_ == "pruned", orders, tiles_, max_candidates_);
+      fl::Generation g = fl::generate(s, problem, chip, space_ == "pruned", orders, tiles_,
+                                      max_candidates_, any_order_);
       before += g.before_pruning;
       if (space_ != "non_tiled") {
         candidates.insert(candidates.end(), g.candidates.begin(), g.candidates.end());
@@ -108,7 +109,7 @@ class FlashSearch final : public mapex::Searcher {
       }
       // §3.2's non-tiled mapping of every dataflow: the reference point of
       // Table 5, evaluated with the candidates (alone for non_tiled).
-      for (const auto& flow : fl::dataflows(s, problem, chip.pes)) {
+      for (const auto& flow : fl::dataflows(s, problem, chip.pes, any_order_)) {
         const fl::Candidate c = fl::non_tiled(flow);
         const bool wanted =
             orders.empty() || std::find(orders.begin(), orders.end(), flow.order) != orders.end();
@@ -181,6 +182,7 @@ class FlashSearch final : public mapex::Searcher {
   std::string space_;
   fl::TileValues tiles_;
   std::size_t max_candidates_;
+  bool any_order_;
   std::size_t batch_size_;
 };
 
@@ -196,6 +198,9 @@ const mapex::ParamSpec kParams[] = {
      "Tile values within each range: pow2 (powers of two and the range's bound, FLASH §4 and "
      "§5.1), all (every integer) or largest (per dataflow only the largest power of two of "
      "each range that fits: the paper's pick, §4 and §5.1)."},
+    {"any_order", mapex::ParamType::kBool, "false",
+     "Give the fixed-dataflow styles all six loop orders too, their parallel dimensions and "
+     "cluster sizes kept (not Table 2: the orders §5.4's flexible-vs-fixed comparison needs)."},
     {"max_candidates", mapex::ParamType::kInt, "5000000",
      "Refuse a space with more candidates than this (memory)."},
     {"batch_size", mapex::ParamType::kInt, "4096", "Candidates per parallel evaluation batch."},

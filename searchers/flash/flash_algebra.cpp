@@ -112,8 +112,13 @@ Problem problem_from(const Operator& op) {
   return p;
 }
 
-std::vector<LoopOrder> loop_orders(Style style) {
+std::vector<LoopOrder> loop_orders(Style style, bool any_order) {
   // Table 2, compute order row; §4 (i): only MAERI's order is free.
+  // §5.4 compares "flexible loop order ... across mapping schemes" with
+  // "the average-workload-optimized fixed loop order of each mapping
+  // scheme", which needs orders Table 2 does not give the fixed styles:
+  // any_order gives them MAERI's six.
+  if (any_order) return loop_orders(Style::kMaeri);
   switch (style) {
     case Style::kEyeriss:
     case Style::kShidiannao:
@@ -162,9 +167,10 @@ std::vector<std::int64_t> cluster_sizes(Style style, const LoopOrder& order, con
   return sizes;
 }
 
-std::vector<Dataflow> dataflows(Style style, const Problem& problem, std::int64_t pes) {
+std::vector<Dataflow> dataflows(Style style, const Problem& problem, std::int64_t pes,
+                                bool any_order) {
   std::vector<Dataflow> out;
-  for (const LoopOrder& order : loop_orders(style)) {
+  for (const LoopOrder& order : loop_orders(style, any_order)) {
     Dataflow f;
     f.style = style;
     f.order = order;
@@ -417,7 +423,8 @@ void enumerate(const Dataflow& flow, const Problem& problem, const Chip& chip, b
 }  // namespace
 
 Generation generate(Style style, const Problem& problem, const Chip& chip, bool pruned,
-                    const std::vector<LoopOrder>& orders, TileValues values, std::size_t limit) {
+                    const std::vector<LoopOrder>& orders, TileValues values, std::size_t limit,
+                    bool any_order) {
   Generation g;
   // kLargest, MAERI: lambda is the last loop's tile T^out (Table 2), so it
   // too is the largest power of two within Eq. 3, taken with Table 6's
@@ -425,7 +432,7 @@ Generation generate(Style style, const Problem& problem, const Chip& chip, bool 
   // a smaller one only when that leaves no candidate. Each order's
   // dataflows are walked from the largest cluster down.
   const bool maeri_largest = style == Style::kMaeri && values == TileValues::kLargest;
-  std::vector<Dataflow> flows = dataflows(style, problem, chip.pes);
+  std::vector<Dataflow> flows = dataflows(style, problem, chip.pes, any_order);
   if (maeri_largest)
     for (auto first = flows.begin(); first != flows.end();) {
       auto last = std::find_if(first, flows.end(),

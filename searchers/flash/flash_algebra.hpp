@@ -80,14 +80,18 @@ struct Dataflow {
 };
 
 /// The loop orders a style supports (§4, constraint (i)): one each for the
-/// fixed-dataflow styles, all six for MAERI.
-std::vector<LoopOrder> loop_orders(Style style);
+/// fixed-dataflow styles, all six for MAERI. `any_order`: all six for every
+/// style (not Table 2: the reading of §5.4's flexible-vs-fixed comparison
+/// that gives the fixed styles the other orders too).
+std::vector<LoopOrder> loop_orders(Style style, bool any_order = false);
 /// The cluster sizes a style supports on P PEs (Table 2, cluster size row),
 /// for MAERI those of the last loop's dimension, 1..min(P, its extent).
 std::vector<std::int64_t> cluster_sizes(Style style, const LoopOrder& order, const Problem& problem,
                                         std::int64_t pes);
-/// Algorithm 2, line 1: every (loop order, cluster size) of the style.
-std::vector<Dataflow> dataflows(Style style, const Problem& problem, std::int64_t pes);
+/// Algorithm 2, line 1: every (loop order, cluster size) of the style
+/// (`any_order`: as loop_orders; parallel dimensions stay Table 2's).
+std::vector<Dataflow> dataflows(Style style, const Problem& problem, std::int64_t pes,
+                                bool any_order = false);
 
 /// A candidate: a dataflow and its tiles in Table 2's terms.
 /// - `outer` (T^out): the inter-cluster dimension's tile per cluster, the
@@ -169,10 +173,11 @@ struct Generation {
 /// integer, or (kLargest, §4 and §5.1's pick) per dataflow only the largest
 /// power of two of each range that fits, outer tiles first, decreasing a
 /// tile that overflows its buffer. More than `limit` candidates: InputError.
+/// `any_order`: every style's dataflows in all six orders (loop_orders).
 enum class TileValues { kPow2, kAll, kLargest };
 Generation generate(Style style, const Problem& problem, const Chip& chip, bool pruned,
                     const std::vector<LoopOrder>& orders = {}, TileValues values = TileValues::kAll,
-                    std::size_t limit = 50'000'000);
+                    std::size_t limit = 50'000'000, bool any_order = false);
 
 /// The non-tiled mapping of a dataflow (§3.2, Fig. 6(a)): tiles of 1 on
 /// the two outer loops, the innermost loop's tile filling the cluster with

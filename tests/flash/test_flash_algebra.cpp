@@ -131,6 +131,36 @@ TEST(FlashDataflows, StylesHaveTable2OrdersAndClusterSizes) {
   EXPECT_FALSE(fl::parse_style("gpu"));
 }
 
+TEST(FlashDataflows, AnyOrderGivesFixedStylesAllSixOrdersWithTable2sParallelDims) {
+  // §5.4's flexible-vs-fixed reading: Eyeriss-style (STT_TTS, M across
+  // clusters, K inside, lambda 1..12) in each of the six orders, 6 x 12
+  // dataflows; the orders change, the parallel dimensions do not.
+  const fl::Problem p{{8, 8192, 1024}};
+  EXPECT_EQ(fl::loop_orders(fl::Style::kEyeriss, true).size(), 6u);
+  const auto flows = fl::dataflows(fl::Style::kEyeriss, p, 256, true);
+  ASSERT_EQ(flows.size(), 6u * 12);
+  std::set<std::string> orders;
+  for (const auto& f : flows) {
+    EXPECT_EQ(f.inter_dim, fl::kM);
+    EXPECT_EQ(f.intra_dim, fl::kK);
+    orders.insert(fl::to_string(f.order));
+  }
+  EXPECT_EQ(orders.size(), 6u);
+  // One order asked for: only its candidates, built in that order; without
+  // any_order the fixed style has none in <k,m,n>.
+  const fl::LoopOrder kmn{fl::kK, fl::kM, fl::kN};
+  const auto g = fl::generate(fl::Style::kEyeriss, p, kEdge, true, {kmn}, fl::TileValues::kLargest,
+                              50'000'000, true);
+  ASSERT_FALSE(g.candidates.empty());
+  for (const auto& c : g.candidates) EXPECT_EQ(c.flow.order, kmn);
+  EXPECT_TRUE(fl::generate(fl::Style::kEyeriss, p, kEdge, true, {kmn}, fl::TileValues::kLargest)
+                  .candidates.empty());
+  const auto op = mapex::make_gemm("IV", 8, 8192, 1024);
+  const auto m = fl::to_mapping(g.candidates[0], op, edge());
+  EXPECT_EQ(m.level(2).order[0], op.find_dim("K"));
+  EXPECT_EQ(m.level(2).order[2], op.find_dim("N"));
+}
+
 TEST(FlashCandidates, PrunedCandidatesFitAndAreASubsetOfTheFullSpace) {
   // A problem small enough for the full space of every integer tile.
   const fl::Problem p{{48, 32, 40}};
