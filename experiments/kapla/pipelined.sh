@@ -181,7 +181,7 @@ if [[ "$table5" == 1 ]]; then
 ROWS
 fi
 
-/usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" \
+/usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" --long "$long" \
   -o "$root/docs/results/kapla_pipelined.md"
 exec /usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" --sweeps \
   -o "$root/docs/results/kapla_sweeps.md"
