@@ -235,7 +235,8 @@ def sweep_text(pipe, what):
 
 def level_text(pipe):
     """R drawn once per memory level (kapla_sweeps.md): (pooled mean over
-    B of every valid network and seed at the lowest p, its text), or None."""
+    B of every valid network and seed at the lowest p, its text, each
+    seed's mean), or None."""
     level = pipe.get("r_level") or {}
     if not level:
         return None
@@ -253,12 +254,14 @@ def level_text(pipe):
     if not pooled:
         return None
     mean = statistics.mean(pooled)
+    seed_means = [statistics.mean([v for v in level[(p, sd)].values() if v is not None])
+                  for sd in seeds if any(v is not None for v in level[(p, sd)].values())]
     return mean, (f"R drawing a loop blocking once per memory level instead (REGF tile, GBUF "
                   f"tile and order, DRAM order each kept with p, so about p^3 of the blockings; "
                   f"kapla_sweeps.md, R drawing once per memory level, runs Rl{p:g} and "
                   f"Rl{p:g}s<seed>) at p={p:g}: {'; '.join(parts)}; over every seed "
                   f"{mean:+.1f}% ({len(pooled)} schedules, {min(pooled):+.1f}% to "
-                  f"{max(pooled):+.1f}%)")
+                  f"{max(pooled):+.1f}%)"), seed_means
 
 
 def random_energy_row(pipe):
@@ -279,13 +282,17 @@ def random_energy_row(pipe):
     if level and within(level[0], 59):
         shown = (f"{level[0]:+.1f}% (p=0.1 drawn per memory level, every seed); "
                  f"{mine:+.2f}% (p=0.1 drawn per blocking)")
-        ok = True
+        verdict = "yes"
     else:
         shown = f"{mine:+.2f}% (p=0.1)" + (f"; {level[0]:+.1f}% drawn per memory level"
                                            if level else "")
-        ok = within(mine, 59)
+        # Some seed's mean within the tolerance: the reading reaches the
+        # paper's figure, but not on every seed.
+        verdict = ("yes" if within(mine, 59) else
+                   "partly" if level and any(within(m, 59) for m in level[2]) else "no")
     return ["Fig. 9", "energy overhead of R over B (inference)", "59%", shown,
-            "yes" if ok else "no", "assumption" if (sweep or level) else "model",
+            verdict, "none" if within(mine, 59) else
+            ("assumption" if (sweep or level) else "model"),
             "R: B's enumeration in nn_dataflow's space and model with each candidate kept with "
             "probability p at every level (allocations, partitions, loop blockings); §V gives "
             "only p >= 0.1 and not what a level is" + (f"; {level[1]}" if level else "")
