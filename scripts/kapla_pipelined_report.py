@@ -237,6 +237,13 @@ def level_sweep(runs):
     pooled_lines = [f"Over every seed at p = {p:g}: mean {pct(statistics.mean(v))} over B, "
                     f"{len(v)} valid schedules (network and seed), from {pct(min(v))} to "
                     f"{pct(max(v))}." for p, v in sorted(pooled.items())]
+    invalid = sum(1 for row in rows if "no valid schedule" in row)
+    if invalid:
+        pooled_lines.append(f"{invalid} of {len(rows)} runs find no valid schedule (a layer whose "
+                            "kept tiles leave it no blocking that fits): at this p the seed "
+                            "decides whether R schedules a network at all (§V finds 0.1 the least "
+                            "probability that still finds valid schemes); the means are over the "
+                            "schedules found.")
     return (["## R drawing once per memory level", "",
              "§V's R \"evaluates candidates at each level with a given probability\"; R above "
              "treats a whole loop blocking (its tiles at every memory level and its two loop "
