@@ -394,7 +394,8 @@ def summary_rows(per_layer, ref_speed, runs, docs):
                  f"{statistics.mean(pipe['speed']):.0f}x (kapla_pipelined.md)") if pipe else ""
         out.append(["Table IV", "scheduling speed-up K over B (training)", "518x (Table IV)",
                     f"{t['speed']:.0f}x", "no", "assumption",
-                    f"per layer, in-process CPU time, median of {runs} runs: mapex's B (the same "
+                    f"per layer, in-process CPU time, median of up to {runs} runs (a long "
+                    "search runs once, kapla_fair.md): mapex's B (the same "
                     "search in C++, best-first over the partitions) takes "
                     f"{t['speed']:.0f}x K's time; "
                     + "; ".join(x for x in (whole, ref) if x)
