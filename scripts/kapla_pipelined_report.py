@@ -29,7 +29,7 @@ def load(directory):
     """{(tag, solver): attributes with 'cpu' (median CPU seconds), 'runs'}."""
     runs = {}
     for name in sorted(os.listdir(directory)):
-        m = re.fullmatch(r"(.+)_([KBR]|Rp[\d.]+|Kk\d+)\.h5", name)
+        m = re.fullmatch(r"(.+)_([KBR]|Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Kk\d+)\.h5", name)
         if not m:
             continue
         path = os.path.join(directory, name)
@@ -47,6 +47,7 @@ def load(directory):
         if not cpu:
             sys.exit(f"{path[:-3]}.time: no timed run")
         a["cpu"] = statistics.median(cpu)
+        a["spread"] = max(cpu) / min(cpu) - 1 if min(cpu) > 0 else 0
         a["runs"] = len(cpu)
         runs[(m.group(1), m.group(2))] = a
     return runs
@@ -103,25 +104,26 @@ def probability_of(solver):
     return 0.1 if solver == "R" else float(solver[2:])
 
 
-def random_sweep(runs):
-    """KAPLA §V gives R's probability only as a lower bound ("no less than
-    0.1 at each level"): R at other keep probabilities, against B and K."""
+def solver_of(runs, family, p):
+    """The solver name of `family` ("Rp": one draw per candidate, R at 0.1;
+    "Rl": one draw per memory level) at keep probability p."""
+    if family == "Rp" and p == 0.1:
+        return "R"
+    return next(s for (t, s) in runs if s.startswith(family) and probability_of(s) == p)
+
+
+def in_family(solver, family):
+    return solver.startswith(family) or (family == "Rp" and solver == "R")
+
+
+def random_tables(runs, family):
+    """Per network and per probability, R of `family` against B and K:
+    (per-network rows, summary rows)."""
     probs = sorted({probability_of(s) for (t, s) in runs
-                    if t.startswith("inference_") and (s == "R" or s.startswith("Rp"))})
-    if len(probs) < 2:
-        return []
-    out = ["## R's keep probability, per network", "",
-           "KAPLA §V states only a lower bound for R's probability (\"no less than 0.1 at each "
-           "level to guarantee finding valid schemes\"), and R's time and energy depend on how "
-           "much of B's space it keeps. R with each candidate kept with probability p at every "
-           "sampled level (runs `Rp<p>`; p = 0.1 is R above), same seed; a network whose "
-           "sampled space leaves some layer without a valid scheme has no schedule:", "",
-           "| p | network | R energy (pJ) | R over B | R CPU s (runs) | R / K CPU | B / R CPU |",
-           "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
-    summary = []
+                    if t.startswith("inference_") and in_family(s, family)})
+    rows, summary = [], []
     for p in probs:
-        solver = "R" if p == 0.1 else next(s for (t, s) in runs if s.startswith("Rp") and
-                                            probability_of(s) == p)
+        solver = solver_of(runs, family, p)
         over, r_k, b_r, failed, ran = [], [], [], [], 0
         for net in NETWORKS:
             tag = f"inference_{net}"
@@ -132,13 +134,15 @@ def random_sweep(runs):
             r_k.append(r["cpu"] / k["cpu"])
             if energy(r) is None:
                 failed.append(net)
-                out.append(f"| {p:g} | {net} | no valid schedule | - | {r['cpu']:.2f} "
-                           f"({r['runs']}) | {r['cpu'] / k['cpu']:.1f}x | - |")
+                rows.append(f"| {p:g} | {net} | no valid schedule | - | {r['cpu']:.2f} "
+                            f"({r['runs']}) | {r['cpu'] / k['cpu']:.1f}x | - |")
                 continue
             over.append(energy(r) / energy(b) - 1)
             b_r.append(b["cpu"] / r["cpu"])
-            out.append(f"| {p:g} | {net} | {energy(r):.5g} | {pct(over[-1])} | {r['cpu']:.2f} "
-                       f"({r['runs']}) | {r_k[-1]:.1f}x | {b_r[-1]:.0f}x |")
+            rows.append(f"| {p:g} | {net} | {energy(r):.5g} | {pct(over[-1])} | {r['cpu']:.2f} "
+                        f"({r['runs']}) | {r_k[-1]:.1f}x | {b_r[-1]:.0f}x |")
+        if not ran:
+            continue
         if over:
             summary.append(f"| {p:g} | {len(over)} of {ran} | {pct(statistics.mean(over))} | "
                            f"{pct(max(over))} | {statistics.mean(r_k):.1f}x | "
@@ -146,12 +150,32 @@ def random_sweep(runs):
         else:
             summary.append(f"| {p:g} | 0 of {ran} | - | - | {statistics.mean(r_k):.1f}x | - | "
                            f"{', '.join(failed)} |")
+    return rows, summary
+
+
+NETWORK_HEADER = ["| p | network | R energy (pJ) | R over B | R CPU s (runs) | R / K CPU | "
+                  "B / R CPU |", "| ---: | --- | ---: | ---: | ---: | ---: | ---: |"]
+SUMMARY_HEADER = ["| p | valid schedules | R over B, mean | worst | R / K CPU, mean | "
+                  "B / R CPU, mean | no valid schedule |",
+                  "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
+
+
+def random_sweep(runs):
+    """KAPLA §V gives R's probability only as a lower bound ("no less than
+    0.1 at each level"): R at other keep probabilities, against B and K."""
+    rows, summary = random_tables(runs, "Rp")
+    if len(summary) < 2:
+        return []
+    out = ["## R's keep probability, per network", "",
+           "KAPLA §V states only a lower bound for R's probability (\"no less than 0.1 at each "
+           "level to guarantee finding valid schemes\"), and R's time and energy depend on how "
+           "much of B's space it keeps. R with each candidate kept with probability p at every "
+           "sampled level (runs `Rp<p>`; p = 0.1 is R above), same seed; a network whose "
+           "sampled space leaves some layer without a valid scheme has no schedule:", ""]
+    out += NETWORK_HEADER + rows
     out += ["", "## R by keep probability", "",
             "Means over the networks R schedules; R / K over every run, those that find no "
-            "schedule too:", "",
-            "| p | valid schedules | R over B, mean | worst | R / K CPU, mean | B / R CPU, mean "
-            "| no valid schedule |", "| ---: | --- | ---: | ---: | ---: | ---: | --- |"]
-    out += summary
+            "schedule too:", ""] + SUMMARY_HEADER + summary
     # Where the paper's R / K of 1.5x falls on this R's time scale: the mean
     # R / K of every run at each probability, valid or not.
     means = [(float(row.split("|")[1]), float(row.split("|")[5].strip().rstrip("x")))
@@ -165,6 +189,78 @@ def random_sweep(runs):
             "faster than B, R would run at about B / 116. Training (Table IV): B / R from 1.6x "
             "(LSTM) to 123x (GoogLeNet), R / K from 4.6x to 74x.", ""]
     return out
+
+
+def level_runs(runs):
+    """{(p, seed): solver} of the runs of R drawn per memory level
+    (`Rl<p>` at the default seed 1, `Rl<p>s<seed>`)."""
+    out = {}
+    for (t, solver) in runs:
+        m = re.fullmatch(r"Rl([\d.]+)(?:s(\d+))?", solver)
+        if t.startswith("inference_") and m:
+            out[(float(m.group(1)), int(m.group(2) or 1))] = solver
+    return out
+
+
+def level_sweep(runs):
+    """R drawing a loop blocking once per memory level (`keep_per=
+    memory_level`) instead of once per blocking: what "each level" of §V
+    means in nn_dataflow's blocking tree, which the paper leaves unstated."""
+    solvers = level_runs(runs)
+    if not solvers:
+        return []
+    rows, summary, pooled = [], [], {}
+    for (p, seed), solver in sorted(solvers.items()):
+        over, r_k, failed, ran = [], [], [], 0
+        for net in NETWORKS:
+            tag = f"inference_{net}"
+            r, k, b = runs.get((tag, solver)), runs.get((tag, "K")), runs.get((tag, "B"))
+            if not r or not k or not b or energy(b) is None or energy(k) is None:
+                continue
+            ran += 1
+            r_k.append(r["cpu"] / k["cpu"])
+            cells = f"| {p:g} | {seed} | {net} |"
+            if energy(r) is None:
+                failed.append(net)
+                rows.append(f"{cells} no valid schedule | - | {r['cpu']:.2f} ({r['runs']}) | "
+                            f"{r_k[-1]:.1f}x |")
+                continue
+            over.append(energy(r) / energy(b) - 1)
+            pooled.setdefault(p, []).append(over[-1])
+            rows.append(f"{cells} {energy(r):.5g} | {pct(over[-1])} | {r['cpu']:.2f} "
+                        f"({r['runs']}) | {r_k[-1]:.1f}x |")
+        if ran:
+            summary.append(f"| {p:g} | {seed} | {len(over)} of {ran} | "
+                           f"{pct(statistics.mean(over)) if over else '-'} | "
+                           f"{pct(max(over)) if over else '-'} | {statistics.mean(r_k):.1f}x | "
+                           f"{', '.join(failed) or '-'} |")
+    pooled_lines = [f"Over every seed at p = {p:g}: mean {pct(statistics.mean(v))} over B, "
+                    f"{len(v)} valid schedules (network and seed), from {pct(min(v))} to "
+                    f"{pct(max(v))}." for p, v in sorted(pooled.items())]
+    invalid = sum(1 for row in rows if "no valid schedule" in row)
+    if invalid:
+        pooled_lines.append(f"{invalid} of {len(rows)} runs find no valid schedule (a layer whose "
+                            "kept tiles leave it no blocking that fits): at this p the seed "
+                            "decides whether R schedules a network at all (§V finds 0.1 the least "
+                            "probability that still finds valid schemes); the means are over the "
+                            "schedules found.")
+    return (["## R drawing once per memory level", "",
+             "§V's R \"evaluates candidates at each level with a given probability\"; R above "
+             "treats a whole loop blocking (its tiles at every memory level and its two loop "
+             "orders) as one candidate. Taking the memory levels of the blocking as the levels "
+             "instead (runs `Rl<p>`, `--intra-param keep_per=memory_level`; `Rl<p>s<seed>` with "
+             "`--seed`, run once): the REGF tile is kept with probability p, the GBUF tile and "
+             "its loop order under a kept REGF tile with p, the DRAM loop order under those "
+             "with p, so about p^3 of B's blockings are scored and a tile left out drops every "
+             "blocking under it; allocations and partitions as in R. Per network:", "",
+             "| p | seed | network | R energy (pJ) | R over B | R CPU s (runs) | R / K CPU |",
+             "| ---: | ---: | --- | ---: | ---: | ---: | ---: |"] + rows +
+            ["", "## R per memory level, by keep probability and seed", "",
+             "Means over the networks R schedules; R / K over every run:", "",
+             "| p | seed | valid schedules | R over B, mean | worst | R / K CPU, mean | "
+             "no valid schedule |", "| ---: | ---: | --- | ---: | ---: | ---: | --- |"] +
+            summary + [""] + pooled_lines + ["", "Paper, inference (§VI-A): R 59% over B "
+                                              "(mean over its seven networks).", ""])
 
 
 def ks_sweep(runs):
@@ -213,6 +309,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("dir", help="directory of <tag>_<K|B>.h5 files and their .time files")
     p.add_argument("-o", "--output", required=True)
+    p.add_argument("--long", type=float, default=10,
+                   help="pipelined.sh's LONG: CPU seconds above which a solver runs once")
     p.add_argument("--sweeps", action="store_true",
                    help="write the sweeps page (R's keep probability, K's k_S) instead")
     args = p.parse_args()
@@ -222,7 +320,7 @@ def main():
     if args.sweeps:
         write(args.output, sweeps_page(args.dir, runs))
         return
-    cpu, wall = run_minutes(args.dir, lambda name: not re.search(r"_(Rp[\d.]+|Kk\d+)\.time$", name))
+    cpu, wall = run_minutes(args.dir, lambda name: not re.search(r"_(Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Kk\d+)\.time$", name))
 
     lines = ["# KAPLA against exhaustive search on whole networks, with inter-layer pipelining",
              "",
@@ -265,7 +363,9 @@ def main():
              "rewritten; they are compared per layer in [kapla_fair.md](kapla_fair.md).", "",
              "CPU time is user plus system time of the whole `mapex schedule` process (on "
              "`THREADS` threads, one or two), the median of the runs counted in brackets; a "
-             "solver whose first run takes more than 30 CPU seconds runs once.", ""]
+             f"solver whose first run takes more than {args.long:g} CPU seconds runs once, and "
+             "the Table V runs, whose times no page reads, run once" + spread_text(runs) + ".",
+             ""]
 
     lines += ["## Fig. 9 and Table IV: inference, multi-node chip, batch 64", ""] + HEADER
     rows, figs = network_rows(runs, "inference", NETWORKS)
@@ -339,6 +439,17 @@ def main():
     write(args.output, lines)
 
 
+def spread_text(runs):
+    """The largest spread (max / min - 1) of the CPU times of the solvers
+    timed more than once, with its run: what a single run may be off by."""
+    worst = max(((a["spread"], t, s) for (t, s), a in runs.items() if a["runs"] > 1 and
+                 a["cpu"] > 1), default=None)
+    if not worst:
+        return ""
+    return (f"; of the solvers timed more than once and above a CPU second, the widest "
+            f"spread of their runs is {100 * worst[0]:.0f}% ({worst[1]} {worst[2]})")
+
+
 def write(path, lines):
     with open(path, "w") as f:
         f.write("\n".join(lines))
@@ -358,9 +469,9 @@ def run_minutes(directory, counted):
 def sweeps_page(directory, runs):
     """KAPLA §V's R at other keep probabilities and §VI-B's k_S (Fig. 11),
     against the B and K of kapla_pipelined.md."""
-    cpu, wall = run_minutes(directory, lambda name: re.search(r"_(Rp[\d.]+|Kk\d+)\.time$", name))
+    cpu, wall = run_minutes(directory, lambda name: re.search(r"_(Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Kk\d+)\.time$", name))
     return (["# KAPLA's R and k_S: how the unstated parameters move Fig. 9 and Fig. 11", "",
-             "Generated by `experiments/kapla/pipelined.sh` (runs `Rp<p>` and `Kk<k_S>` beside "
+             "Generated by `experiments/kapla/pipelined.sh` (runs `Rp<p>`, `Rl<p>` and `Kk<k_S>` beside "
              "the K, B and R of [kapla_pipelined.md](kapla_pipelined.md), same space, model, "
              "chip and networks) with `scripts/kapla_pipelined_report.py --sweeps`; do not edit "
              "by hand. Regenerate with", "",
@@ -371,8 +482,8 @@ def sweeps_page(directory, runs):
              f"the sweep runs took {cpu:.0f} CPU minutes, {wall:.0f} min of wall time, on this "
              "2-core machine shared with other builds). CPU time is user plus system time of "
              "the `mapex schedule` process, the median of the runs counted in brackets (a run "
-             "whose first run takes more than `LONG` CPU seconds runs once).", ""]
-            + missing_networks(runs) + random_sweep(runs) + ks_sweep(runs))
+             "whose first run takes more than `LONG` CPU seconds, default 10, runs once).", ""]
+            + missing_networks(runs) + random_sweep(runs) + level_sweep(runs) + ks_sweep(runs))
 
 
 def missing_networks(runs):

@@ -19,7 +19,8 @@
 # scheme with nn_dataflow's simulator (§V), with KAPLA's training options
 # (hybrid, batch and input-channel partitions). CPU time (user + system of
 # the process) is the median of RUNS runs (default 3); a solver whose first
-# run takes more than LONG CPU seconds (default 30) is run once.
+# run takes more than LONG CPU seconds (default 10) is run once, and the
+# Table V runs, whose times no page reads, run once.
 #   Rp<P> R with keep probability P at every level instead of 0.1 (R_SWEEP):
 #      the paper states only a lower bound on R's probability ("no less
 #      than 0.1"), so how much of B's space R visits is an assumption that
@@ -30,7 +31,9 @@
 # chips), SEGMENT_SWEEP (networks also run with segments of up to 5 layers),
 # R_SWEEP (R's other keep probabilities, default 0.01 0.03 0.3; 0.3 only on
 # R_WIDE_NETWORKS, default alexnet_towers vgg16 kapla_mlp, as it takes
-# minutes per network), KS_SWEEP (K's other k_S, default 1 2 8).
+# minutes per network), KS_SWEEP (K's other k_S, default 1 2 8), R_LEVEL
+# (keep probabilities of R drawn per memory level, runs Rl<P>, default 0.1)
+# and R_LEVEL_SEEDS (its other seeds, runs Rl<P>s<SEED>, default 2 3).
 # --reuse keeps result files already written.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -41,7 +44,7 @@ out="${OUT:-$root/results/kapla_pipelined}"
 # nn_dataflow lists it (towers instead of channel groups).
 networks="${NETWORKS:-alexnet_towers vgg16 googlenet resnet50 kapla_mlp}"
 runs="${RUNS:-3}"
-long="${LONG:-30}"
+long="${LONG:-10}"
 threads="${THREADS:-2}"
 max_segment="${MAX_SEGMENT:-4}"
 table5="${TABLE5:-1}"
@@ -49,6 +52,8 @@ segment_sweep="${SEGMENT_SWEEP:-kapla_mlp vgg16}"
 r_sweep="${R_SWEEP-0.01 0.03 0.3}"
 r_wide_networks="${R_WIDE_NETWORKS-alexnet_towers vgg16 kapla_mlp}"
 ks_sweep="${KS_SWEEP-1 2 8}"
+r_level="${R_LEVEL-0.1}"
+r_level_seeds="${R_LEVEL_SEEDS-2 3}"
 reuse=0
 [[ "${1:-}" == "--reuse" ]] && reuse=1
 [[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
@@ -71,6 +76,13 @@ random_args() {
 --intra-param loop_blocking=exhaustive --intra-param keep_probability=$1"
 }
 
+# level_random_args P: R as random_args P, but drawing a loop blocking once
+# per memory level (REGF tile, GBUF tile and order, DRAM order) instead of
+# once per blocking (keep_per=memory_level).
+level_random_args() {
+  echo "$(random_args "$1") --intra-param keep_per=memory_level"
+}
+
 solver_args() {
   case "$1" in
     K) echo "--intra-param loop_blocking=kapla" ;;
@@ -78,18 +90,21 @@ solver_args() {
     B) echo "--inter-layer exhaustive --intra-param loop_blocking=exhaustive" ;;
     R) random_args 0.1 ;;
     Rp[0-9.]*) random_args "${1#Rp}" ;;
-    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P>)" >&2; exit 2 ;;
+    Rl[0-9.]*s[0-9]*) level_random_args "$(sed 's/^Rl//; s/s.*//' <<<"$1")" && echo "--seed ${1##*s}" ;;
+    Rl[0-9.]*) level_random_args "${1#Rl}" ;;
+    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P> Rl<P> Rl<P>s<SEED>)" >&2; exit 2 ;;
   esac
 }
 
-# run TAG WORKLOAD ARCH SOLVER SEGMENT: RUNS runs (one when long), the
-# CPU and wall seconds of each in TAG_SOLVER.time, the last run's file kept.
+# run TAG WORKLOAD ARCH SOLVER SEGMENT [N]: N runs (default RUNS; one when
+# long), the CPU and wall seconds of each in TAG_SOLVER.time, the last
+# run's file kept.
 run() {
-  local tag="$1" wl="$2" arch="$3" solver="$4" seg="$5" h5="$out/$1_$4.h5" r
+  local tag="$1" wl="$2" arch="$3" solver="$4" seg="$5" n="${6:-$runs}" h5="$out/$1_$4.h5" r
   [[ $reuse == 1 && -s "$h5" ]] && return 0
   echo "$tag $solver" >&2
   : >"$out/${tag}_$solver.time"
-  for ((r = 0; r < runs; ++r)); do
+  for ((r = 0; r < n; ++r)); do
     rm -f "$h5"
     # Exit 1 (no valid schedule) is a result: the file records why.
     # shellcheck disable=SC2046
@@ -123,6 +138,18 @@ for net in $networks; do
   for k in $ks_sweep; do run "inference_${net}" "$wl" "$arch" "Kk$k" "$max_segment"; done
 done
 
+# R drawing a loop blocking once per memory level instead of once per
+# blocking (what "each level" of §V means is unstated), at R_LEVEL's
+# probabilities, and at the first of them with the other seeds of
+# R_LEVEL_SEEDS (one run each: only their energy is compared).
+for net in $networks; do
+  wl="$out/workloads/${net}_b64.yaml"
+  for p in $r_level; do run "inference_${net}" "$wl" "$arch" "Rl$p" "$max_segment"; done
+  for sd in $r_level_seeds; do
+    run "inference_${net}" "$wl" "$arch" "Rl${r_level%% *}s$sd" "$max_segment" 1
+  done
+done
+
 # Segments of up to 5 layers, the pipelining degree KAPLA's inference options
 # give nn_dataflow (--layer-pipeline-max-degree 5; the paper does not state
 # it): how the speed-up and the overhead move with the size of B's
@@ -143,7 +170,7 @@ if [[ "$table5" == 1 ]]; then
         -e "s/shape: \[16, 16\]/shape: [$nodes, $nodes]/" "$arch" >"$a"
     wl="$(workload googlenet "$batch")"
     for solver in K B; do
-      run "table5_b${batch}_n${nodes}_p${pes}_r${regf}" "$wl" "$a" "$solver" "$max_segment"
+      run "table5_b${batch}_n${nodes}_p${pes}_r${regf}" "$wl" "$a" "$solver" "$max_segment" 1
     done
   done <<'ROWS'
 64 4 8 32
@@ -154,7 +181,7 @@ if [[ "$table5" == 1 ]]; then
 ROWS
 fi
 
-/usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" \
+/usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" --long "$long" \
   -o "$root/docs/results/kapla_pipelined.md"
 exec /usr/bin/python3 "$root/scripts/kapla_pipelined_report.py" "$out" --sweeps \
   -o "$root/docs/results/kapla_sweeps.md"

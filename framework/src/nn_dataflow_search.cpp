@@ -211,6 +211,25 @@ bool sampled_in(const SearchOptions& so, std::uint64_t stream, std::uint64_t ind
   return static_cast<double>(h >> 11) * 0x1.0p-53 < so.keep_probability;
 }
 
+/// SearchOptions::keep_per_memory_level: whether R keeps the blocking of
+/// tiles `t` (per blocking level, as Blocking::t) and orders `o0` (DRAM
+/// level) and `o1` (GBUF level), one draw per memory level from the top of
+/// the tree down: the REGF tile, then the GBUF tile and its order given
+/// the REGF tile, then the DRAM order given both (the DRAM tile is what
+/// is left). Blockings sharing a level's choice share its draw.
+bool levels_sampled_in(const SearchOptions& so, std::uint64_t stream,
+                       const std::array<std::array<std::int64_t, 3>, 3>& t, size_t o0, size_t o1) {
+  std::uint64_t path = 0;
+  auto step = [&](std::uint64_t v) { path = splitmix64(path ^ v); };
+  for (std::int64_t v : t[2]) step(static_cast<std::uint64_t>(v));
+  if (!sampled_in(so, stream ^ 0x52, path)) return false;
+  for (std::int64_t v : t[1]) step(static_cast<std::uint64_t>(v));
+  step(o1);
+  if (!sampled_in(so, stream ^ 0x47, path)) return false;
+  step(o0);
+  return sampled_in(so, stream ^ 0x44, path);
+}
+
 /// The enumeration stream of one pass's blockings for sampled_in: the
 /// pass's loop counts and replication (stream 0 is the partitions').
 std::uint64_t pass_stream(const Pass& pass) {
@@ -250,7 +269,11 @@ void search_pass_exhaustive(const Hardware& hw, const Options& options,
           for (size_t o0 = 0; o0 < 6; ++o0) {
             for (size_t o1 = 0; o1 < 6; ++o1) {
               if (!table.keeps(nt, o0, o1)) continue;
-              if (!sampled_in(so, stream, index++)) {
+              const bool kept = so.keep_per_memory_level
+                                    ? levels_sampled_in(so, stream, b.t, o0, o1)
+                                    : sampled_in(so, stream, index);
+              ++index;
+              if (!kept) {
                 ++stats.sampled_out;
                 continue;
               }

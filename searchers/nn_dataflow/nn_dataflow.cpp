@@ -68,7 +68,8 @@ class NnDataflow final : public mapex::Searcher {
         bypass_(params.get_string("gbuf_bypass")),
         sharing_(params.get_string("gbuf_sharing")),
         blocking_(params.get_string("loop_blocking")),
-        keep_probability_(params.get_double("keep_probability")) {
+        keep_probability_(params.get_double("keep_probability")),
+        keep_per_(params.get_string("keep_per")) {
     // nn_dataflow asserts the same: input-channel partitioning is a hybrid
     // partitioning option.
     if (ifmaps_ && !hybrid_)
@@ -92,6 +93,10 @@ class NnDataflow final : public mapex::Searcher {
       throw mapex::InputError(std::string(kName) +
                               ": keep_probability below 1 samples the exhaustive enumeration "
                               "(KAPLA's R); it needs loop_blocking=exhaustive");
+    if (keep_per_ != "blocking" && keep_per_ != "memory_level")
+      throw mapex::InputError(std::string(kName) +
+                              ": keep_per: expected blocking or memory_level, got '" + keep_per_ +
+                              "'");
     if (sharing_ != "model" && sharing_ != "on" && sharing_ != "off")
       throw mapex::InputError(std::string(kName) +
                               ": gbuf_sharing: expected model, on or off, got '" + sharing_ + "'");
@@ -115,6 +120,7 @@ class NnDataflow final : public mapex::Searcher {
     so.blocking = blocking_ == "kapla" ? ndf::BlockingSolver::kCostDescending
                                        : ndf::BlockingSolver::kExhaustive;
     so.keep_probability = keep_probability_;
+    so.keep_per_memory_level = keep_per_ == "memory_level";
     so.seed = ctx.seed();
     // The budget's evaluations bound the loop blockings scored; the
     // framework counts only the mappings handed to it at the end.
@@ -156,8 +162,9 @@ class NnDataflow final : public mapex::Searcher {
         << " ifmaps_partition=" << ifmaps_ << " ntops=" << ntops_
         << " gbuf_bypass=" << bypass_letters(pr.options.bypass)
         << " gbuf_sharing=" << (pr.options.forwarding ? "on" : "off")
-        << " loop_blocking=" << blocking_ << " keep_probability=" << keep_probability_ << "; "
-        << out.stats.partitions << " partitions (" << out.stats.pe_refused
+        << " loop_blocking=" << blocking_ << " keep_probability=" << keep_probability_;
+    if (keep_per_ != "blocking") why << " keep_per=" << keep_per_;
+    why << "; " << out.stats.partitions << " partitions (" << out.stats.pe_refused
         << " with a PE mapping under half the array), " << out.stats.node_layers
         << " per-node layers, " << out.stats.blockings << " loop blockings scored, "
         << out.stats.fitting << " fit";
@@ -205,6 +212,7 @@ class NnDataflow final : public mapex::Searcher {
   std::int64_t ntops_;
   std::string bypass_, sharing_, blocking_;
   double keep_probability_;
+  std::string keep_per_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -235,6 +243,11 @@ const mapex::ParamSpec kParams[] = {
      "the exhaustive enumeration is kept with this probability (a hash of the job's seed and "
      "its place), the rest never scored; in (0, 1], 1 is the full search. Needs "
      "loop_blocking=exhaustive."},
+    {"keep_per", mapex::ParamType::kString, "blocking",
+     "How keep_probability draws loop blockings: blocking (one draw per blocking, factors and "
+     "orders together) or memory_level (one draw per memory level from the top of the tree: "
+     "the REGF tile, the GBUF tile and order under it, the DRAM order under that; about "
+     "p^3 of the blockings kept, and a tile left out drops every blocking under it)."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new NnDataflow(params); }

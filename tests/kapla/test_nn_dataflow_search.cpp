@@ -306,9 +306,11 @@ namespace {
 
 namespace ref = mapex::ndf::reference;
 
-mapex::ndf::SearchOutput search_sampled(const ref::Setup& s, double p, std::uint64_t seed) {
+mapex::ndf::SearchOutput search_sampled(const ref::Setup& s, double p, std::uint64_t seed,
+                                        bool per_memory_level = false) {
   SearchOptions so = s.options;
   so.keep_probability = p;
+  so.keep_per_memory_level = per_memory_level;
   so.seed = seed;
   const auto& pr = s.problem;
   return mapex::ndf::search(pr.layer, pr.hw, pr.options, s.layouts, so);
@@ -363,6 +365,38 @@ TEST(RandomBlocking, TheSeedDecides) {
     EXPECT_EQ(a.tops.front().cost, again.tops.front().cost);
   }
   EXPECT_NE(a.stats.blockings, other.stats.blockings);
+}
+
+TEST(RandomBlocking, PerMemoryLevelDrawsKeepAboutTheCubeOfTheProbability) {
+  // keep_per_memory_level: three draws per blocking (REGF tile, GBUF tile
+  // and order, DRAM order), so at p = 0.5 about 0.5^3 = 1/8 of the
+  // blockings of the kept partitions are scored, against about 1/2 with
+  // one draw per blocking; blockings sharing a tile share its draw, so
+  // the share varies more per layer and the bounds are wider. Never below
+  // B; p = 1 is B.
+  std::uint64_t scored = 0, left_out = 0, flat_scored = 0, flat_left_out = 0;
+  for (const auto& s : reference_setups()) {
+    const auto b = search_sampled(s, 1, 0);
+    const auto all = search_sampled(s, 1, 1, true);
+    EXPECT_EQ(all.stats.blockings, b.stats.blockings) << s.id;
+    const auto r = search_sampled(s, 0.5, 1, true);
+    const auto flat = search_sampled(s, 0.5, 1);
+    if (!r.tops.empty()) {
+      EXPECT_GE(r.tops.front().cost, b.tops.front().cost * (1 - 1e-12)) << s.id;
+    }
+    scored += r.stats.blockings;
+    left_out += r.stats.sampled_out;
+    flat_scored += flat.stats.blockings;
+    flat_left_out += flat.stats.sampled_out;
+  }
+  ASSERT_GT(scored + left_out, 1000u);
+  const double kept = static_cast<double>(scored) / static_cast<double>(scored + left_out);
+  const double flat_kept =
+      static_cast<double>(flat_scored) / static_cast<double>(flat_scored + flat_left_out);
+  EXPECT_GT(kept, 0.07);
+  EXPECT_LT(kept, 0.2);
+  EXPECT_GT(flat_kept, 0.4);
+  EXPECT_LT(flat_kept, 0.6);
 }
 
 }  // namespace

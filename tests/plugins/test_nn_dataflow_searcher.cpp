@@ -104,7 +104,7 @@ TEST(NnDataflowSearcher, RefusesParametersNnDataflowRefuses) {
   for (const Params& bad : {Params{{"ifmaps_partition", "true"}}, Params{{"ntops", "0"}},
                             Params{{"gbuf_sharing", "maybe"}}, Params{{"gbuf_bypass", "x"}},
                             Params{{"loop_blocking", "greedy"}}, Params{{"keep_probability", "0"}},
-                            Params{{"keep_probability", "1.5"}},
+                            Params{{"keep_probability", "1.5"}}, Params{{"keep_per", "layer"}},
                             Params{{"keep_probability", "0.5"}, {"loop_blocking", "kapla"}}}) {
     EXPECT_THROW(registry().make_searcher("nn_dataflow", bad), InputError) << bad.begin()->first;
   }

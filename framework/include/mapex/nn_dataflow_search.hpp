@@ -69,6 +69,14 @@ struct SearchOptions {
   /// `seed` and their place in the enumeration, so a seed gives the same
   /// result on every run. Exhaustive blocking only.
   double keep_probability = 1;
+  /// How R draws a loop blocking: false, one draw per blocking (factors
+  /// and orders together); true, one draw per memory level, as a
+  /// level-by-level walk of the mapspace tree (KAPLA §V: "evaluates
+  /// candidates at each level with a given probability"): the REGF tile,
+  /// the GBUF tile with its loop order under it, the DRAM loop order under
+  /// that. A blocking is kept when all three draws keep it (about p^3 of
+  /// them), and a tile left out drops every blocking under it.
+  bool keep_per_memory_level = false;
   std::uint64_t seed = 0;
 };
 
