@@ -89,45 +89,6 @@ NestBound nest_bound(const Operator& op, const Architecture& arch, const Partial
   return out;
 }
 
-namespace {
-
-/// Per tensor, the dimensions its subscripts read (bit d: dimension d).
-std::vector<std::uint32_t> relevant_masks(const Operator& op) {
-  std::vector<std::uint32_t> out;
-  for (const auto& t : op.tensors()) {
-    std::uint32_t mask = 0;
-    for (const auto& e : t.subscripts)
-      for (const auto& term : e.terms)
-        if (term.coeff != 0) mask |= 1u << term.dim;
-    out.push_back(mask);
-  }
-  return out;
-}
-
-/// Per tensor, its innermost relevant loop of `loops` (outermost first)
-/// and the loops inside it: what decides its refetches and its window's
-/// overlap in the loop-nest analysis.
-std::vector<std::uint32_t> reuse_class(const std::vector<DimId>& loops,
-                                       const std::vector<std::uint32_t>& relevant) {
-  std::vector<std::uint32_t> out;
-  for (std::uint32_t rel : relevant) {
-    std::uint32_t inside = 0, innermost = 32;
-    for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
-      const auto d = static_cast<std::uint32_t>(*it);
-      if (rel >> d & 1u) {
-        innermost = d;
-        break;
-      }
-      inside |= 1u << d;
-    }
-    out.push_back(innermost);
-    out.push_back(inside);
-  }
-  return out;
-}
-
-}  // namespace
-
 NestBound nest_bound_any_dram_order(const Operator& op, const Architecture& arch,
                                     const PartialMapping& partial, int max_loops) {
   NestBound out = nest_bound(op, arch, partial);
@@ -144,7 +105,7 @@ NestBound nest_bound_any_dram_order(const Operator& op, const Architecture& arch
   for (DimId d = 0; d < op.num_dims(); ++d)
     if (child[static_cast<size_t>(d)] < op.dims()[static_cast<size_t>(d)].bound) loops.push_back(d);
   if (static_cast<int>(loops.size()) > max_loops) return out;
-  const auto relevant = relevant_masks(op);
+  const auto relevant = relevant_dims(op);
   std::vector<std::vector<std::uint32_t>> seen;
   thread_local Mapping scratch;
   scratch = *partial.mapping;
@@ -155,7 +116,7 @@ NestBound nest_bound_any_dram_order(const Operator& op, const Architecture& arch
   std::vector<char> determined(t + 1, 0);
   std::sort(loops.begin(), loops.end());
   do {
-    auto cls = reuse_class(loops, relevant);
+    auto cls = reuse_signature(loops, ~0u, relevant);
     if (std::find(seen.begin(), seen.end(), cls) != seen.end()) continue;
     seen.push_back(std::move(cls));
     // The one-trip loops outermost, then this permutation.

@@ -17,14 +17,13 @@
 #include <limits>
 #include <map>
 #include <mapex/analysis.hpp>
+#include <mapex/bounds.hpp>
 #include <mapex/checked.hpp>
 #include <mapex/moves.hpp>
 #include <mapex/plugin.hpp>
 #include <random>
 #include <sstream>
 #include <vector>
-
-#include "dominance.hpp"
 
 namespace {
 
@@ -67,7 +66,7 @@ class BranchAndBound {
         count_pruned_(count_pruned),
         seed_samples_(seed_samples),
         max_nodes_(static_cast<std::uint64_t>(std::max<std::int64_t>(max_nodes, 0))),
-        relevant_(optimal::relevant_dims(ctx.op())) {
+        relevant_(mapex::relevant_dims(ctx.op())) {
     build_stages();
   }
 
@@ -237,7 +236,7 @@ class BranchAndBound {
     for (const auto& order : orders) {
       if (reuse_orders_) {
         auto [it, inserted] =
-            classes.emplace(optimal::reuse_signature(order, free, relevant_), out.size());
+            classes.emplace(mapex::reuse_signature(order, free, relevant_), out.size());
         if (!inserted) {
           ++out[it->second].stands_for;
           continue;

@@ -7,6 +7,7 @@
 /// mapping it already has. The loop-nest part below is shared by the models
 /// whose traffic comes from the framework's analysis (mapex/analysis.hpp).
 
+#include <cstdint>
 #include <mapex/architecture.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/operator.hpp>
@@ -80,5 +81,48 @@ struct DramFloor {
   double transfer_cycles = 0;
 };
 DramFloor dram_floor(const Operator& op, const Architecture& arch);
+
+/// Per tensor of the operator (in its order), the dimensions its subscripts
+/// read (bit d: dimension d).
+inline std::vector<std::uint32_t> relevant_dims(const Operator& op) {
+  std::vector<std::uint32_t> out;
+  for (const auto& t : op.tensors()) {
+    std::uint32_t mask = 0;
+    for (const auto& e : t.subscripts)
+      for (const auto& term : e.terms)
+        if (term.coeff != 0) mask |= 1u << term.dim;
+    out.push_back(mask);
+  }
+  return out;
+}
+
+/// What an order (outermost first) does for reuse, over the loops in
+/// `free_mask` (the others have one trip and do nothing): per tensor, its
+/// innermost relevant loop and the set of loops inside it. A tensor's tile
+/// is refetched once per iteration of the loops down to its innermost
+/// relevant loop and stays put across the loops inside it, so these two say
+/// how often and, for a sliding window, along which dimension. Two orders
+/// with the same signature cost the same in the loop-nest analysis.
+inline std::vector<std::uint32_t> reuse_signature(const std::vector<DimId>& order,
+                                                  std::uint32_t free_mask,
+                                                  const std::vector<std::uint32_t>& relevant) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t rel : relevant) {
+    std::uint32_t inside = 0;
+    std::uint32_t innermost = 32;  // none: every loop is inside
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const auto d = static_cast<std::uint32_t>(*it);
+      if (!(free_mask >> d & 1u)) continue;
+      if (rel >> d & 1u) {
+        innermost = d;
+        break;
+      }
+      inside |= 1u << d;
+    }
+    out.push_back(innermost);
+    out.push_back(inside);
+  }
+  return out;
+}
 
 }  // namespace mapex
