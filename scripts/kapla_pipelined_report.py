@@ -116,6 +116,16 @@ def in_family(solver, family):
     return solver.startswith(family) or (family == "Rp" and solver == "R")
 
 
+def scheduled_networks(runs, solver):
+    """The inference networks on which `solver`, K and B all ran and K and B
+    found a schedule: (network, R run, K run, B run)."""
+    for net in NETWORKS:
+        tag = f"inference_{net}"
+        r, k, b = runs.get((tag, solver)), runs.get((tag, "K")), runs.get((tag, "B"))
+        if r and k and b and energy(b) is not None and energy(k) is not None:
+            yield net, r, k, b
+
+
 def random_tables(runs, family):
     """Per network and per probability, R of `family` against B and K:
     (per-network rows, summary rows)."""
@@ -125,11 +135,7 @@ def random_tables(runs, family):
     for p in probs:
         solver = solver_of(runs, family, p)
         over, r_k, b_r, failed, ran = [], [], [], [], 0
-        for net in NETWORKS:
-            tag = f"inference_{net}"
-            r, k, b = runs.get((tag, solver)), runs.get((tag, "K")), runs.get((tag, "B"))
-            if not r or not k or not b or energy(b) is None or energy(k) is None:
-                continue
+        for net, r, k, b in scheduled_networks(runs, solver):
             ran += 1
             r_k.append(r["cpu"] / k["cpu"])
             if energy(r) is None:
@@ -212,11 +218,7 @@ def level_sweep(runs):
     rows, summary, pooled = [], [], {}
     for (p, seed), solver in sorted(solvers.items()):
         over, r_k, failed, ran = [], [], [], 0
-        for net in NETWORKS:
-            tag = f"inference_{net}"
-            r, k, b = runs.get((tag, solver)), runs.get((tag, "K")), runs.get((tag, "B"))
-            if not r or not k or not b or energy(b) is None or energy(k) is None:
-                continue
+        for net, r, k, b in scheduled_networks(runs, solver):
             ran += 1
             r_k.append(r["cpu"] / k["cpu"])
             cells = f"| {p:g} | {seed} | {net} |"
