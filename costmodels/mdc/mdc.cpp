@@ -185,6 +185,47 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// energy added, its transfer cycles added or overlapped).
   bool order_read_only_by_own_traffic(int level) const override { return level == dram_; }
 
+  /// The loops whose place in data level `level`'s order MAESTRO tells
+  /// apart. Algorithm 1's lowering (mdc_transform.cpp) walks the whole layer
+  /// in the order of the data level above each spatial level, so there a
+  /// loop that runs once at that level but several times at DRAM still has
+  /// several MAESTRO steps at its place in the order; the split loops nest
+  /// their regions in that order whatever their trips; and when no
+  /// dimension but a filter is split, the first dimension of the order
+  /// becomes the outermost region's SpatialMap. So every loop with more
+  /// than one step over the whole layer (its bound over the spatial level's
+  /// span), every split loop, and with no split but filters every loop.
+  /// Only a loop of one step that is not split keeps the loop-nest
+  /// analysis's neutrality (a TemporalMap over the whole dimension in one
+  /// step; checked: OptimalBounds.MdcTellsApartOnlyTheOrderedLoops). The
+  /// other levels' orders are read only by the loop-nest analysis (DRAM)
+  /// or not at all (L1's point loops).
+  std::uint32_t ordered_loops(const mapex::Mapping& partial, int level,
+                              std::uint32_t running) const override {
+    std::uint32_t mask = running;
+    const int n = op_.num_dims();
+    const std::uint32_t all = (std::uint32_t{1} << n) - 1;
+    for (int s = 0; s < level; ++s) {
+      if (arch_.levels()[static_cast<std::size_t>(s)].kind != mapex::LevelKind::kSpatial) continue;
+      int above = s + 1;
+      while (!arch_.levels()[static_cast<std::size_t>(above)].holds_data()) ++above;
+      if (above != level) continue;
+      const auto& lm = partial.level(s);
+      if (lm.cluster.active()) return all;
+      const auto span = partial.span(op_, arch_, s);
+      bool other_than_filter = false;
+      for (int d = 0; d < n; ++d) {
+        const auto du = static_cast<std::size_t>(d);
+        const std::int64_t split = lm.split.empty() ? 1 : lm.split[du];
+        if (split > 1 || op_.dims()[du].bound > span[du]) mask |= std::uint32_t{1} << d;
+        if (split > 1 && op_.dims()[du].name != "R" && op_.dims()[du].name != "S")
+          other_than_filter = true;
+      }
+      if (!other_than_filter) return all;
+    }
+    return mask;
+  }
+
   /// The value itself when the partial mapping fixes everything the model
   /// reads: Algorithm 1's lowering (mdc_transform.cpp, from_mapping) reads
   /// the splits, the spans below them and the orders of the data levels

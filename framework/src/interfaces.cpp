@@ -21,6 +21,9 @@ std::optional<Score> BoundCostModel::lower_bound(const PartialMapping&) const {
   return std::nullopt;
 }
 bool BoundCostModel::order_read_only_by_own_traffic(int) const { return false; }
+std::uint32_t BoundCostModel::ordered_loops(const Mapping&, int, std::uint32_t running) const {
+  return running;
+}
 Score BoundCostModel::score(const Mapping& mapping) const {
   const Metrics m = evaluate(mapping);
   return Score{m.valid, m.latency_cycles, m.energy_pj};

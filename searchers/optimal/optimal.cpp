@@ -211,10 +211,10 @@ class BranchAndBound {
       }
       bool keep = true;
       if (spatial) {
-        keep = product <= level.fanout() && space_.count_completions(m, i, order_fixed) > 0;
+        keep = product <= level.fanout() && completions(m, i, order_fixed) > 0;
       } else if (capacity && mapex::level_capacity_error(op_, arch_, m, i, values)) {
         keep = false;
-        if (count_pruned_) pruned_capacity_ += space_.count_completions(m, i, order_fixed);
+        if (count_pruned_) pruned_capacity_ += completions(m, i, order_fixed);
         ++nodes_capacity_;
       }
       if (keep) out.push_back(Child{values, {}, 0, 1});
@@ -227,16 +227,21 @@ class BranchAndBound {
   }
 
   /// The distinct orders of data level j, one per reuse class when the
-  /// rule is on (README, rule "reuse classes").
+  /// rule is on (README, rule "reuse classes"), over every loop whose place
+  /// the cost model tells apart (README, rule "one-trip loops"): the
+  /// mapspace's orders of the running loops, each with the places of the
+  /// other loops the model reads.
   std::vector<Child> order_children(const Mapping& m, int j) const {
-    const std::uint32_t free = space_.free_loops(m, j);
-    const auto orders = space_.level_orders(j, free);
+    const std::uint32_t running = space_.free_loops(m, j);
+    const std::uint32_t ordered = ctx_.model().ordered_loops(m, j, running) | running;
+    const auto orders = ordered == running ? space_.level_orders(j, running)
+                                           : orders_with_places(j, running, ordered);
     std::vector<Child> out;
     std::map<std::vector<std::uint32_t>, size_t> classes;
     for (const auto& order : orders) {
       if (reuse_orders_) {
         auto [it, inserted] =
-            classes.emplace(mapex::reuse_signature(order, free, relevant_), out.size());
+            classes.emplace(mapex::reuse_signature(order, ordered, relevant_), out.size());
         if (!inserted) {
           ++out[it->second].stands_for;
           continue;
@@ -244,6 +249,36 @@ class BranchAndBound {
       }
       out.push_back(Child{{}, order, 0, 1});
     }
+    return out;
+  }
+
+  /// Every order of the `ordered` loops (the others outermost, in dimension
+  /// order) whose running loops stand in an order the space allows: each of
+  /// the mapspace's orders with every place of the loops that run once but
+  /// whose place the model reads.
+  std::vector<std::vector<DimId>> orders_with_places(int j, std::uint32_t running,
+                                                     std::uint32_t ordered) const {
+    auto allowed = space_.level_orders(j, running);
+    std::sort(allowed.begin(), allowed.end());
+    std::vector<DimId> fixed, perm;
+    for (DimId d = 0; d < op_.num_dims(); ++d) (ordered >> d & 1u ? perm : fixed).push_back(d);
+    std::vector<std::vector<DimId>> out;
+    do {
+      if (!std::binary_search(allowed.begin(), allowed.end(), canonical(perm, running))) continue;
+      auto& order = out.emplace_back(fixed);
+      order.insert(order.end(), perm.begin(), perm.end());
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    return out;
+  }
+
+  /// The mapspace's form of an order: loops of one trip outermost in
+  /// dimension order, then the running loops in the order's order.
+  std::vector<DimId> canonical(const std::vector<DimId>& order, std::uint32_t running) const {
+    std::vector<DimId> out;
+    for (DimId d = 0; d < op_.num_dims(); ++d)
+      if (!(running >> d & 1u)) out.push_back(d);
+    for (DimId d : order)
+      if (running >> d & 1u) out.push_back(d);
     return out;
   }
 
@@ -355,9 +390,18 @@ class BranchAndBound {
   double incumbent() const { return ctx_.best_mapping() ? ctx_.best_value() : kInf; }
   bool dominated(double bound) const { return bound >= incumbent() * (1 - kTolerance); }
 
+  /// The mappings of the space below a node. An order that places a
+  /// one-trip loop elsewhere than the space's form (rule "one-trip loops")
+  /// is counted as its form: each place counts as a mapping of its own.
   BigInt completions(const Mapping& m, int first_fixed,
                      const std::vector<char>& order_fixed) const {
-    return space_.count_completions(m, first_fixed, order_fixed);
+    Mapping form = m;
+    for (std::size_t j = 0; j < order_fixed.size(); ++j)
+      if (order_fixed[j]) {
+        auto& order = form.level(static_cast<int>(j)).order;
+        order = canonical(order, space_.free_loops(m, static_cast<int>(j)));
+      }
+    return space_.count_completions(form, first_fixed, order_fixed);
   }
 
   void descend(std::size_t stage, Mapping& m, int first_fixed, std::vector<char>& order_fixed) {

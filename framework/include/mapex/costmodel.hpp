@@ -72,6 +72,19 @@ class BOOST_SYMBOL_VISIBLE BoundCostModel {
   /// two figures is at least as good as every other with any completion.
   /// False (the default) claims nothing.
   virtual bool order_read_only_by_own_traffic(int level) const;
+  /// Optional, for searchers that enumerate loop orders (issue 22): of data
+  /// level `level`'s loops, those whose place in its order this model can
+  /// tell apart, once `partial` fixes the spans below that level (bit d:
+  /// dimension d). `running` holds the loops of more than one trip there,
+  /// the only ones the mapspace permutes (a loop of one trip does nothing in
+  /// the loop-nest analysis, so the space counts its places as one mapping,
+  /// one-trip loops outermost). The default returns `running`: the model
+  /// declares one-trip loops order-neutral. A model that reads an order
+  /// elsewhere (mdc: MAESTRO walks the whole layer in the order of the
+  /// level above the PEs) returns more, and a search that proves an optimum
+  /// must then try those loops' places too.
+  virtual std::uint32_t ordered_loops(const Mapping& partial, int level,
+                                      std::uint32_t running) const;
 };
 
 class BOOST_SYMBOL_VISIBLE CostModel {
