@@ -526,9 +526,17 @@ TEST(Optimal, SameOptimumAsExhaustiveWithAndWithoutTheReuseRule) {
           ASSERT_EQ(opt.status, JobStatus::kOk) << opt.error;
           const std::string what =
               model + " " + op.name() + " " + to_string(o) + " rule " + rule + " seeds " + seeds;
-          EXPECT_NEAR(value_of(opt, o), value_of(ex, o), 1e-9 * value_of(ex, o)) << what;
           EXPECT_TRUE(opt.complete) << what;
           EXPECT_EQ(opt.stop_reason.substr(0, 8), "optimal;") << opt.stop_reason;
+          if (model == "mdc") {
+            // mdc tells apart places of one-trip loops that exhaustive
+            // enumerates once (README, rule 4): optimal searches them all,
+            // so it is never worse and can be better
+            // (ProvesOverEveryOrderPlaceMdcTellsApart has the reference).
+            EXPECT_LE(value_of(opt, o), value_of(ex, o) * (1 + 1e-9)) << what;
+            continue;
+          }
+          EXPECT_NEAR(value_of(opt, o), value_of(ex, o), 1e-9 * value_of(ex, o)) << what;
           if (seeds == "0") {
             EXPECT_LE(opt.evaluations, ex.evaluations) << what;
           }
