@@ -330,7 +330,29 @@ class BoundMdc final : public mapex::BoundCostModel {
     const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
     if (!tiles_fixed) return compute + static_cast<double>(fill);
     const std::int64_t refill = 2 * first_words / hw_.offchip_bw / 2;
-    return std::max(compute + static_cast<double>(fill), steps * static_cast<double>(refill));
+    return std::max({compute + static_cast<double>(fill), steps * static_cast<double>(refill),
+                     static_cast<double>(fill) + steps * nested_step_cycles(partial)});
+  }
+
+  /// The least runtime of one step of the top level when the split opens
+  /// more than one region (mdc_transform.cpp: every split dimension gets a
+  /// region of its own, each below the first opened by a Cluster): a
+  /// step's compute is then the sub-level's runtime (engine.cpp, `level`),
+  /// and the innermost level, which has no folds, runs one all-Init case:
+  /// its PEs' MAC steps plus the NoC delay of their first tiles, at least
+  /// the NoC latency (noc_delay of at least one word). So every step takes
+  /// at least the PE's MAC steps (first_step_compute_cycles: one L1 tile,
+  /// whole) plus that latency. 0 with one region (the top level is then
+  /// the innermost, whose compute is the MAC steps alone, already in the
+  /// compute bound). Filter splits are left out of the count (with only
+  /// filters split the lowering adds a region of its own; not claimed).
+  double nested_step_cycles(const mapex::PartialMapping& partial) const {
+    const auto& split = partial.mapping->level(1).split;
+    int regions = 0;
+    for (std::size_t d = 0; d < split.size(); ++d)
+      if (split[d] > 1 && !window_filter_[d]) ++regions;
+    if (regions < 2) return 0;
+    return l1_tile_cycles(partial) + static_cast<double>(hw_.noc_latency);
   }
 
   /// What the first step computes beside its fill (engine.cpp, case_delay:
@@ -346,6 +368,12 @@ class BoundMdc final : public mapex::BoundCostModel {
     if (partial.first_fixed > 0 || l1_ != 0 || l2_ != l1_ + 2 ||
         arch_.levels()[1].kind != mapex::LevelKind::kSpatial)
       return 1;
+    return l1_tile_cycles(partial);
+  }
+
+  /// One PE's MAC steps on its L1 tile (fixed): the tile's MACs, clipped
+  /// to the layer, over the PE's lanes.
+  double l1_tile_cycles(const mapex::PartialMapping& partial) const {
     const auto& tile = partial.mapping->level(0).tile;
     std::int64_t macs = 1;
     for (std::size_t d = 0; d < tile.size(); ++d)
