@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mapex/analysis.hpp>
 #include <mapex/bounds.hpp>
+#include <set>
 
 namespace mapex {
 
@@ -106,7 +107,7 @@ NestBound nest_bound_any_dram_order(const Operator& op, const Architecture& arch
     if (child[static_cast<size_t>(d)] < op.dims()[static_cast<size_t>(d)].bound) loops.push_back(d);
   if (static_cast<int>(loops.size()) > max_loops) return out;
   const auto relevant = relevant_dims(op);
-  std::vector<std::vector<std::uint32_t>> seen;
+  std::set<std::vector<std::uint32_t>> seen;  // one order per reuse class
   thread_local Mapping scratch;
   scratch = *partial.mapping;
   PartialMapping p{&scratch, partial.first_fixed, partial.order_fixed};
@@ -116,9 +117,7 @@ NestBound nest_bound_any_dram_order(const Operator& op, const Architecture& arch
   std::vector<char> determined(t + 1, 0);
   std::sort(loops.begin(), loops.end());
   do {
-    auto cls = reuse_signature(loops, ~0u, relevant);
-    if (std::find(seen.begin(), seen.end(), cls) != seen.end()) continue;
-    seen.push_back(std::move(cls));
+    if (!seen.insert(reuse_signature(loops, ~0u, relevant)).second) continue;
     // The one-trip loops outermost, then this permutation.
     auto& order = scratch.level(top).order;
     order.clear();

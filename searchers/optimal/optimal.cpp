@@ -21,6 +21,7 @@
 #include <mapex/checked.hpp>
 #include <mapex/moves.hpp>
 #include <mapex/plugin.hpp>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -395,13 +396,16 @@ class BranchAndBound {
   /// is counted as its form: each place counts as a mapping of its own.
   BigInt completions(const Mapping& m, int first_fixed,
                      const std::vector<char>& order_fixed) const {
-    Mapping form = m;
-    for (std::size_t j = 0; j < order_fixed.size(); ++j)
-      if (order_fixed[j]) {
-        auto& order = form.level(static_cast<int>(j)).order;
-        order = canonical(order, space_.free_loops(m, static_cast<int>(j)));
-      }
-    return space_.count_completions(form, first_fixed, order_fixed);
+    std::optional<Mapping> form;  // a copy only when an order is not in form
+    for (std::size_t j = 0; j < order_fixed.size(); ++j) {
+      if (!order_fixed[j]) continue;
+      const int level = static_cast<int>(j);
+      auto order = canonical(m.level(level).order, space_.free_loops(m, level));
+      if (order == m.level(level).order) continue;
+      if (!form) form = m;
+      form->level(level).order = std::move(order);
+    }
+    return space_.count_completions(form ? *form : m, first_fixed, order_fixed);
   }
 
   void descend(std::size_t stage, Mapping& m, int first_fixed, std::vector<char>& order_fixed) {
