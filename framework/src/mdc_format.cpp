@@ -27,6 +27,58 @@ constexpr bool eq(std::string_view a, std::string_view b) {
   return true;
 }
 
+/// The sizes of a layer's dimensions from one pass over its list (0 when
+/// absent; the first entry of a name wins, as in Layer::dim): the checks
+/// and the MAC count read each several times.
+struct Sizes {
+  std::int64_t n = 0, g = 0, k = 0, c = 0, r = 0, s = 0, y = 0, x = 0, yo = 0, xo = 0, m = 0;
+};
+Sizes sizes_of(const Layer& layer) {
+  Sizes z;
+  for (auto it = layer.dims.rbegin(); it != layer.dims.rend(); ++it) {
+    const std::string& name = it->first;
+    const std::int64_t v = it->second;
+    if (name.size() == 2 && name[1] == '\'') {
+      if (name[0] == 'Y') z.yo = v;
+      if (name[0] == 'X') z.xo = v;
+      continue;
+    }
+    if (name.size() != 1) continue;
+    switch (name[0]) {
+      case 'N':
+        z.n = v;
+        break;
+      case 'G':
+        z.g = v;
+        break;
+      case 'K':
+        z.k = v;
+        break;
+      case 'C':
+        z.c = v;
+        break;
+      case 'R':
+        z.r = v;
+        break;
+      case 'S':
+        z.s = v;
+        break;
+      case 'Y':
+        z.y = v;
+        break;
+      case 'X':
+        z.x = v;
+        break;
+      case 'M':
+        z.m = v;
+        break;
+      default:
+        break;
+    }
+  }
+  return z;
+}
+
 }  // namespace
 
 DirectiveEvaluator::~DirectiveEvaluator() = default;
@@ -62,20 +114,21 @@ std::int64_t Layer::true_macs() const {
     throw InputError("layer '" + name + "': its number of MACs exceeds " +
                      std::to_string(std::numeric_limits<std::int64_t>::max()));
   };
-  if (type == LayerType::kGemm) return mul(mul(dim("M"), dim("N")), dim("K"));
-  const std::int64_t r = std::max<std::int64_t>(dim("R"), 1);
-  const std::int64_t s = std::max<std::int64_t>(dim("S"), 1);
+  const Sizes z = sizes_of(*this);
+  if (type == LayerType::kGemm) return mul(mul(z.m, z.n), z.k);
+  const std::int64_t r = std::max<std::int64_t>(z.r, 1);
+  const std::int64_t s = std::max<std::int64_t>(z.s, 1);
   // Output rows: given directly (Y'), or from the input rows and the stride.
-  std::int64_t oy = dim("Y'");
-  std::int64_t ox = dim("X'");
-  if (oy == 0) oy = (dim("Y") - r) / stride_y + 1;
-  if (ox == 0) ox = (dim("X") - s) / stride_x + 1;
+  std::int64_t oy = z.yo;
+  std::int64_t ox = z.xo;
+  if (oy == 0) oy = (z.y - r) / stride_y + 1;
+  if (ox == 0) ox = (z.x - s) / stride_x + 1;
   std::int64_t macs = 1;
   for (std::int64_t f :
-       {std::max<std::int64_t>(dim("N"), 1), std::max<std::int64_t>(dim("C"), 1), r, s, oy, ox})
+       {std::max<std::int64_t>(z.n, 1), std::max<std::int64_t>(z.c, 1), r, s, oy, ox})
     macs = mul(macs, f);
-  if (type != LayerType::kDsconv) macs = mul(macs, std::max<std::int64_t>(dim("K"), 1));
-  if (type == LayerType::kNgconv) macs = mul(macs, std::max<std::int64_t>(dim("G"), 1));
+  if (type != LayerType::kDsconv) macs = mul(macs, std::max<std::int64_t>(z.k, 1));
+  if (type == LayerType::kNgconv) macs = mul(macs, std::max<std::int64_t>(z.g, 1));
   return macs;
 }
 
@@ -91,26 +144,28 @@ struct Token {
   bool negative = false;  ///< written with a leading '-' (a separator for MAESTRO)
 };
 
-/// The separators of MAESTRO's front end, as a table so that the scan is one
-/// load per character.
+/// What a character does to MAESTRO's front end, as a table so that the
+/// scan costs one load per character.
+enum CharClass : std::uint8_t { kWordChar, kSeparator, kNewline, kBrace, kMinus, kSlash };
 struct CharClasses {
-  bool separator[256] = {};
-  bool ends_word[256] = {};  ///< a separator, a newline or a brace
+  CharClass of[256] = {};
   constexpr CharClasses() {
-    for (unsigned char c : {' ', '\t', '\r', ',', '-', '>', '(', ')', ':', ';'}) {
-      separator[c] = true;
-      ends_word[c] = true;
-    }
-    for (unsigned char c : {'\n', '{', '}'}) ends_word[c] = true;
+    for (unsigned char c : {' ', '\t', '\r', ',', '>', '(', ')', ':', ';'}) of[c] = kSeparator;
+    of[static_cast<unsigned char>('\n')] = kNewline;
+    of[static_cast<unsigned char>('{')] = kBrace;
+    of[static_cast<unsigned char>('}')] = kBrace;
+    of[static_cast<unsigned char>('-')] = kMinus;  // a separator, or the sign of a number
+    of[static_cast<unsigned char>('/')] = kSlash;  // a word character, or a comment
   }
+  CharClass operator()(char c) const { return of[static_cast<unsigned char>(c)]; }
 };
-constexpr CharClasses kChars{};
+constexpr CharClasses kClass{};
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /// The end of the word starting at `i`: the next separator, newline or brace.
 std::size_t word_end(std::string_view text, std::size_t i) {
-  while (i < text.size() && !kChars.ends_word[static_cast<unsigned char>(text[i])]) ++i;
+  while (i < text.size() && (kClass(text[i]) == kWordChar || kClass(text[i]) == kSlash)) ++i;
   return i;
 }
 
@@ -132,24 +187,37 @@ std::vector<Token> tokenize(std::string_view text) {
     if (i < n && text[i] == '-') ++i;
   };
   while (i < n) {
-    const char c = text[i];
-    if (c == '\n') {
-      ++line;
-      line_start = ++i;
-    } else if (c == '/' && i + 1 < n && text[i + 1] == '/') {
-      // A comment: the rest of the line (the newline itself is counted above).
-      while (i < n && text[i] != '\n') ++i;
-    } else if (c == '{' || c == '}') {
-      out.push_back({text.substr(i, 1), line, column(i), false});
-      ++i;
-    } else if (c == '-' && i + 1 < n && is_digit(text[i + 1])) {
-      // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
-      // remembers it so that a negative size or offset is reported.
-      push_word(i, i + 1, true);
-    } else if (kChars.separator[static_cast<unsigned char>(c)]) {
-      ++i;
-    } else {
-      push_word(i, i, false);
+    switch (kClass(text[i])) {
+      case kSeparator:
+        ++i;
+        break;
+      case kNewline:
+        ++line;
+        line_start = ++i;
+        break;
+      case kBrace:
+        out.push_back({text.substr(i, 1), line, column(i), false});
+        ++i;
+        break;
+      case kMinus:
+        // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
+        // remembers it so that a negative size or offset is reported.
+        if (i + 1 < n && is_digit(text[i + 1]))
+          push_word(i, i + 1, true);
+        else
+          ++i;
+        break;
+      case kSlash:
+        if (i + 1 < n && text[i + 1] == '/') {
+          // A comment: the rest of the line (its newline is counted above).
+          while (i < n && text[i] != '\n') ++i;
+          break;
+        }
+        push_word(i, i, false);
+        break;
+      case kWordChar:
+        push_word(i, i, false);
+        break;
     }
   }
   return out;
@@ -448,31 +516,32 @@ class Parser {
   }
 
   void check_dims(const Layer& layer, const Token& at) const {
-    auto need = [&](const char* d) {
-      if (layer.dim(d) == 0)
+    const Sizes z = sizes_of(layer);
+    auto need = [&](std::int64_t size, const char* d) {
+      if (size == 0)
         fail(at, "Dimensions",
              "layer '" + layer.name + "' (" + to_string(layer.type) + ") lacks dimension " + d);
     };
     if (layer.type == LayerType::kGemm) {
-      need("M");
-      need("N");
-      need("K");
+      need(z.m, "M");
+      need(z.n, "N");
+      need(z.k, "K");
       return;
     }
-    for (const char* d : {"C", "R", "S"}) need(d);
-    if (layer.type != LayerType::kDsconv) need("K");
-    if (layer.type == LayerType::kNgconv) need("G");
-    if (layer.dim("Y") == 0 && layer.dim("Y'") == 0)
-      fail(at, "Dimensions", "layer '" + layer.name + "' needs Y or Y'");
-    if (layer.dim("X") == 0 && layer.dim("X'") == 0)
-      fail(at, "Dimensions", "layer '" + layer.name + "' needs X or X'");
-    if (layer.dim("Y") > 0 && layer.dim("Y'") > 0)
+    need(z.c, "C");
+    need(z.r, "R");
+    need(z.s, "S");
+    if (layer.type != LayerType::kDsconv) need(z.k, "K");
+    if (layer.type == LayerType::kNgconv) need(z.g, "G");
+    if (z.y == 0 && z.yo == 0) fail(at, "Dimensions", "layer '" + layer.name + "' needs Y or Y'");
+    if (z.x == 0 && z.xo == 0) fail(at, "Dimensions", "layer '" + layer.name + "' needs X or X'");
+    if (z.y > 0 && z.yo > 0)
       fail(at, "Dimensions", "layer '" + layer.name + "' gives both Y and Y'");
-    if (layer.dim("X") > 0 && layer.dim("X'") > 0)
+    if (z.x > 0 && z.xo > 0)
       fail(at, "Dimensions", "layer '" + layer.name + "' gives both X and X'");
-    if (layer.dim("Y") > 0 && layer.dim("Y") < layer.dim("R"))
+    if (z.y > 0 && z.y < z.r)
       fail(at, "Dimensions", "layer '" + layer.name + "': Y is smaller than the filter height R");
-    if (layer.dim("X") > 0 && layer.dim("X") < layer.dim("S"))
+    if (z.x > 0 && z.x < z.s)
       fail(at, "Dimensions", "layer '" + layer.name + "': X is smaller than the filter width S");
   }
 
