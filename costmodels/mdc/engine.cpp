@@ -29,7 +29,6 @@
 #include <limits>
 #include <mapex/checked.hpp>
 #include <mapex/error.hpp>
-#include <optional>
 #include <string>
 
 namespace mapex::mdc::engine {
@@ -349,8 +348,8 @@ struct Case {
     if (changed & spatial_dir_mask) {
       for (int t = 0; t < kNumTensors; ++t) spatial_own[t] = find_spatial(t, false);
       spatial_any = find_spatial(2, true);
+      spatial_memo = 0;
     }
-    memo_valid = 0;
   }
 
   // The factors of the temporal directives, the same for every sub-unit of
@@ -431,28 +430,35 @@ struct Case {
 
   // Output (or partial-sum) volume of one sub-unit. With `psums`, the
   // reduction dimensions' tiles multiply in (the MACs of the sub-unit).
-  // Both factors are kept per case for the four (first, edge_pe) sub-units.
+  // Each is the temporal directives' factor of the case times the spatial
+  // directives' one, and the latter, for the four (first, edge_pe)
+  // sub-units, is kept until a spatial directive's state changes (in most
+  // dataflows for the whole level; integer products in another order: the
+  // same numbers).
   [[gnu::always_inline]] std::int64_t pe_egress(bool psums, bool first, bool edge_pe,
                                                 bool reuse_at_edge = true) const {
     if (!reuse_at_edge)
-      return (psums ? reduction_tile(first, edge_pe) : 1) * output_tile(first, edge_pe, false);
+      return (psums ? red_temporal * reduction_spatial(first, edge_pe) : 1) *
+             (out_temporal * output_spatial(first, edge_pe, false));
     const int key = (first ? 2 : 0) + (edge_pe ? 1 : 0);
-    if (!(memo_valid & (1U << key))) {
-      memo_output[key] = output_tile(first, edge_pe, true);
-      memo_valid |= 1U << key;
+    if (!(spatial_memo & (1U << key))) {
+      spatial_output[key] = output_spatial(first, edge_pe, true);
+      spatial_memo |= 1U << key;
     }
-    if (!psums) return memo_output[key];
-    if (!(memo_valid & (16U << key))) {
-      memo_reduction[key] = reduction_tile(first, edge_pe);
-      memo_valid |= 16U << key;
+    const std::int64_t out = out_temporal * spatial_output[key];
+    if (!psums) return out;
+    if (!(spatial_memo & (16U << key))) {
+      spatial_reduction[key] = reduction_spatial(first, edge_pe);
+      spatial_memo |= 16U << key;
     }
-    return memo_reduction[key] * memo_output[key];
+    return red_temporal * spatial_reduction[key] * out;
   }
 
-  // The sub-unit's tiles along the dimensions the output does not have
-  // (those its partial sums are reduced over).
-  std::int64_t reduction_tile(bool first, bool edge_pe) const {
-    std::int64_t v = red_temporal;
+  // The spatial directives' share of a sub-unit's tiles along the
+  // dimensions the output does not have (those its partial sums are
+  // reduced over).
+  std::int64_t reduction_spatial(bool first, bool edge_pe) const {
+    std::int64_t v = 1;
     auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
     for (int k = 0; k < num_reduced_dirs; ++k) {
       const int i = reduced_dirs[k];
@@ -481,10 +487,10 @@ struct Case {
     return v;
   }
 
-  // The sub-unit's output tile (new outputs only where a neighbour shares
-  // the rest, §IV-A).
-  std::int64_t output_tile(bool first, bool edge_pe, bool reuse_at_edge) const {
-    std::int64_t v = out_temporal;
+  // The spatial directives' share of the sub-unit's output tile (new
+  // outputs only where a neighbour shares the rest, §IV-A).
+  std::int64_t output_spatial(bool first, bool edge_pe, bool reuse_at_edge) const {
+    std::int64_t v = 1;
     auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
     for (int k = 0; k < num_output_dirs; ++k) {
       const int i = output_dirs[k];
@@ -614,9 +620,12 @@ struct Case {
     // overlaps its neighbour's adds only the new outputs and reductions).
     // MAESTRO's first spatial step flags its last unit as an edge unit even
     // when its tile is full; only a real partial tile reduces the work.
+    // (The lambda inlined: as a call of its own it was a tenth of a case.)
     if (!P.maestro_compat)
       return over_units(
-          s, [&](bool first, bool ep) { return pe_egress(true, first, ep && L.has_partial); });
+          s, [&](bool first, bool ep) __attribute__((always_inline)) {
+            return pe_egress(true, first, ep && L.has_partial);
+          });
     if (!s.edge) return L.num_sub * pe_egress(true, true, false);
     std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? pe_egress(true, true, true)
                                                         : pe_egress(true, true, false);
@@ -653,9 +662,7 @@ struct Case {
   int spatial_dirs[kMaxDirectives];
   int num_spatial_dirs = 0;
   unsigned spatial_dir_mask = 0;  // bit i: directive i is a SpatialMap
-  // Per case (begin): the innermost directive that moved (-1: all Init),
-  // and the sub-units' output and reduction tiles once computed (bit key
-  // and 16 << key, key = 2 * first + edge_pe).
+  // Per case (begin): the innermost directive that moved (-1: all Init).
   int changing = -1;
   // Per input tensor: a directive inside the one that moved starts over
   // (is at Init and not unrolled), so the tensor's tile is new whole.
@@ -667,8 +674,10 @@ struct Case {
   std::int64_t in_temporal[2] = {1, 1};
   std::int64_t out_temporal = 1, red_temporal = 1;
   Spatial spatial_own[kNumTensors], spatial_any;  // spatial_of, per case
-  mutable unsigned memo_valid = 0;
-  mutable std::int64_t memo_output[4], memo_reduction[4];
+  // The spatial factors of pe_egress once computed (bit key and 16 << key,
+  // key = 2 * first + edge_pe), cleared when a spatial state changes.
+  mutable unsigned spatial_memo = 0;
+  mutable std::int64_t spatial_output[4], spatial_reduction[4];
 };
 
 // ---- recursion over cluster levels, with a cache of sub-level results ------
@@ -1030,19 +1039,21 @@ struct Analyser {
   // A sub-level reached from an edge tile of the level above works on
   // smaller dimensions than it was compiled for; in the true space its edge
   // tiles and busy units follow those dimensions (MAESTRO keeps the
-  // compiled ones). The copy lives in `resized` and is made only when needed.
-  const Level& level_for(int li, const std::int64_t* dims, std::optional<Level>& resized) const {
+  // compiled ones). The copy is made into `resized` only when needed (a
+  // std::optional<Level> here was value-initialised, 1.4 KB zeroed per
+  // level analysed).
+  const Level& level_for(int li, const std::int64_t* dims, Level& resized) const {
     const Level& compiled = P.levels[li];
     if (P.maestro_compat) return compiled;
     bool same = true;
     for (int i = 0; i < compiled.num_dirs; ++i)
       same = same && compiled.dims[compiled.dirs[i].dim] == dims[compiled.dirs[i].dim];
     if (same) return compiled;
-    resized.emplace(compiled);
-    for (int i = 0; i < resized->num_dirs; ++i)
-      resized->dims[resized->dirs[i].dim] = dims[resized->dirs[i].dim];
-    true_tile_sizes(*resized, P.conv);
-    return *resized;
+    resized = compiled;
+    for (int i = 0; i < resized.num_dirs; ++i)
+      resized.dims[resized.dirs[i].dim] = dims[resized.dirs[i].dim];
+    true_tile_sizes(resized, P.conv);
+    return resized;
   }
 
   // The sub-level's work in case `c` of level `li` (§IV-B, recursively).
@@ -1130,7 +1141,7 @@ struct Analyser {
   // level's traffic and sizes.
   template <class Accounts>
   SubResult level(int li, const std::int64_t* dims, Accounts& accounts) {
-    std::optional<Level> resized;
+    Level resized;  // only its defaulted counts are set until level_for copies into it
     const Level& L = level_for(li, dims, resized);
     const bool innermost = li == P.num_levels - 1;
     const bool share = shared_net();
