@@ -341,7 +341,9 @@ struct Case {
     for (int t = 0; t < 2; ++t) {
       restarted[t] = (restartable & coupled_dir_mask[t] & inside) != 0;
       moved[t] = changing >= 0 && ((coupled_dir_mask[t] >> changing) & 1U);
-      in_temporal[t] = ingress_temporal(t);
+      // A tensor the moved directive leaves alone receives nothing
+      // (pe_ingress), and its factor is not needed.
+      if (changing < 0 || moved[t]) in_temporal[t] = ingress_temporal(t);
     }
     out_temporal = output_temporal();
     red_temporal = reduction_temporal();
@@ -600,6 +602,7 @@ struct Case {
   }
 
   std::int64_t ingress(int t) const {
+    if (changing >= 0 && !moved[t]) return 0;  // every sub-unit's pe_ingress is 0
     return over_units(spatial_of(t, false),
                       [&](bool first, bool ep) { return pe_ingress(t, first, ep); });
   }
@@ -920,19 +923,17 @@ struct TopAccounts {
     out_refill = l2_size[2] / P.hw.offchip_bw / 2;
   }
   // Every case, with work or not: its outputs go to L2, its partial sums
-  // are read and written in L1.
+  // are read and written in L1 (the reads equal the writes: set in finish).
   void outputs(const CaseFlow& f) {
     l2_wr[2] += f.occ * f.egress;
     l1_wr[2] += f.occ * f.psums_all;
-    l1_rd[2] += f.occ * f.psums_all;
   }
   void skipped() { ++num_skipped; }
+  // Every case with work: its inputs are read from L2. Every word read from
+  // L2 lands in an L1, and every MAC reads one word of each input from L1:
+  // those counts are the L2 reads and the MACs, set in finish.
   void inputs(const CaseFlow& f) {
-    for (int t = 0; t < 2; ++t) {
-      l2_rd[t] += f.occ * f.in_of[t];
-      l1_wr[t] += f.occ * f.in_of[t];  // every word read from L2 lands in an L1
-      l1_rd[t] += f.occ * f.psums_all;
-    }
+    for (int t = 0; t < 2; ++t) l2_rd[t] += f.occ * f.in_of[t];
   }
   // Without multicast L2 serves each copy with a read; without reduction
   // it accumulates each extra partial sum with a read-modify-write.
@@ -974,6 +975,11 @@ struct TopAccounts {
     ++num_counted;
   }
   void finish(const Plan& P, std::int64_t occurrences) {
+    for (int t = 0; t < 2; ++t) {
+      l1_wr[t] = l2_rd[t];
+      l1_rd[t] = macs;
+    }
+    l1_rd[2] = l1_wr[2];
     avg_bw = static_cast<long double>(bw_sum);
     ingress_avg = static_cast<long double>(ingress_sum);
     egress_avg = static_cast<long double>(egress_sum);
