@@ -729,6 +729,7 @@ class CaseOrder {
       const std::int64_t dim = dims[L.dirs[i].dim];
       lists_[i] = P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, i, dim);
       set_tiles(P, L, L.dirs[i].dim, lists_[i]);
+      if (!lists_[i].s[0].unrolled) init_not_unrolled_ |= 1U << i;
       total_ *= lists_[i].n;
       if (lists_[i].n > 1) {
         raw_[num_moving_] = 0;
@@ -757,15 +758,6 @@ class CaseOrder {
     }
   }
 
-  /// Directive i takes state s; its bits in the masks Case::begin reads
-  /// follow.
-  void set(Case& c, int i, const State* s) {
-    c.st[i] = s;
-    const unsigned bit = 1U << i;
-    moving_mask_ = (moving_mask_ & ~bit) | (s->pos != kInit ? bit : 0U);
-    restartable_mask_ = (restartable_mask_ & ~bit) | (s->pos == kInit && !s->unrolled ? bit : 0U);
-  }
-
   /// Points `c` at the next case (the first call gives case 0) and returns
   /// how often that case occurs. A directive with one state keeps it (its
   /// digit is always 0), so only the others are counted, and of those only
@@ -773,7 +765,8 @@ class CaseOrder {
   std::int64_t next(Case& c) {
     unsigned changed = 0;
     if (n_ == 0) {
-      for (int i = 0; i < num_; ++i) set(c, i, &lists_[i].s[0]);
+      for (int i = 0; i < num_; ++i) c.st[i] = &lists_[i].s[0];
+      moving_mask_ = 0;
       changed = ~0U;
     } else {
       int from = 0;
@@ -782,15 +775,20 @@ class CaseOrder {
         while (++raw_[from] == lists_[moving_[from]].n && from > 0) raw_[from--] = 0;
       }
       for (int k = from; k < num_moving_; ++k) {
-        const StateList& list = lists_[moving_[k]];
-        set(c, moving_[k], &list.s[raw_[k] + 1 == list.n ? 0 : raw_[k] + 1]);
-        changed |= 1U << moving_[k];
+        const int i = moving_[k];
+        const int at = raw_[k] + 1 == lists_[i].n ? 0 : raw_[k] + 1;
+        c.st[i] = &lists_[i].s[at];
+        // Every list starts with the Init state: past it is "moving".
+        const unsigned bit = 1U << i;
+        moving_mask_ = at != 0 ? moving_mask_ | bit : moving_mask_ & ~bit;
+        changed |= bit;
       }
     }
     ++n_;
     std::int64_t occ = fixed_occ_;
     for (int k = 0; k < num_moving_; ++k) occ *= c.st[moving_[k]]->occ;
-    c.begin(moving_mask_, restartable_mask_, changed);
+    // At Init and not unrolled: restartable (Case::begin).
+    c.begin(moving_mask_, init_not_unrolled_ & ~moving_mask_, changed);
     return occ;
   }
 
@@ -803,10 +801,10 @@ class CaseOrder {
   std::int64_t n_;
   int moving_[kMaxDirectives];  // the directives with more than one state
   int num_moving_;
-  std::int64_t fixed_occ_;         // occurrences of the others' single states
-  int raw_[kMaxDirectives];        // the mixed-radix digits of n-1 over moving_, counted up
-  unsigned moving_mask_ = 0;       // bit i: directive i is past Init
-  unsigned restartable_mask_ = 0;  // bit i: directive i is at Init and not unrolled
+  std::int64_t fixed_occ_;          // occurrences of the others' single states
+  int raw_[kMaxDirectives];         // the mixed-radix digits of n-1 over moving_, counted up
+  unsigned moving_mask_ = 0;        // bit i: directive i is past Init
+  unsigned init_not_unrolled_ = 0;  // bit i: directive i's Init state is not unrolled
 };
 
 // What one iteration case moves and costs at its level (§IV-A, §IV-B).
