@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <limits>
 #include <map>
@@ -20,11 +19,10 @@ namespace {
 /// Word comparison inline: the sizes first, then the characters. Through
 /// string_view's operator== each comparison was a call to compare and one
 /// to memcmp, a fifth of the parser's instructions.
-constexpr bool eq(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
-    if (a[i] != b[i]) return false;
-  return true;
+[[gnu::always_inline]] inline bool eq(std::string_view a, std::string_view b) {
+  // Inlined where b is a literal, the memcmp of a known small size becomes
+  // a compare or two.
+  return a.size() == b.size() && __builtin_memcmp(a.data(), b.data(), b.size()) == 0;
 }
 
 /// The sizes of a layer's dimensions from one pass over its list (0 when
@@ -77,6 +75,35 @@ Sizes sizes_of(const Layer& layer) {
     }
   }
   return z;
+}
+
+/// The size of dimension `name` in `z` (0 when absent or not a dimension).
+std::int64_t size_of(const Sizes& z, std::string_view name) {
+  if (name.size() == 2 && name[1] == '\'')
+    return name[0] == 'Y' ? z.yo : (name[0] == 'X' ? z.xo : 0);
+  if (name.size() != 1) return 0;
+  switch (name[0]) {
+    case 'N':
+      return z.n;
+    case 'G':
+      return z.g;
+    case 'K':
+      return z.k;
+    case 'C':
+      return z.c;
+    case 'R':
+      return z.r;
+    case 'S':
+      return z.s;
+    case 'Y':
+      return z.y;
+    case 'X':
+      return z.x;
+    case 'M':
+      return z.m;
+    default:
+      return 0;
+  }
 }
 
 }  // namespace
@@ -146,10 +173,19 @@ struct Token {
 
 /// What a character does to MAESTRO's front end, as a table so that the
 /// scan costs one load per character.
-enum CharClass : std::uint8_t { kWordChar, kSeparator, kNewline, kBrace, kMinus, kSlash };
+enum CharClass : std::uint8_t {
+  kSeparator,
+  kNewline,
+  kBrace,
+  kMinus,
+  kWordOrSlash,  // the classes from here on continue a word
+  kSlash = kWordOrSlash,
+  kWordChar,
+};
 struct CharClasses {
   CharClass of[256] = {};
   constexpr CharClasses() {
+    for (auto& c : of) c = kWordChar;
     for (unsigned char c : {' ', '\t', '\r', ',', '>', '(', ')', ':', ';'}) of[c] = kSeparator;
     of[static_cast<unsigned char>('\n')] = kNewline;
     of[static_cast<unsigned char>('{')] = kBrace;
@@ -158,6 +194,8 @@ struct CharClasses {
     of[static_cast<unsigned char>('/')] = kSlash;  // a word character, or a comment
   }
   CharClass operator()(char c) const { return of[static_cast<unsigned char>(c)]; }
+  /// A word character or '/' (inside a word, "//" is no comment).
+  bool in_word(char c) const { return of[static_cast<unsigned char>(c)] >= kWordOrSlash; }
 };
 constexpr CharClasses kClass{};
 
@@ -165,7 +203,7 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /// The end of the word starting at `i`: the next separator, newline or brace.
 std::size_t word_end(std::string_view text, std::size_t i) {
-  while (i < text.size() && (kClass(text[i]) == kWordChar || kClass(text[i]) == kSlash)) ++i;
+  while (i < text.size() && kClass.in_word(text[i])) ++i;
   return i;
 }
 
@@ -189,7 +227,9 @@ std::vector<Token> tokenize(std::string_view text) {
   while (i < n) {
     switch (kClass(text[i])) {
       case kSeparator:
-        ++i;
+        // Blanks come in runs (indentation): skipped in one loop.
+        do ++i;
+        while (i < n && kClass(text[i]) == kSeparator);
         break;
       case kNewline:
         ++line;
@@ -230,18 +270,29 @@ std::vector<Token> tokenize(std::string_view text) {
 std::optional<std::int64_t> to_int64(std::string_view s, bool& overflow) {
   overflow = false;
   if (s.empty()) return std::nullopt;
-  const std::size_t sign = (s[0] == '+' || s[0] == '-') ? 1 : 0;
+  const bool minus = s[0] == '-';
+  const std::size_t sign = (s[0] == '+' || minus) ? 1 : 0;
   if (sign == s.size()) return std::nullopt;
-  for (std::size_t i = sign; i < s.size(); ++i)
-    if (!is_digit(s[i])) return std::nullopt;
-  const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
-  std::int64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) {
-    overflow = true;
-    return std::nullopt;
+  // Digits accumulated as an unsigned magnitude (a call to from_chars per
+  // number was a tenth of the parser); -2^63 still fits.
+  const std::uint64_t limit =
+      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) + (minus ? 1 : 0);
+  std::uint64_t v = 0;
+  for (std::size_t i = sign; i < s.size(); ++i) {
+    if (!is_digit(s[i])) {
+      overflow = false;  // not an integer at all, however long
+      return std::nullopt;
+    }
+    if (!overflow) {
+      const auto digit = static_cast<std::uint64_t>(s[i] - '0');
+      if (v > (limit - digit) / 10)
+        overflow = true;
+      else
+        v = v * 10 + digit;
+    }
   }
-  return v;
+  if (overflow) return std::nullopt;
+  return minus ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
 }
 
 const std::string kInt64Max = std::to_string(std::numeric_limits<std::int64_t>::max());
@@ -249,12 +300,12 @@ constexpr std::int64_t kMaxNocHops = 1'000'000'000;
 
 std::string str(std::string_view s) { return std::string(s); }
 
-bool is_section(std::string_view s) {
+[[gnu::always_inline]] inline bool is_section(std::string_view s) {
   return eq(s, "Type") || eq(s, "Stride") || eq(s, "Dimensions") || eq(s, "Dataflow") ||
          eq(s, "Layer");
 }
 
-bool is_directive_word(std::string_view s) {
+[[gnu::always_inline]] inline bool is_directive_word(std::string_view s) {
   return eq(s, "TemporalMap") || eq(s, "SpatialMap") || eq(s, "Cluster");
 }
 
@@ -327,7 +378,9 @@ class Parser {
   }
   // The words these take are literals: string_view and const char* keep
   // a std::string from being built for every token (messages build theirs).
-  bool peek_is(std::string_view s) const { return !at_end() && eq(tokens_[pos_].text, s); }
+  [[gnu::always_inline]] bool peek_is(std::string_view s) const {
+    return !at_end() && eq(tokens_[pos_].text, s);
+  }
   const Token& expect_any(std::string_view what) {
     if (at_end()) fail(last(), "", "unexpected end of file; expected " + std::string(what));
     const Token& t = tokens_[pos_];
@@ -336,7 +389,7 @@ class Parser {
     ++pos_;
     return t;
   }
-  void expect(std::string_view s, std::string_view key) {
+  [[gnu::always_inline]] void expect(std::string_view s, std::string_view key) {
     if (at_end())
       fail(last(), std::string(key), "unexpected end of file; expected '" + std::string(s) + "'");
     const Token& t = tokens_[pos_];
@@ -483,9 +536,10 @@ class Parser {
         if (!has_dims) fail(t, "Dataflow", "Dimensions must come before Dataflow");
         expect("{", "Dataflow");
         layer.dataflow.reserve(directives_ahead());
+        const Sizes sizes = sizes_of(layer);
         while (!peek_is("}")) {
           if (at_end()) fail(t, "Dataflow", "missing '}' closing the Dataflow block");
-          layer.dataflow.push_back(parse_directive(layer));
+          layer.dataflow.push_back(parse_directive(layer, sizes));
         }
         next();
         has_dataflow = true;
@@ -509,8 +563,9 @@ class Parser {
              "layer '" + layer.name + "' has no Dataflow and no previous layer to copy it from");
       layer.dataflow = previous.back().dataflow;
       // A copied dataflow must still name this layer's dimensions.
+      const Sizes sizes = sizes_of(layer);
       for (const auto& d : layer.dataflow)
-        check_directive_dim(layer, d, layer_token.line, layer_token.column);
+        check_directive_dim(layer, sizes, d, layer_token.line, layer_token.column);
     }
     return layer;
   }
@@ -545,13 +600,13 @@ class Parser {
       fail(at, "Dimensions", "layer '" + layer.name + "': X is smaller than the filter width S");
   }
 
-  void check_directive_dim(const Layer& layer, const Directive& d, int line, int column) const {
+  // `z`: the layer's sizes (sizes_of, once its Dimensions are read).
+  void check_directive_dim(const Layer& layer, const Sizes& z, const Directive& d, int line,
+                           int column) const {
     if (d.kind == DirectiveKind::kCluster) return;
-    bool known = layer.dim(d.dim) > 0;
-    if (eq(d.dim, "Y'") || eq(d.dim, "Y"))
-      known = known || layer.dim("Y") > 0 || layer.dim("Y'") > 0;
-    if (eq(d.dim, "X'") || eq(d.dim, "X"))
-      known = known || layer.dim("X") > 0 || layer.dim("X'") > 0;
+    bool known = size_of(z, d.dim) > 0;
+    if (eq(d.dim, "Y'") || eq(d.dim, "Y")) known = known || z.y > 0 || z.yo > 0;
+    if (eq(d.dim, "X'") || eq(d.dim, "X")) known = known || z.x > 0 || z.xo > 0;
     if (layer.type == LayerType::kGemm && (eq(d.dim, "Y'") || eq(d.dim, "X'"))) known = false;
     if (!known)
       fail_at(line, column, "Dataflow",
@@ -559,7 +614,7 @@ class Parser {
                   "' has no such dimension");
   }
 
-  Directive parse_directive(const Layer& layer) {
+  Directive parse_directive(const Layer& layer, const Sizes& sizes) {
     const Token& t = next();
     Directive d;
     d.line = t.line;
@@ -572,7 +627,7 @@ class Parser {
       if (is_directive_word(dim.text))
         fail(dim, "Dataflow", str(t.text) + " needs a dimension after (size, offset)");
       d.dim = dim.text;
-      check_directive_dim(layer, d, dim.line, dim.column);
+      check_directive_dim(layer, sizes, d, dim.line, dim.column);
     } else if (eq(t.text, "Cluster")) {
       d.kind = DirectiveKind::kCluster;
       d.size = parse_value(layer, "cluster size");
