@@ -160,8 +160,7 @@ struct StateList {
 // (README "Deviations", idle units): that unit would receive no new data
 // after the first step and its outputs would not be counted, though it
 // needs and produces a full tile's (§IV-A). Idle units add nothing.
-StateList true_states(const Level& L, int i, std::int64_t dim) {
-  StateList out;
+void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
   out.n = 0;
   const Dir& d = L.dirs[i];
   // On the level's own dimensions the tiles are those true_tile_sizes kept.
@@ -170,26 +169,26 @@ StateList true_states(const Level& L, int i, std::int64_t dim) {
     const std::int64_t span = real_span(L, d);
     if (dim <= span) {
       out.s[out.n++] = State{kInit, true, dim < span, false, 1, 0, 0, 0};
-      return out;
+      return;
     }
     out.s[out.n++] = State{kInit, false, false, false, 1, 0, 0, 0};
     if (t.full > 1) out.s[out.n++] = State{kSteady, false, false, false, t.full - 1, 0, 0, 0};
     if (t.partial) out.s[out.n++] = State{kEdge, false, false, false, 1, 0, 0, 0};
-    return out;
+    return;
   }
   const std::int64_t n = L.num_sub;
   const std::int64_t coverage = real_span(L, d) + d.offset * (n - 1);
   if (dim <= coverage) {
     const bool edge = dim < coverage;
     out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 1, 0, 0, 0};
-    return out;
+    return;
   }
   const std::int64_t steps = t.full / n;
   out.s[out.n++] = State{kInit, false, false, false, 1, 0, 0, 0};
   if (steps > 1) out.s[out.n++] = State{kSteady, false, false, false, steps - 1, 0, 0, 0};
   if (t.full + (t.partial ? 1 : 0) > steps * n)
     out.s[out.n++] = State{kEdge, false, false, t.partial, 1, 0, 0, 0};
-  return out;
+  return;
 }
 
 // Tile sizes of the true iteration space for the level's current `dims`,
@@ -240,8 +239,7 @@ void true_tile_sizes(Level& L, bool conv) {
 }
 
 // MAESTRO's iteration states (maestro_compat on).
-StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
-  StateList out;
+void directive_states(const Level& L, const Dir& d, std::int64_t dim, StateList& out) {
   out.n = 0;
   const std::int64_t map = d.size, ofs = d.offset;
   if (!d.spatial) {
@@ -252,7 +250,7 @@ StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
       out.s[out.n++] = State{kSteady, false, false, false, steady, 0, 0, 0};
     if (!init_edge && steady * ofs + map < dim)
       out.s[out.n++] = State{kEdge, false, false, false, 1, 0, 0, 0};
-    return out;
+    return;
   }
   const std::int64_t n = L.num_sub;
   const std::int64_t coverage = map + ofs * (n - 1);
@@ -270,7 +268,7 @@ StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
   bool edge_pe = false;
   if ((active - 1) * ofs + map < remaining) edge_pe = true;
   if (!init_edge && has_edge) out.s[out.n++] = State{kEdge, false, false, edge_pe, 1, 0, 0, 0};
-  return out;
+  return;
 }
 
 // ---- one iteration case of one level ------------------------------------------
@@ -727,7 +725,13 @@ class CaseOrder {
       : num_(L.num_dirs), total_(1), n_(0), num_moving_(0), fixed_occ_(1) {
     for (int i = 0; i < num_; ++i) {
       const std::int64_t dim = dims[L.dirs[i].dim];
-      lists_[i] = P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, i, dim);
+      // Filled in place: a list returned by value was copied with wide
+      // loads of what narrow stores had just written (a store-forwarding
+      // stall, most of this constructor's time).
+      if (P.maestro_compat)
+        directive_states(L, L.dirs[i], dim, lists_[i]);
+      else
+        true_states(L, i, dim, lists_[i]);
       set_tiles(P, L, L.dirs[i].dim, lists_[i]);
       if (!lists_[i].s[0].unrolled) init_not_unrolled_ |= 1U << i;
       total_ *= lists_[i].n;
