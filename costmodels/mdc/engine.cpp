@@ -29,7 +29,6 @@
 #include <limits>
 #include <mapex/checked.hpp>
 #include <mapex/error.hpp>
-#include <optional>
 #include <string>
 
 namespace mapex::mdc::engine {
@@ -95,11 +94,6 @@ std::int64_t min_work(const Level& L, int d) {
 // Tiles of a directive over `dim` indices: how many full tiles fit, and
 // whether indices past the last full tile are left that hold work (for a
 // window dimension, one more output position: `work` = the filter tile).
-struct Tiles {
-  std::int64_t full = 0;
-  std::int64_t edge = 0;  // indices from the next tile position to the end
-  bool partial = false;
-};
 Tiles tiles_of(std::int64_t dim, std::int64_t map, std::int64_t ofs, std::int64_t work,
                bool window) {
   Tiles t;
@@ -138,6 +132,11 @@ struct State {
   bool init_edge;  // the first step already reaches past the dimension
   bool edge_pe;    // at a spatial edge, the last busy sub-unit has a partial tile
   std::int64_t occ;
+  // The state's tile along its directive's dimension as the temporal
+  // products of a case take it (Case::begin): for an input tensor, the
+  // output and the reduction. Filled in by CaseOrder once per level, so a
+  // case multiplies them instead of deciding each from the state again.
+  std::int64_t in_tile, out_tile, red_tile;
   bool is_edge() const { return pos == kEdge || init_edge; }
 };
 
@@ -161,34 +160,35 @@ struct StateList {
 // (README "Deviations", idle units): that unit would receive no new data
 // after the first step and its outputs would not be counted, though it
 // needs and produces a full tile's (§IV-A). Idle units add nothing.
-StateList true_states(const Level& L, const Dir& d, std::int64_t dim) {
-  StateList out;
+void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
   out.n = 0;
-  const Tiles t = tiles_of(L, d, dim);
+  const Dir& d = L.dirs[i];
+  // On the level's own dimensions the tiles are those true_tile_sizes kept.
+  const Tiles t = dim == L.dims[d.dim] ? L.tiles[i] : tiles_of(L, d, dim);
   if (!d.spatial) {
     const std::int64_t span = real_span(L, d);
     if (dim <= span) {
-      out.s[out.n++] = State{kInit, true, dim < span, false, 1};
-      return out;
+      out.s[out.n++] = State{kInit, true, dim < span, false, 1, 0, 0, 0};
+      return;
     }
-    out.s[out.n++] = State{kInit, false, false, false, 1};
-    if (t.full > 1) out.s[out.n++] = State{kSteady, false, false, false, t.full - 1};
-    if (t.partial) out.s[out.n++] = State{kEdge, false, false, false, 1};
-    return out;
+    out.s[out.n++] = State{kInit, false, false, false, 1, 0, 0, 0};
+    if (t.full > 1) out.s[out.n++] = State{kSteady, false, false, false, t.full - 1, 0, 0, 0};
+    if (t.partial) out.s[out.n++] = State{kEdge, false, false, false, 1, 0, 0, 0};
+    return;
   }
   const std::int64_t n = L.num_sub;
   const std::int64_t coverage = real_span(L, d) + d.offset * (n - 1);
   if (dim <= coverage) {
     const bool edge = dim < coverage;
-    out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 1};
-    return out;
+    out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 1, 0, 0, 0};
+    return;
   }
   const std::int64_t steps = t.full / n;
-  out.s[out.n++] = State{kInit, false, false, false, 1};
-  if (steps > 1) out.s[out.n++] = State{kSteady, false, false, false, steps - 1};
+  out.s[out.n++] = State{kInit, false, false, false, 1, 0, 0, 0};
+  if (steps > 1) out.s[out.n++] = State{kSteady, false, false, false, steps - 1, 0, 0, 0};
   if (t.full + (t.partial ? 1 : 0) > steps * n)
-    out.s[out.n++] = State{kEdge, false, false, t.partial, 1};
-  return out;
+    out.s[out.n++] = State{kEdge, false, false, t.partial, 1, 0, 0, 0};
+  return;
 }
 
 // Tile sizes of the true iteration space for the level's current `dims`,
@@ -201,6 +201,7 @@ void true_tile_sizes(Level& L, bool conv) {
   for (int i = 0; i < L.num_dirs; ++i) {
     const Dir& d = L.dirs[i];
     const Tiles t = tiles_of(L, d, L.dims[d.dim]);
+    L.tiles[i] = t;
     if (t.partial) {
       L.mapped_edge[d.dim] = t.edge;
       L.unique_edge[d.dim] =
@@ -230,8 +231,7 @@ void true_tile_sizes(Level& L, bool conv) {
   for (int i = 0; i < L.num_dirs && spatial < 0; ++i)
     if (L.dirs[i].spatial) spatial = i;
   if (spatial < 0) return;
-  const Dir& d = L.dirs[spatial];
-  const Tiles t = tiles_of(L, d, L.dims[d.dim]);
+  const Tiles& t = L.tiles[spatial];
   const std::int64_t total = t.full + (t.partial ? 1 : 0);
   const std::int64_t busy = total <= L.num_sub ? total : total - (t.full / L.num_sub) * L.num_sub;
   L.num_edge_sub = std::max<std::int64_t>(busy, 1);
@@ -239,35 +239,36 @@ void true_tile_sizes(Level& L, bool conv) {
 }
 
 // MAESTRO's iteration states (maestro_compat on).
-StateList directive_states(const Level& L, const Dir& d, std::int64_t dim) {
-  StateList out;
+void directive_states(const Level& L, const Dir& d, std::int64_t dim, StateList& out) {
   out.n = 0;
   const std::int64_t map = d.size, ofs = d.offset;
   if (!d.spatial) {
     const bool init_edge = dim < map;
-    out.s[out.n++] = State{kInit, dim <= map, init_edge, false, 1};
+    out.s[out.n++] = State{kInit, dim <= map, init_edge, false, 1, 0, 0, 0};
     const std::int64_t steady = (dim - map) / ofs;
-    if (map < dim && steady > 0) out.s[out.n++] = State{kSteady, false, false, false, steady};
+    if (map < dim && steady > 0)
+      out.s[out.n++] = State{kSteady, false, false, false, steady, 0, 0, 0};
     if (!init_edge && steady * ofs + map < dim)
-      out.s[out.n++] = State{kEdge, false, false, false, 1};
-    return out;
+      out.s[out.n++] = State{kEdge, false, false, false, 1, 0, 0, 0};
+    return;
   }
   const std::int64_t n = L.num_sub;
   const std::int64_t coverage = map + ofs * (n - 1);
   const bool unroll = dim <= coverage;
   const bool init_edge = dim < coverage;
-  out.s[out.n++] = State{kInit, unroll, init_edge, init_edge, 1};
+  out.s[out.n++] = State{kInit, unroll, init_edge, init_edge, 1, 0, 0, 0};
   // Steady steps move the whole array of sub-units by n * offset.
   const std::int64_t steady = ((dim - map) / ofs + 1) / n - 1;
-  if (coverage < dim && steady > 0) out.s[out.n++] = State{kSteady, false, false, false, steady};
+  if (coverage < dim && steady > 0)
+    out.s[out.n++] = State{kSteady, false, false, false, steady, 0, 0, 0};
   const bool has_edge = !unroll && ((steady + 1) * (ofs * n) + coverage > dim) &&
                         (steady * (ofs * n) + coverage != dim);
   const std::int64_t remaining = dim - (steady + 1) * ofs * n;
   std::int64_t active = remaining < map ? 1 : (remaining - map) / ofs + 1;
   bool edge_pe = false;
   if ((active - 1) * ofs + map < remaining) edge_pe = true;
-  if (!init_edge && has_edge) out.s[out.n++] = State{kEdge, false, false, edge_pe, 1};
-  return out;
+  if (!init_edge && has_edge) out.s[out.n++] = State{kEdge, false, false, edge_pe, 1, 0, 0, 0};
+  return;
 }
 
 // ---- one iteration case of one level ------------------------------------------
@@ -299,12 +300,22 @@ struct Case {
       if (!coupled(2, L.dirs[i].dim))
         (L.dirs[i].spatial ? reduced_dirs[num_reduced_dirs++]
                            : temporal_reduced_dirs[num_temporal_reduced_dirs++]) = i;
-      if (L.dirs[i].spatial) spatial_dirs[num_spatial_dirs++] = i;
+      if (L.dirs[i].spatial) {
+        spatial_dirs[num_spatial_dirs++] = i;
+        spatial_dir_mask |= 1U << i;
+      }
     }
     for (int k = 0; k < P.num_coupled[2]; ++k)
-      if (const int i = L.dir_of_dim[P.coupled[2][k]]; i >= 0)
-        (L.dirs[i].spatial ? output_dirs[num_output_dirs++]
-                           : temporal_output_dirs[num_temporal_output_dirs++]) = i;
+      if (const int i = L.dir_of_dim[P.coupled[2][k]]; i >= 0) {
+        const int x = L.dirs[i].dim;
+        const int a = P.conv ? output_of(x) : x;
+        if (L.dirs[i].spatial) {
+          output_dim[num_output_dirs] = a;
+          output_dirs[num_output_dirs++] = i;
+        } else {
+          temporal_output_dirs[num_temporal_output_dirs++] = i;
+        }
+      }
   }
 
   const Plan& P;
@@ -313,27 +324,32 @@ struct Case {
 
   // Called once the states `st` of a new case are set.
   // The directives are at most 16 (kMaxDirectives), so sets of them are
-  // bit masks (bit i: directive i): one pass over the states gives the
-  // directive that moved and, per tensor, whether it moved one of the
-  // tensor's directives or restarted one inside it.
-  void begin() {
-    unsigned moving = 0, restartable = 0;
-    for (int i = 0; i < L.num_dirs; ++i) {
-      moving |= static_cast<unsigned>(st[i]->pos != kInit) << i;
-      restartable |= static_cast<unsigned>(st[i]->pos == kInit && !st[i]->unrolled) << i;
-    }
+  // bit masks (bit i: directive i). CaseOrder keeps, as it steps the
+  // states, the directives past Init (`moving`), those at Init and not
+  // unrolled (`restartable`) and those whose state just changed
+  // (`changed`): from them come the directive that moved and, per tensor,
+  // whether it moved one of the tensor's directives or restarted one
+  // inside it. The tensors' spatial mappings (find_spatial) read only the
+  // spatial directives' states, so they are found again only when one of
+  // those changed (in the dataflows with an unrolled SpatialMap, never
+  // after the first case).
+  void begin(unsigned moving, unsigned restartable, unsigned changed) {
     changing = static_cast<int>(std::bit_width(moving)) - 1;
     const unsigned inside = changing < 0 ? ~0U : ~((2U << changing) - 1);  // i > changing
     for (int t = 0; t < 2; ++t) {
       restarted[t] = (restartable & coupled_dir_mask[t] & inside) != 0;
       moved[t] = changing >= 0 && ((coupled_dir_mask[t] >> changing) & 1U);
-      in_temporal[t] = ingress_temporal(t);
+      // A tensor the moved directive leaves alone receives nothing
+      // (pe_ingress), and its factor is not needed.
+      if (changing < 0 || moved[t]) in_temporal[t] = ingress_temporal(t);
     }
     out_temporal = output_temporal();
     red_temporal = reduction_temporal();
-    for (int t = 0; t < kNumTensors; ++t) spatial_own[t] = find_spatial(t, false);
-    spatial_any = find_spatial(2, true);
-    memo_valid = 0;
+    if (changed & spatial_dir_mask) {
+      for (int t = 0; t < kNumTensors; ++t) spatial_own[t] = find_spatial(t, false);
+      spatial_any = find_spatial(2, true);
+      spatial_memo = 0;
+    }
   }
 
   // The factors of the temporal directives, the same for every sub-unit of
@@ -344,42 +360,21 @@ struct Case {
     std::int64_t v = 1;
     for (int k = 0; k < num_temporal_coupled[t]; ++k) {
       const int i = temporal_coupled[t][k];
-      const int x = L.dirs[i].dim;
-      if (st[i]->pos == kInit)
-        v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
-      else
-        v *=
-            (i == changing && !restarted[t]) ? std::max<std::int64_t>(L.unique[x], 1) : L.mapped[x];
+      // The directive that moved (never at Init) brings only its unique
+      // part unless the tile restarted; every other one its tile.
+      v *= (i == changing && !restarted[t]) ? std::max<std::int64_t>(L.unique[L.dirs[i].dim], 1)
+                                            : st[i]->in_tile;
     }
     return v;
   }
   std::int64_t output_temporal() const {
     std::int64_t v = 1;
-    for (int k = 0; k < num_temporal_output_dirs; ++k) {
-      const int i = temporal_output_dirs[k];
-      const int x = L.dirs[i].dim;
-      const int a = P.conv ? output_of(x) : x;
-      switch (st[i]->pos) {
-        case kInit:
-          v *= edge(i) ? L.mapped_edge[a] : L.mapped[a];
-          break;
-        case kSteady:
-          v *= L.mapped[a];
-          break;
-        case kEdge:
-          v *= L.mapped_edge[a];
-          break;
-      }
-    }
+    for (int k = 0; k < num_temporal_output_dirs; ++k) v *= st[temporal_output_dirs[k]]->out_tile;
     return v;
   }
   std::int64_t reduction_temporal() const {
     std::int64_t v = 1;
-    for (int k = 0; k < num_temporal_reduced_dirs; ++k) {
-      const int i = temporal_reduced_dirs[k];
-      const int x = L.dirs[i].dim;
-      v *= edge(i) ? L.mapped_edge[x] : L.mapped[x];
-    }
+    for (int k = 0; k < num_temporal_reduced_dirs; ++k) v *= st[temporal_reduced_dirs[k]]->red_tile;
     return v;
   }
   // In MAESTRO's iteration space a spatial edge with one busy unit gives
@@ -435,28 +430,35 @@ struct Case {
 
   // Output (or partial-sum) volume of one sub-unit. With `psums`, the
   // reduction dimensions' tiles multiply in (the MACs of the sub-unit).
-  // Both factors are kept per case for the four (first, edge_pe) sub-units.
+  // Each is the temporal directives' factor of the case times the spatial
+  // directives' one, and the latter, for the four (first, edge_pe)
+  // sub-units, is kept until a spatial directive's state changes (in most
+  // dataflows for the whole level; integer products in another order: the
+  // same numbers).
   [[gnu::always_inline]] std::int64_t pe_egress(bool psums, bool first, bool edge_pe,
                                                 bool reuse_at_edge = true) const {
     if (!reuse_at_edge)
-      return (psums ? reduction_tile(first, edge_pe) : 1) * output_tile(first, edge_pe, false);
+      return (psums ? red_temporal * reduction_spatial(first, edge_pe) : 1) *
+             (out_temporal * output_spatial(first, edge_pe, false));
     const int key = (first ? 2 : 0) + (edge_pe ? 1 : 0);
-    if (!(memo_valid & (1U << key))) {
-      memo_output[key] = output_tile(first, edge_pe, true);
-      memo_valid |= 1U << key;
+    if (!(spatial_memo & (1U << key))) {
+      spatial_output[key] = output_spatial(first, edge_pe, true);
+      spatial_memo |= 1U << key;
     }
-    if (!psums) return memo_output[key];
-    if (!(memo_valid & (16U << key))) {
-      memo_reduction[key] = reduction_tile(first, edge_pe);
-      memo_valid |= 16U << key;
+    const std::int64_t out = out_temporal * spatial_output[key];
+    if (!psums) return out;
+    if (!(spatial_memo & (16U << key))) {
+      spatial_reduction[key] = reduction_spatial(first, edge_pe);
+      spatial_memo |= 16U << key;
     }
-    return memo_reduction[key] * memo_output[key];
+    return red_temporal * spatial_reduction[key] * out;
   }
 
-  // The sub-unit's tiles along the dimensions the output does not have
-  // (those its partial sums are reduced over).
-  std::int64_t reduction_tile(bool first, bool edge_pe) const {
-    std::int64_t v = red_temporal;
+  // The spatial directives' share of a sub-unit's tiles along the
+  // dimensions the output does not have (those its partial sums are
+  // reduced over).
+  std::int64_t reduction_spatial(bool first, bool edge_pe) const {
+    std::int64_t v = 1;
     auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
     for (int k = 0; k < num_reduced_dirs; ++k) {
       const int i = reduced_dirs[k];
@@ -485,15 +487,15 @@ struct Case {
     return v;
   }
 
-  // The sub-unit's output tile (new outputs only where a neighbour shares
-  // the rest, §IV-A).
-  std::int64_t output_tile(bool first, bool edge_pe, bool reuse_at_edge) const {
-    std::int64_t v = out_temporal;
+  // The spatial directives' share of the sub-unit's output tile (new
+  // outputs only where a neighbour shares the rest, §IV-A).
+  std::int64_t output_spatial(bool first, bool edge_pe, bool reuse_at_edge) const {
+    std::int64_t v = 1;
     auto unique_or_one = [](std::int64_t u) { return u != 0 ? u : 1; };
     for (int k = 0; k < num_output_dirs; ++k) {
       const int i = output_dirs[k];
       const int x = L.dirs[i].dim;
-      const int a = P.conv ? output_of(x) : x;
+      const int a = output_dim[k];
       switch (st[i]->pos) {
         case kInit:
           if (edge(i) && edge_pe) {
@@ -598,6 +600,7 @@ struct Case {
   }
 
   std::int64_t ingress(int t) const {
+    if (changing >= 0 && !moved[t]) return 0;  // every sub-unit's pe_ingress is 0
     return over_units(spatial_of(t, false),
                       [&](bool first, bool ep) { return pe_ingress(t, first, ep); });
   }
@@ -618,9 +621,12 @@ struct Case {
     // overlaps its neighbour's adds only the new outputs and reductions).
     // MAESTRO's first spatial step flags its last unit as an edge unit even
     // when its tile is full; only a real partial tile reduces the work.
+    // (The lambda inlined: as a call of its own it was a tenth of a case.)
     if (!P.maestro_compat)
       return over_units(
-          s, [&](bool first, bool ep) { return pe_egress(true, first, ep && L.has_partial); });
+          s, [&](bool first, bool ep) __attribute__((always_inline)) {
+            return pe_egress(true, first, ep && L.has_partial);
+          });
     if (!s.edge) return L.num_sub * pe_egress(true, true, false);
     std::int64_t v = (L.num_edge_sub == 1 && s.edge_pe) ? pe_egress(true, true, true)
                                                         : pe_egress(true, true, false);
@@ -646,15 +652,18 @@ struct Case {
   int num_temporal_reduced_dirs = 0;
   // Directives on the output's dimensions (in coupled order), spatial and
   // temporal.
-  int output_dirs[kMaxDirectives];
+  // output_dim: the dimension of the output tile each spatial one indexes
+  // (output rows and columns for a convolution's Y and X), found once per
+  // level instead of per sub-unit and case (the temporal ones' tiles are
+  // in State::out_tile).
+  int output_dirs[kMaxDirectives], output_dim[kMaxDirectives];
   int num_output_dirs = 0;
   int temporal_output_dirs[kMaxDirectives];
   int num_temporal_output_dirs = 0;
   int spatial_dirs[kMaxDirectives];
   int num_spatial_dirs = 0;
-  // Per case (begin): the innermost directive that moved (-1: all Init),
-  // and the sub-units' output and reduction tiles once computed (bit key
-  // and 16 << key, key = 2 * first + edge_pe).
+  unsigned spatial_dir_mask = 0;  // bit i: directive i is a SpatialMap
+  // Per case (begin): the innermost directive that moved (-1: all Init).
   int changing = -1;
   // Per input tensor: a directive inside the one that moved starts over
   // (is at Init and not unrolled), so the tensor's tile is new whole.
@@ -666,8 +675,10 @@ struct Case {
   std::int64_t in_temporal[2] = {1, 1};
   std::int64_t out_temporal = 1, red_temporal = 1;
   Spatial spatial_own[kNumTensors], spatial_any;  // spatial_of, per case
-  mutable unsigned memo_valid = 0;
-  mutable std::int64_t memo_output[4], memo_reduction[4];
+  // The spatial factors of pe_egress once computed (bit key and 16 << key,
+  // key = 2 * first + edge_pe), cleared when a spatial state changes.
+  mutable unsigned spatial_memo = 0;
+  mutable std::int64_t spatial_output[4], spatial_reduction[4];
 };
 
 // ---- recursion over cluster levels, with a cache of sub-level results ------
@@ -714,8 +725,15 @@ class CaseOrder {
       : num_(L.num_dirs), total_(1), n_(0), num_moving_(0), fixed_occ_(1) {
     for (int i = 0; i < num_; ++i) {
       const std::int64_t dim = dims[L.dirs[i].dim];
-      lists_[i] =
-          P.maestro_compat ? directive_states(L, L.dirs[i], dim) : true_states(L, L.dirs[i], dim);
+      // Filled in place: a list returned by value was copied with wide
+      // loads of what narrow stores had just written (a store-forwarding
+      // stall, most of this constructor's time).
+      if (P.maestro_compat)
+        directive_states(L, L.dirs[i], dim, lists_[i]);
+      else
+        true_states(L, i, dim, lists_[i]);
+      set_tiles(P, L, L.dirs[i].dim, lists_[i]);
+      if (!lists_[i].s[0].unrolled) init_not_unrolled_ |= 1U << i;
       total_ *= lists_[i].n;
       if (lists_[i].n > 1) {
         raw_[num_moving_] = 0;
@@ -727,13 +745,33 @@ class CaseOrder {
   }
   std::int64_t size() const { return total_; }
 
+  /// The tiles of each state (State::in_tile, out_tile, red_tile) along
+  /// dimension x: an input tensor's tile is the edge one only at an edge
+  /// first step (a moved directive brings its full tile or its unique
+  /// part, Case::ingress_temporal); the output's is the edge one at either
+  /// edge, over output rows and columns for a convolution; the reduction's
+  /// at either edge.
+  static void set_tiles(const Plan& P, const Level& L, int x, StateList& list) {
+    const int a = P.conv ? output_of(x) : x;
+    for (int k = 0; k < list.n; ++k) {
+      State& s = list.s[k];
+      const bool edge = s.is_edge();
+      s.in_tile = s.pos == kInit && edge ? L.mapped_edge[x] : L.mapped[x];
+      s.out_tile = (s.pos == kInit && edge) || s.pos == kEdge ? L.mapped_edge[a] : L.mapped[a];
+      s.red_tile = edge ? L.mapped_edge[x] : L.mapped[x];
+    }
+  }
+
   /// Points `c` at the next case (the first call gives case 0) and returns
   /// how often that case occurs. A directive with one state keeps it (its
   /// digit is always 0), so only the others are counted, and of those only
   /// the ones from the last carry on change.
   std::int64_t next(Case& c) {
+    unsigned changed = 0;
     if (n_ == 0) {
       for (int i = 0; i < num_; ++i) c.st[i] = &lists_[i].s[0];
+      moving_mask_ = 0;
+      changed = ~0U;
     } else {
       int from = 0;
       if (n_ > 1) {
@@ -741,14 +779,20 @@ class CaseOrder {
         while (++raw_[from] == lists_[moving_[from]].n && from > 0) raw_[from--] = 0;
       }
       for (int k = from; k < num_moving_; ++k) {
-        const StateList& list = lists_[moving_[k]];
-        c.st[moving_[k]] = &list.s[raw_[k] + 1 == list.n ? 0 : raw_[k] + 1];
+        const int i = moving_[k];
+        const int at = raw_[k] + 1 == lists_[i].n ? 0 : raw_[k] + 1;
+        c.st[i] = &lists_[i].s[at];
+        // Every list starts with the Init state: past it is "moving".
+        const unsigned bit = 1U << i;
+        moving_mask_ = at != 0 ? moving_mask_ | bit : moving_mask_ & ~bit;
+        changed |= bit;
       }
     }
     ++n_;
     std::int64_t occ = fixed_occ_;
     for (int k = 0; k < num_moving_; ++k) occ *= c.st[moving_[k]]->occ;
-    c.begin();
+    // At Init and not unrolled: restartable (Case::begin).
+    c.begin(moving_mask_, init_not_unrolled_ & ~moving_mask_, changed);
     return occ;
   }
 
@@ -761,8 +805,10 @@ class CaseOrder {
   std::int64_t n_;
   int moving_[kMaxDirectives];  // the directives with more than one state
   int num_moving_;
-  std::int64_t fixed_occ_;   // occurrences of the others' single states
-  int raw_[kMaxDirectives];  // the mixed-radix digits of n-1 over moving_, counted up
+  std::int64_t fixed_occ_;          // occurrences of the others' single states
+  int raw_[kMaxDirectives];         // the mixed-radix digits of n-1 over moving_, counted up
+  unsigned moving_mask_ = 0;        // bit i: directive i is past Init
+  unsigned init_not_unrolled_ = 0;  // bit i: directive i's Init state is not unrolled
 };
 
 // What one iteration case moves and costs at its level (§IV-A, §IV-B).
@@ -879,19 +925,17 @@ struct TopAccounts {
     out_refill = l2_size[2] / P.hw.offchip_bw / 2;
   }
   // Every case, with work or not: its outputs go to L2, its partial sums
-  // are read and written in L1.
+  // are read and written in L1 (the reads equal the writes: set in finish).
   void outputs(const CaseFlow& f) {
     l2_wr[2] += f.occ * f.egress;
     l1_wr[2] += f.occ * f.psums_all;
-    l1_rd[2] += f.occ * f.psums_all;
   }
   void skipped() { ++num_skipped; }
+  // Every case with work: its inputs are read from L2. Every word read from
+  // L2 lands in an L1, and every MAC reads one word of each input from L1:
+  // those counts are the L2 reads and the MACs, set in finish.
   void inputs(const CaseFlow& f) {
-    for (int t = 0; t < 2; ++t) {
-      l2_rd[t] += f.occ * f.in_of[t];
-      l1_wr[t] += f.occ * f.in_of[t];  // every word read from L2 lands in an L1
-      l1_rd[t] += f.occ * f.psums_all;
-    }
+    for (int t = 0; t < 2; ++t) l2_rd[t] += f.occ * f.in_of[t];
   }
   // Without multicast L2 serves each copy with a read; without reduction
   // it accumulates each extra partial sum with a read-modify-write.
@@ -933,6 +977,11 @@ struct TopAccounts {
     ++num_counted;
   }
   void finish(const Plan& P, std::int64_t occurrences) {
+    for (int t = 0; t < 2; ++t) {
+      l1_wr[t] = l2_rd[t];
+      l1_rd[t] = macs;
+    }
+    l1_rd[2] = l1_wr[2];
     avg_bw = static_cast<long double>(bw_sum);
     ingress_avg = static_cast<long double>(ingress_sum);
     egress_avg = static_cast<long double>(egress_sum);
@@ -998,19 +1047,21 @@ struct Analyser {
   // A sub-level reached from an edge tile of the level above works on
   // smaller dimensions than it was compiled for; in the true space its edge
   // tiles and busy units follow those dimensions (MAESTRO keeps the
-  // compiled ones). The copy lives in `resized` and is made only when needed.
-  const Level& level_for(int li, const std::int64_t* dims, std::optional<Level>& resized) const {
+  // compiled ones). The copy is made into `resized` only when needed (a
+  // std::optional<Level> here was value-initialised, 1.4 KB zeroed per
+  // level analysed).
+  const Level& level_for(int li, const std::int64_t* dims, Level& resized) const {
     const Level& compiled = P.levels[li];
     if (P.maestro_compat) return compiled;
     bool same = true;
     for (int i = 0; i < compiled.num_dirs; ++i)
       same = same && compiled.dims[compiled.dirs[i].dim] == dims[compiled.dirs[i].dim];
     if (same) return compiled;
-    resized.emplace(compiled);
-    for (int i = 0; i < resized->num_dirs; ++i)
-      resized->dims[resized->dirs[i].dim] = dims[resized->dirs[i].dim];
-    true_tile_sizes(*resized, P.conv);
-    return *resized;
+    resized = compiled;
+    for (int i = 0; i < resized.num_dirs; ++i)
+      resized.dims[resized.dirs[i].dim] = dims[resized.dirs[i].dim];
+    true_tile_sizes(resized, P.conv);
+    return resized;
   }
 
   // The sub-level's work in case `c` of level `li` (§IV-B, recursively).
@@ -1060,7 +1111,11 @@ struct Analyser {
   void network_words(const Case& c, const long double* sub_unshared, CaseFlow& f) const {
     f.noc_in = f.in_of[0] + f.in_of[1];
     f.noc_out = f.egress;
-    if (shared_net()) return;  // in_words and out_words are only read without
+    // in_words and out_words are only read without; apart, so that this
+    // part is inlined into every case.
+    if (!shared_net()) unshared_network_words(c, sub_unshared, f);
+  }
+  void unshared_network_words(const Case& c, const long double* sub_unshared, CaseFlow& f) const {
     for (int t = 0; t < 2; ++t) f.in_words[t] = static_cast<long double>(f.in_of[t]);
     f.out_words = static_cast<long double>(f.egress);
     if (!P.hw.multicast) {
@@ -1094,7 +1149,7 @@ struct Analyser {
   // level's traffic and sizes.
   template <class Accounts>
   SubResult level(int li, const std::int64_t* dims, Accounts& accounts) {
-    std::optional<Level> resized;
+    Level resized;  // only its defaulted counts are set until level_for copies into it
     const Level& L = level_for(li, dims, resized);
     const bool innermost = li == P.num_levels - 1;
     const bool share = shared_net();
@@ -1378,9 +1433,12 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
         ++L.num_dirs;
       }
     }
+    unsigned present = 0;  // bit d: a directive maps dimension d (one scan, not one per var)
+    for (int i = 0; i < L.num_dirs; ++i) present |= 1U << L.dirs[i].dim;
     for (int k = 0; k < num_input_vars; ++k) {
       const int v = input_vars[k];
-      if (find(v) < 0 && level_dims[v] > 0) push(Dir{false, v, level_dims[v], level_dims[v]}, line);
+      if (!((present >> v) & 1U) && level_dims[v] > 0)
+        push(Dir{false, v, level_dims[v], level_dims[v]}, line);
     }
     // Stride (MAESTRO's outer stride): an input-row map covering at least a
     // filter becomes o output rows: size o*min(s,R) + max(R-s,0), offset o*s.
@@ -1448,7 +1506,7 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
     for (int d = 0; d < kNumDims; ++d) lower[d] = 0;
     for (int k = 0; k < num_input_vars; ++k) {
       const int v = input_vars[k];
-      const int i = find(v);
+      const int i = L.dir_of_dim[v];  // directives are one per dimension (checked above)
       if (i >= 0) lower[v] = std::min(L.dirs[i].size, level_dims[v]);
     }
     std::memcpy(level_dims, lower, sizeof lower);

@@ -24,6 +24,15 @@ struct Dir {
   std::int64_t offset;
 };
 
+/// Tiles of a directive over a dimension: how many full tiles fit, and
+/// whether indices past the last full tile are left that hold work. No
+/// default member values (see Dir): a plan holds 6 x 16 of them.
+struct Tiles {
+  std::int64_t full;
+  std::int64_t edge;  // indices from the next tile position to the end
+  bool partial;
+};
+
 /// One cluster level after MAESTRO's filling-in rules (refdata README,
 /// "Filling in"), with the per-dimension tile sizes of §IV's reuse analysis.
 struct Level {
@@ -42,6 +51,10 @@ struct Level {
   // where MAESTRO's stride rewrite packs each output's rows together
   // (filter < stride, below the top level). 1 for other dimensions.
   std::int64_t out_stride[kNumDims], edge_stride[kNumDims];
+  // Tiles of each directive over the level's dimensions, as the true
+  // iteration space counts them (set with the tile sizes, read again by
+  // each analysis of the level on these dimensions).
+  Tiles tiles[kMaxDirectives];
 };
 
 struct Plan {

@@ -4,18 +4,109 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
-#include <fstream>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <mapex/checked.hpp>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
 #include <optional>
-#include <sstream>
 #include <string_view>
 
 namespace mapex::mdc {
+namespace {
+
+/// Word comparison inline: the sizes first, then the characters. Through
+/// string_view's operator== each comparison was a call to compare and one
+/// to memcmp, a fifth of the parser's instructions.
+[[gnu::always_inline]] inline bool eq(std::string_view a, std::string_view b) {
+  // Inlined where b is a literal, the memcmp of a known small size becomes
+  // a compare or two.
+  return a.size() == b.size() && __builtin_memcmp(a.data(), b.data(), b.size()) == 0;
+}
+
+/// The sizes of a layer's dimensions from one pass over its list (0 when
+/// absent; the first entry of a name wins, as in Layer::dim): the checks
+/// and the MAC count read each several times.
+struct Sizes {
+  std::int64_t n = 0, g = 0, k = 0, c = 0, r = 0, s = 0, y = 0, x = 0, yo = 0, xo = 0, m = 0;
+};
+Sizes sizes_of(const Layer& layer) {
+  Sizes z;
+  for (auto it = layer.dims.rbegin(); it != layer.dims.rend(); ++it) {
+    const std::string& name = it->first;
+    const std::int64_t v = it->second;
+    if (name.size() == 2 && name[1] == '\'') {
+      if (name[0] == 'Y') z.yo = v;
+      if (name[0] == 'X') z.xo = v;
+      continue;
+    }
+    if (name.size() != 1) continue;
+    switch (name[0]) {
+      case 'N':
+        z.n = v;
+        break;
+      case 'G':
+        z.g = v;
+        break;
+      case 'K':
+        z.k = v;
+        break;
+      case 'C':
+        z.c = v;
+        break;
+      case 'R':
+        z.r = v;
+        break;
+      case 'S':
+        z.s = v;
+        break;
+      case 'Y':
+        z.y = v;
+        break;
+      case 'X':
+        z.x = v;
+        break;
+      case 'M':
+        z.m = v;
+        break;
+      default:
+        break;
+    }
+  }
+  return z;
+}
+
+/// The size of dimension `name` in `z` (0 when absent or not a dimension).
+std::int64_t size_of(const Sizes& z, std::string_view name) {
+  if (name.size() == 2 && name[1] == '\'')
+    return name[0] == 'Y' ? z.yo : (name[0] == 'X' ? z.xo : 0);
+  if (name.size() != 1) return 0;
+  switch (name[0]) {
+    case 'N':
+      return z.n;
+    case 'G':
+      return z.g;
+    case 'K':
+      return z.k;
+    case 'C':
+      return z.c;
+    case 'R':
+      return z.r;
+    case 'S':
+      return z.s;
+    case 'Y':
+      return z.y;
+    case 'X':
+      return z.x;
+    case 'M':
+      return z.m;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
 
 DirectiveEvaluator::~DirectiveEvaluator() = default;
 
@@ -37,7 +128,7 @@ std::string to_string(LayerType type) {
 
 std::int64_t Layer::dim(std::string_view dim_name) const {
   for (const auto& [n, v] : dims)
-    if (n == dim_name) return v;
+    if (eq(n, dim_name)) return v;
   return 0;
 }
 
@@ -50,114 +141,177 @@ std::int64_t Layer::true_macs() const {
     throw InputError("layer '" + name + "': its number of MACs exceeds " +
                      std::to_string(std::numeric_limits<std::int64_t>::max()));
   };
-  if (type == LayerType::kGemm) return mul(mul(dim("M"), dim("N")), dim("K"));
-  const std::int64_t r = std::max<std::int64_t>(dim("R"), 1);
-  const std::int64_t s = std::max<std::int64_t>(dim("S"), 1);
+  const Sizes z = sizes_of(*this);
+  if (type == LayerType::kGemm) return mul(mul(z.m, z.n), z.k);
+  const std::int64_t r = std::max<std::int64_t>(z.r, 1);
+  const std::int64_t s = std::max<std::int64_t>(z.s, 1);
   // Output rows: given directly (Y'), or from the input rows and the stride.
-  std::int64_t oy = dim("Y'");
-  std::int64_t ox = dim("X'");
-  if (oy == 0) oy = (dim("Y") - r) / stride_y + 1;
-  if (ox == 0) ox = (dim("X") - s) / stride_x + 1;
+  std::int64_t oy = z.yo;
+  std::int64_t ox = z.xo;
+  if (oy == 0) oy = (z.y - r) / stride_y + 1;
+  if (ox == 0) ox = (z.x - s) / stride_x + 1;
   std::int64_t macs = 1;
   for (std::int64_t f :
-       {std::max<std::int64_t>(dim("N"), 1), std::max<std::int64_t>(dim("C"), 1), r, s, oy, ox})
+       {std::max<std::int64_t>(z.n, 1), std::max<std::int64_t>(z.c, 1), r, s, oy, ox})
     macs = mul(macs, f);
-  if (type != LayerType::kDsconv) macs = mul(macs, std::max<std::int64_t>(dim("K"), 1));
-  if (type == LayerType::kNgconv) macs = mul(macs, std::max<std::int64_t>(dim("G"), 1));
+  if (type != LayerType::kDsconv) macs = mul(macs, std::max<std::int64_t>(z.k, 1));
+  if (type == LayerType::kNgconv) macs = mul(macs, std::max<std::int64_t>(z.g, 1));
   return macs;
 }
 
 namespace {
 
+/// One word of the file: a view into the text being parsed (which outlives
+/// the parser), so no word is copied or allocated (MAESTRO files are mostly
+/// short words; the parser used to build a std::string per token).
 struct Token {
-  std::string text;
+  std::string_view text;
   int line = 0;
-  bool negative = false;  ///< written with a leading '-' (a separator for MAESTRO)
   int column = 0;         ///< 1-based, of the token's first character
+  bool negative = false;  ///< written with a leading '-' (a separator for MAESTRO)
 };
+
+/// What a character does to MAESTRO's front end, as a table so that the
+/// scan costs one load per character.
+enum CharClass : std::uint8_t {
+  kSeparator,
+  kNewline,
+  kBrace,
+  kMinus,
+  kWordOrSlash,  // the classes from here on continue a word
+  kSlash = kWordOrSlash,
+  kWordChar,
+};
+struct CharClasses {
+  CharClass of[256] = {};
+  constexpr CharClasses() {
+    for (auto& c : of) c = kWordChar;
+    for (unsigned char c : {' ', '\t', '\r', ',', '>', '(', ')', ':', ';'}) of[c] = kSeparator;
+    of[static_cast<unsigned char>('\n')] = kNewline;
+    of[static_cast<unsigned char>('{')] = kBrace;
+    of[static_cast<unsigned char>('}')] = kBrace;
+    of[static_cast<unsigned char>('-')] = kMinus;  // a separator, or the sign of a number
+    of[static_cast<unsigned char>('/')] = kSlash;  // a word character, or a comment
+  }
+  CharClass operator()(char c) const { return of[static_cast<unsigned char>(c)]; }
+  /// A word character or '/' (inside a word, "//" is no comment).
+  bool in_word(char c) const { return of[static_cast<unsigned char>(c)] >= kWordOrSlash; }
+};
+constexpr CharClasses kClass{};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/// The end of the word starting at `i`: the next separator, newline or brace.
+std::size_t word_end(std::string_view text, std::size_t i) {
+  while (i < text.size() && kClass.in_word(text[i])) ++i;
+  return i;
+}
 
 // MAESTRO splits on blanks and the characters , - > ( ) : ; and a token
 // starting with // ends the line. Braces are kept as tokens of their own.
-std::vector<Token> tokenize(const std::string& text) {
+std::vector<Token> tokenize(std::string_view text) {
   std::vector<Token> out;
+  out.reserve(text.size() / 4 + 8);  // ResNet-50 files: one token per 5-6 characters
   int line = 1;
-  std::size_t line_start = 0, start = 0;
-  std::string cur;
-  bool negative = false;
+  std::size_t line_start = 0;
+  const std::size_t n = text.size();
+  std::size_t i = 0;
   auto column = [&](std::size_t at) { return static_cast<int>(at - line_start) + 1; };
-  auto flush = [&] {
-    if (!cur.empty()) out.push_back({std::move(cur), line, negative, column(start)});
-    cur.clear();
-    negative = false;
+  // A word ends at a separator; a '-' right after a word is only that (so
+  // Conv2d-1 gives Conv2d and 1, not a negative 1).
+  auto push_word = [&](std::size_t start, std::size_t word, bool negative) {
+    i = word_end(text, word);
+    out.push_back({text.substr(word, i - word), line, column(start), negative});
+    if (i < n && text[i] == '-') ++i;
   };
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '/' && i + 1 < text.size() && text[i + 1] == '/' && cur.empty()) {
-      while (i < text.size() && text[i] != '\n') ++i;
-      flush();
-      ++line;
-      line_start = i + 1;
-      continue;
-    }
-    if (c == '\n') {
-      flush();
-      ++line;
-      line_start = i + 1;
-    } else if (c == '-' && cur.empty() && i + 1 < text.size() &&
-               std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
-      // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
-      // remembers it so that a negative size or offset is reported.
-      negative = true;
-      start = i;
-    } else if (c == ' ' || c == '\t' || c == '\r' || c == ',' || c == '-' || c == '>' || c == '(' ||
-               c == ')' || c == ':' || c == ';') {
-      flush();
-    } else if (c == '{' || c == '}') {
-      flush();
-      out.push_back({std::string(1, c), line, false, column(i)});
-    } else {
-      if (cur.empty() && !negative) start = i;
-      cur += c;
+  while (i < n) {
+    switch (kClass(text[i])) {
+      case kSeparator:
+        // Blanks come in runs (indentation): skipped in one loop.
+        do ++i;
+        while (i < n && kClass(text[i]) == kSeparator);
+        break;
+      case kNewline:
+        ++line;
+        line_start = ++i;
+        break;
+      case kBrace:
+        out.push_back({text.substr(i, 1), line, column(i), false});
+        ++i;
+        break;
+      case kMinus:
+        // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
+        // remembers it so that a negative size or offset is reported.
+        if (i + 1 < n && is_digit(text[i + 1]))
+          push_word(i, i + 1, true);
+        else
+          ++i;
+        break;
+      case kSlash:
+        if (i + 1 < n && text[i + 1] == '/') {
+          // A comment: the rest of the line (its newline is counted above).
+          while (i < n && text[i] != '\n') ++i;
+          break;
+        }
+        push_word(i, i, false);
+        break;
+      case kWordChar:
+        push_word(i, i, false);
+        break;
     }
   }
-  flush();
   return out;
 }
 
-bool is_integer(const std::string& s) {
-  if (s.empty()) return false;
-  std::size_t i = (s[0] == '+' || s[0] == '-') ? 1 : 0;
-  if (i == s.size()) return false;
-  for (; i < s.size(); ++i)
-    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
-  return true;
-}
-
-/// The value of an integer token (is_integer holds), or nothing when it
-/// does not fit an int64. std::stoll would throw std::out_of_range, which
-/// reaches the user as "stoll" with no file or line.
-std::optional<std::int64_t> to_int64(const std::string& s) {
-  const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
-  std::int64_t v = 0;
-  const auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), v);
-  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
-  return v;
+/// The value of an integer token ([+-]digits), nothing when the token is
+/// not one, and `overflow` set when it is one but does not fit an int64
+/// (std::stoll would throw std::out_of_range, which reaches the user as
+/// "stoll" with no file or line).
+std::optional<std::int64_t> to_int64(std::string_view s, bool& overflow) {
+  overflow = false;
+  if (s.empty()) return std::nullopt;
+  const bool minus = s[0] == '-';
+  const std::size_t sign = (s[0] == '+' || minus) ? 1 : 0;
+  if (sign == s.size()) return std::nullopt;
+  // Digits accumulated as an unsigned magnitude (a call to from_chars per
+  // number was a tenth of the parser); -2^63 still fits.
+  const std::uint64_t limit =
+      static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) + (minus ? 1 : 0);
+  std::uint64_t v = 0;
+  for (std::size_t i = sign; i < s.size(); ++i) {
+    if (!is_digit(s[i])) {
+      overflow = false;  // not an integer at all, however long
+      return std::nullopt;
+    }
+    if (!overflow) {
+      const auto digit = static_cast<std::uint64_t>(s[i] - '0');
+      if (v > (limit - digit) / 10)
+        overflow = true;
+      else
+        v = v * 10 + digit;
+    }
+  }
+  if (overflow) return std::nullopt;
+  return minus ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
 }
 
 const std::string kInt64Max = std::to_string(std::numeric_limits<std::int64_t>::max());
 constexpr std::int64_t kMaxNocHops = 1'000'000'000;
 
-bool is_section(const std::string& s) {
-  return s == "Type" || s == "Stride" || s == "Dimensions" || s == "Dataflow" || s == "Layer";
+std::string str(std::string_view s) { return std::string(s); }
+
+[[gnu::always_inline]] inline bool is_section(std::string_view s) {
+  return eq(s, "Type") || eq(s, "Stride") || eq(s, "Dimensions") || eq(s, "Dataflow") ||
+         eq(s, "Layer");
 }
 
-bool is_directive_word(const std::string& s) {
-  return s == "TemporalMap" || s == "SpatialMap" || s == "Cluster";
+[[gnu::always_inline]] inline bool is_directive_word(std::string_view s) {
+  return eq(s, "TemporalMap") || eq(s, "SpatialMap") || eq(s, "Cluster");
 }
 
 class Parser {
  public:
-  Parser(const std::string& text, std::string origin)
+  Parser(std::string_view text, std::string origin)
       : tokens_(tokenize(text)), origin_(std::move(origin)) {}
 
   Network parse() {
@@ -166,19 +320,21 @@ class Parser {
     bool seen_network = false;
     while (!at_end()) {
       const Token t = next();
-      if (t.text == "Constant") {
+      if (eq(t.text, "Constant")) {
         const Token name = expect_any("a constant name");
         const Token value = expect_any("the constant's value");
-        if (!is_integer(value.text))
+        bool overflow = false;
+        const auto v = to_int64(value.text, overflow);
+        if (!v && !overflow)
           fail(value, "Constant",
-               "expected an integer value for '" + name.text + "', got '" + value.text + "'");
-        const auto v = to_int64(value.text);
+               "expected an integer value for '" + str(name.text) + "', got '" + str(value.text) +
+                   "'");
         if (!v)
           fail(value, "Constant",
-               "expected an integer of at most " + kInt64Max + " for '" + name.text + "', got '" +
-                   value.text + "'");
-        constants_[name.text] = *v;
-      } else if (t.text == "Network") {
+               "expected an integer of at most " + kInt64Max + " for '" + str(name.text) +
+                   "', got '" + str(value.text) + "'");
+        constants_[str(name.text)] = *v;
+      } else if (eq(t.text, "Network")) {
         if (seen_network) fail(t, "Network", "a second Network block; expected one per file");
         seen_network = true;
         net.name = expect_any("a network name").text;
@@ -186,19 +342,19 @@ class Parser {
         while (!peek_is("}")) {
           if (at_end()) fail(last(), "Network", "missing '}' closing the Network block");
           const Token lt = next();
-          if (lt.text == "Layer") {
+          if (eq(lt.text, "Layer")) {
             net.layers.push_back(parse_layer(lt, net.layers));
-          } else if (lt.text == "Accelerator") {
+          } else if (eq(lt.text, "Accelerator")) {
             skip_block(lt);
           } else {
-            fail(lt, "Network", "expected 'Layer', got '" + lt.text + "'");
+            fail(lt, "Network", "expected 'Layer', got '" + str(lt.text) + "'");
           }
         }
         next();
-      } else if (t.text == "Accelerator") {
+      } else if (eq(t.text, "Accelerator")) {
         skip_block(t);
       } else {
-        fail(t, "", "expected 'Constant' or 'Network', got '" + t.text + "'");
+        fail(t, "", "expected 'Constant' or 'Network', got '" + str(t.text) + "'");
       }
     }
     if (!seen_network) fail_at(1, 1, "Network", "no Network block found");
@@ -215,46 +371,56 @@ class Parser {
     throw InputError(SourceLocation{origin_, line, column}, key, problem);
   }
   bool at_end() const { return pos_ >= tokens_.size(); }
-  Token last() const { return tokens_.empty() ? Token{"", 1, false, 1} : tokens_.back(); }
+  Token last() const { return tokens_.empty() ? Token{"", 1, 1, false} : tokens_.back(); }
   const Token& next() {
     if (at_end()) fail(last(), "", "unexpected end of file");
     return tokens_[pos_++];
   }
   // The words these take are literals: string_view and const char* keep
   // a std::string from being built for every token (messages build theirs).
-  bool peek_is(std::string_view s) const { return !at_end() && tokens_[pos_].text == s; }
+  [[gnu::always_inline]] bool peek_is(std::string_view s) const {
+    return !at_end() && eq(tokens_[pos_].text, s);
+  }
   const Token& expect_any(std::string_view what) {
     if (at_end()) fail(last(), "", "unexpected end of file; expected " + std::string(what));
     const Token& t = tokens_[pos_];
-    if (t.text == "{" || t.text == "}")
-      fail(t, "", "expected " + std::string(what) + ", got '" + t.text + "'");
+    if (eq(t.text, "{") || eq(t.text, "}"))
+      fail(t, "", "expected " + std::string(what) + ", got '" + str(t.text) + "'");
     ++pos_;
     return t;
   }
-  void expect(std::string_view s, std::string_view key) {
+  [[gnu::always_inline]] void expect(std::string_view s, std::string_view key) {
     if (at_end())
       fail(last(), std::string(key), "unexpected end of file; expected '" + std::string(s) + "'");
     const Token& t = tokens_[pos_];
-    if (t.text != s)
-      fail(t, std::string(key), "expected '" + std::string(s) + "', got '" + t.text + "'");
+    if (!eq(t.text, s))
+      fail(t, std::string(key), "expected '" + std::string(s) + "', got '" + str(t.text) + "'");
     ++pos_;
   }
   void skip_block(const Token& opener) {
     expect("{", opener.text);
     int depth = 1;
     while (depth > 0) {
-      if (at_end()) fail(opener, opener.text, "missing '}' closing the block");
+      if (at_end()) fail(opener, str(opener.text), "missing '}' closing the block");
       const Token& t = next();
-      if (t.text == "{") ++depth;
-      if (t.text == "}") --depth;
+      if (eq(t.text, "{")) ++depth;
+      if (eq(t.text, "}")) --depth;
     }
   }
 
-  static const std::vector<std::string>& allowed_dims(LayerType type) {
-    static const std::vector<std::string> gemm{"M", "N", "K"};
-    static const std::vector<std::string> ngconv{"N", "G", "K", "C",  "R",
-                                                 "S", "Y", "X", "Y'", "X'"};
-    static const std::vector<std::string> conv{"N", "K", "C", "R", "S", "Y", "X", "Y'", "X'"};
+  /// The directives up to the next '}' (one allocation for the layer's list).
+  std::size_t directives_ahead() const {
+    std::size_t n = 0;
+    for (std::size_t i = pos_; i < tokens_.size() && !eq(tokens_[i].text, "}"); ++i)
+      n += is_directive_word(tokens_[i].text) ? 1 : 0;
+    return n;
+  }
+
+  static const std::vector<std::string_view>& allowed_dims(LayerType type) {
+    static const std::vector<std::string_view> gemm{"M", "N", "K"};
+    static const std::vector<std::string_view> ngconv{"N", "G", "K", "C",  "R",
+                                                      "S", "Y", "X", "Y'", "X'"};
+    static const std::vector<std::string_view> conv{"N", "K", "C", "R", "S", "Y", "X", "Y'", "X'"};
     switch (type) {
       case LayerType::kGemm:
         return gemm;
@@ -270,31 +436,31 @@ class Parser {
     const Token& t = expect_any("a size");
     const std::string_view key = key_text;
     std::int64_t v = 0;
-    if (t.text == "Sz") {
+    if (eq(t.text, "Sz")) {
       const Token& d = expect_any("a dimension after Sz");
       v = layer.dim(d.text);
       if (v == 0) {
         // Sz of an output dimension given through the input one, and back.
-        if (d.text == "Y'" && layer.dim("Y") > 0)
+        if (eq(d.text, "Y'") && layer.dim("Y") > 0)
           v = (layer.dim("Y") - std::max<std::int64_t>(layer.dim("R"), 1)) / layer.stride_y + 1;
-        else if (d.text == "X'" && layer.dim("X") > 0)
+        else if (eq(d.text, "X'") && layer.dim("X") > 0)
           v = (layer.dim("X") - std::max<std::int64_t>(layer.dim("S"), 1)) / layer.stride_x + 1;
         else
-          fail(d, key_text, "Sz(" + d.text + ") names no dimension of layer '" + layer.name + "'");
+          fail(d, key_text,
+               "Sz(" + str(d.text) + ") names no dimension of layer '" + layer.name + "'");
       }
-    } else if (is_integer(t.text)) {
-      const auto parsed = to_int64(t.text);
-      if (!parsed)
-        fail(t, key_text,
-             "expected a positive " + std::string(key) + " of at most " + kInt64Max + ", got '" +
-                 t.text + "'");
+    } else if (bool overflow = false; const auto parsed = to_int64(t.text, overflow)) {
       v = *parsed;
+    } else if (overflow) {
+      fail(t, key_text,
+           "expected a positive " + std::string(key) + " of at most " + kInt64Max + ", got '" +
+               str(t.text) + "'");
     } else if (auto it = constants_.find(t.text); it != constants_.end()) {
       v = it->second;
     } else {
       fail(t, key_text,
            "expected a positive integer, a Constant or Sz(DIM) as " + std::string(key) + ", got '" +
-               t.text + "'");
+               str(t.text) + "'");
     }
     if (t.negative) v = -v;
     if (v <= 0)
@@ -316,63 +482,70 @@ class Parser {
     while (!peek_is("}")) {
       if (at_end()) fail(layer_token, "Layer", "missing '}' closing layer '" + layer.name + "'");
       const Token& t = next();
-      if (t.text == "Type") {
+      if (eq(t.text, "Type")) {
         type_token = expect_any("a layer type");
-        const std::string& v = type_token.text;
-        if (v == "CONV")
+        const std::string_view v = type_token.text;
+        if (eq(v, "CONV"))
           layer.type = LayerType::kConv;
-        else if (v == "DSCONV")
+        else if (eq(v, "DSCONV"))
           layer.type = LayerType::kDsconv;
-        else if (v == "NGCONV")
+        else if (eq(v, "NGCONV"))
           layer.type = LayerType::kNgconv;
-        else if (v == "TRCONV")
+        else if (eq(v, "TRCONV"))
           layer.type = LayerType::kTrconv;
-        else if (v == "GEMM")
+        else if (eq(v, "GEMM"))
           layer.type = LayerType::kGemm;
         else
-          fail(type_token, "Type",
-               "unknown layer type '" + v + "'; expected CONV, DSCONV, NGCONV, TRCONV or GEMM");
+          fail(
+              type_token, "Type",
+              "unknown layer type '" + str(v) + "'; expected CONV, DSCONV, NGCONV, TRCONV or GEMM");
         has_type = true;
-      } else if (t.text == "Stride") {
+      } else if (eq(t.text, "Stride")) {
         if (has_dims) fail(t, "Stride", "Stride must come before Dimensions");
         expect("{", "Stride");
         while (!peek_is("}")) {
           const Token& k = expect_any("X or Y");
-          if (k.text != "X" && k.text != "Y")
-            fail(k, "Stride", "expected X or Y, got '" + k.text + "'");
+          if (!eq(k.text, "X") && !eq(k.text, "Y"))
+            fail(k, "Stride", "expected X or Y, got '" + str(k.text) + "'");
           const std::int64_t v = parse_value(layer, "stride");
-          (k.text == "X" ? layer.stride_x : layer.stride_y) = v;
+          (eq(k.text, "X") ? layer.stride_x : layer.stride_y) = v;
         }
         next();
-      } else if (t.text == "Dimensions") {
+      } else if (eq(t.text, "Dimensions")) {
         if (!has_type) fail(t, "Dimensions", "Type must come before Dimensions");
         expect("{", "Dimensions");
         const auto& allowed = allowed_dims(layer.type);
+        layer.dims.reserve(allowed.size());
         while (!peek_is("}")) {
           const Token& k = expect_any("a dimension name");
-          if (std::find(allowed.begin(), allowed.end(), k.text) == allowed.end()) {
+          if (std::none_of(allowed.begin(), allowed.end(),
+                           [&](std::string_view a) { return eq(a, k.text); })) {
             std::string list;
-            for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+            for (const auto& a : allowed) (list += (list.empty() ? "" : ", ")) += a;
             fail(k, "Dimensions",
-                 "unknown dimension '" + k.text + "' for " + to_string(layer.type) +
+                 "unknown dimension '" + str(k.text) + "' for " + to_string(layer.type) +
                      "; expected one of " + list);
           }
-          if (layer.dim(k.text) != 0) fail(k, "Dimensions", "dimension '" + k.text + "' twice");
+          if (layer.dim(k.text) != 0)
+            fail(k, "Dimensions", "dimension '" + str(k.text) + "' twice");
           layer.dims.emplace_back(k.text, parse_value(layer, "dimension size"));
         }
         next();
         has_dims = true;
-      } else if (t.text == "Dataflow") {
+      } else if (eq(t.text, "Dataflow")) {
         if (!has_dims) fail(t, "Dataflow", "Dimensions must come before Dataflow");
         expect("{", "Dataflow");
+        layer.dataflow.reserve(directives_ahead());
+        const Sizes sizes = sizes_of(layer);
         while (!peek_is("}")) {
           if (at_end()) fail(t, "Dataflow", "missing '}' closing the Dataflow block");
-          layer.dataflow.push_back(parse_directive(layer));
+          layer.dataflow.push_back(parse_directive(layer, sizes));
         }
         next();
         has_dataflow = true;
       } else {
-        fail(t, "Layer", "expected Type, Stride, Dimensions or Dataflow, got '" + t.text + "'");
+        fail(t, "Layer",
+             "expected Type, Stride, Dimensions or Dataflow, got '" + str(t.text) + "'");
       }
     }
     next();
@@ -390,77 +563,81 @@ class Parser {
              "layer '" + layer.name + "' has no Dataflow and no previous layer to copy it from");
       layer.dataflow = previous.back().dataflow;
       // A copied dataflow must still name this layer's dimensions.
+      const Sizes sizes = sizes_of(layer);
       for (const auto& d : layer.dataflow)
-        check_directive_dim(layer, d, layer_token.line, layer_token.column);
+        check_directive_dim(layer, sizes, d, layer_token.line, layer_token.column);
     }
     return layer;
   }
 
   void check_dims(const Layer& layer, const Token& at) const {
-    auto need = [&](const char* d) {
-      if (layer.dim(d) == 0)
+    const Sizes z = sizes_of(layer);
+    auto need = [&](std::int64_t size, const char* d) {
+      if (size == 0)
         fail(at, "Dimensions",
              "layer '" + layer.name + "' (" + to_string(layer.type) + ") lacks dimension " + d);
     };
     if (layer.type == LayerType::kGemm) {
-      need("M");
-      need("N");
-      need("K");
+      need(z.m, "M");
+      need(z.n, "N");
+      need(z.k, "K");
       return;
     }
-    for (const char* d : {"C", "R", "S"}) need(d);
-    if (layer.type != LayerType::kDsconv) need("K");
-    if (layer.type == LayerType::kNgconv) need("G");
-    if (layer.dim("Y") == 0 && layer.dim("Y'") == 0)
-      fail(at, "Dimensions", "layer '" + layer.name + "' needs Y or Y'");
-    if (layer.dim("X") == 0 && layer.dim("X'") == 0)
-      fail(at, "Dimensions", "layer '" + layer.name + "' needs X or X'");
-    if (layer.dim("Y") > 0 && layer.dim("Y'") > 0)
+    need(z.c, "C");
+    need(z.r, "R");
+    need(z.s, "S");
+    if (layer.type != LayerType::kDsconv) need(z.k, "K");
+    if (layer.type == LayerType::kNgconv) need(z.g, "G");
+    if (z.y == 0 && z.yo == 0) fail(at, "Dimensions", "layer '" + layer.name + "' needs Y or Y'");
+    if (z.x == 0 && z.xo == 0) fail(at, "Dimensions", "layer '" + layer.name + "' needs X or X'");
+    if (z.y > 0 && z.yo > 0)
       fail(at, "Dimensions", "layer '" + layer.name + "' gives both Y and Y'");
-    if (layer.dim("X") > 0 && layer.dim("X'") > 0)
+    if (z.x > 0 && z.xo > 0)
       fail(at, "Dimensions", "layer '" + layer.name + "' gives both X and X'");
-    if (layer.dim("Y") > 0 && layer.dim("Y") < layer.dim("R"))
+    if (z.y > 0 && z.y < z.r)
       fail(at, "Dimensions", "layer '" + layer.name + "': Y is smaller than the filter height R");
-    if (layer.dim("X") > 0 && layer.dim("X") < layer.dim("S"))
+    if (z.x > 0 && z.x < z.s)
       fail(at, "Dimensions", "layer '" + layer.name + "': X is smaller than the filter width S");
   }
 
-  void check_directive_dim(const Layer& layer, const Directive& d, int line, int column) const {
+  // `z`: the layer's sizes (sizes_of, once its Dimensions are read).
+  void check_directive_dim(const Layer& layer, const Sizes& z, const Directive& d, int line,
+                           int column) const {
     if (d.kind == DirectiveKind::kCluster) return;
-    bool known = layer.dim(d.dim) > 0;
-    if (d.dim == "Y'" || d.dim == "Y") known = known || layer.dim("Y") > 0 || layer.dim("Y'") > 0;
-    if (d.dim == "X'" || d.dim == "X") known = known || layer.dim("X") > 0 || layer.dim("X'") > 0;
-    if (layer.type == LayerType::kGemm && (d.dim == "Y'" || d.dim == "X'")) known = false;
+    bool known = size_of(z, d.dim) > 0;
+    if (eq(d.dim, "Y'") || eq(d.dim, "Y")) known = known || z.y > 0 || z.yo > 0;
+    if (eq(d.dim, "X'") || eq(d.dim, "X")) known = known || z.x > 0 || z.xo > 0;
+    if (layer.type == LayerType::kGemm && (eq(d.dim, "Y'") || eq(d.dim, "X'"))) known = false;
     if (!known)
       fail_at(line, column, "Dataflow",
               "directive on unknown dimension '" + d.dim + "'; layer '" + layer.name +
                   "' has no such dimension");
   }
 
-  Directive parse_directive(const Layer& layer) {
+  Directive parse_directive(const Layer& layer, const Sizes& sizes) {
     const Token& t = next();
     Directive d;
     d.line = t.line;
     d.column = t.column;
-    if (t.text == "TemporalMap" || t.text == "SpatialMap") {
-      d.kind = t.text == "TemporalMap" ? DirectiveKind::kTemporalMap : DirectiveKind::kSpatialMap;
+    if (eq(t.text, "TemporalMap") || eq(t.text, "SpatialMap")) {
+      d.kind = eq(t.text, "TemporalMap") ? DirectiveKind::kTemporalMap : DirectiveKind::kSpatialMap;
       d.size = parse_value(layer, "size");
       d.offset = parse_value(layer, "offset");
       const Token& dim = expect_any("a dimension name");
       if (is_directive_word(dim.text))
-        fail(dim, "Dataflow", t.text + " needs a dimension after (size, offset)");
+        fail(dim, "Dataflow", str(t.text) + " needs a dimension after (size, offset)");
       d.dim = dim.text;
-      check_directive_dim(layer, d, dim.line, dim.column);
-    } else if (t.text == "Cluster") {
+      check_directive_dim(layer, sizes, d, dim.line, dim.column);
+    } else if (eq(t.text, "Cluster")) {
       d.kind = DirectiveKind::kCluster;
       d.size = parse_value(layer, "cluster size");
       const Token& type = expect_any("the cluster type P or L");
-      if (type.text != "P" && type.text != "L")
-        fail(type, "Cluster", "expected the cluster type P or L, got '" + type.text + "'");
+      if (!eq(type.text, "P") && !eq(type.text, "L"))
+        fail(type, "Cluster", "expected the cluster type P or L, got '" + str(type.text) + "'");
       d.cluster_type = type.text[0];
     } else {
       fail(t, "Dataflow",
-           "unknown directive '" + t.text + "'; expected TemporalMap, SpatialMap or Cluster");
+           "unknown directive '" + str(t.text) + "'; expected TemporalMap, SpatialMap or Cluster");
     }
     return d;
   }
@@ -468,15 +645,30 @@ class Parser {
   std::vector<Token> tokens_;
   std::string origin_;
   std::size_t pos_ = 0;
-  std::map<std::string, std::int64_t> constants_;
+  std::map<std::string, std::int64_t, std::less<>> constants_;
 };
 
+/// The whole file in one string, read with stdio (an ifstream and a string
+/// stream cost more than the small MAESTRO files they would read). A
+/// directory opens but reads as nothing, as it did through ifstream.
 std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(SourceLocation{path, 0, 0}, "", "cannot open file for reading");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    throw InputError(SourceLocation{path, 0, 0}, "", "cannot open file for reading");
+  std::string text;
+  char buffer[16384];
+  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
+    text.append(buffer, got);
+  std::fclose(f);
+  return text;
+}
+
+constexpr std::string_view kBlanks = " \t\r";
+
+std::string_view trim(std::string_view s) {
+  const auto b = s.find_first_not_of(kBlanks);
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(kBlanks) - b + 1);
 }
 
 }  // namespace
@@ -489,37 +681,33 @@ Network load_mapping(const std::string& path) { return parse_mapping(read_file(p
 
 Hardware parse_hardware(const std::string& text, const std::string& origin) {
   Hardware hw;
-  std::istringstream in(text);
-  std::string line;
   int number = 0;
-  while (std::getline(in, line)) {
+  // Line by line as std::getline splits them (a last line without '\n' counts).
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t eol = std::min(text.find('\n', at), text.size());
+    std::string_view line = std::string_view(text).substr(at, eol - at);
+    at = eol + 1;
     ++number;
-    if (const auto c = line.find("//"); c != std::string::npos) line.erase(c);
-    std::string key, value;
-    const auto colon = line.find(':');
-    auto trim = [](std::string s) {
-      const auto b = s.find_first_not_of(" \t\r");
-      if (b == std::string::npos) return std::string();
-      const auto e = s.find_last_not_of(" \t\r");
-      return s.substr(b, e - b + 1);
-    };
+    if (const auto c = line.find("//"); c != std::string_view::npos) line = line.substr(0, c);
     if (trim(line).empty()) continue;
+    const auto colon = line.find(':');
     // Columns of the key and of the value, 1-based.
-    const int key_column = static_cast<int>(line.find_first_not_of(" \t\r")) + 1;
+    const int key_column = static_cast<int>(line.find_first_not_of(kBlanks)) + 1;
     const SourceLocation at_key{origin, number, key_column};
-    if (colon == std::string::npos)
-      throw InputError(at_key, "", "expected 'key: value', got '" + trim(line) + "'");
-    key = trim(line.substr(0, colon));
-    value = trim(line.substr(colon + 1));
-    const auto value_start = line.find_first_not_of(" \t\r", colon + 1);
+    if (colon == std::string_view::npos)
+      throw InputError(at_key, "", "expected 'key: value', got '" + str(trim(line)) + "'");
+    const std::string key = str(trim(line.substr(0, colon)));
+    const std::string_view value = trim(line.substr(colon + 1));
+    const auto value_start = line.find_first_not_of(kBlanks, colon + 1);
     const SourceLocation at_value{
         origin, number,
-        static_cast<int>(value_start == std::string::npos ? colon + 1 : value_start) + 1};
-    const auto parsed = is_integer(value) ? to_int64(value) : std::nullopt;
+        static_cast<int>(value_start == std::string_view::npos ? colon + 1 : value_start) + 1};
+    bool overflow = false;
+    const auto parsed = to_int64(value, overflow);
     if (!parsed || *parsed <= 0)
       throw InputError(
           at_value, key,
-          "expected a positive integer of at most " + kInt64Max + ", got '" + value + "'");
+          "expected a positive integer of at most " + kInt64Max + ", got '" + str(value) + "'");
     const std::int64_t v = *parsed;
     if (key == "num_pes")
       hw.num_pes = v;
@@ -534,8 +722,9 @@ Hardware parse_hardware(const std::string& text, const std::string& origin) {
     else if (key == "NoC_NumHops" && v > kMaxNocHops)
       // The hop latency is added to every transfer's cycles: bounded so that
       // those sums cannot overflow (a latency of 2^63 cycles means nothing).
-      throw InputError(at_value, key,
-                       "expected at most " + std::to_string(kMaxNocHops) + " hops, got " + value);
+      throw InputError(
+          at_value, key,
+          "expected at most " + std::to_string(kMaxNocHops) + " hops, got " + str(value));
     else if (key == "NoC_NumHops")
       hw.noc_latency = v;
     else

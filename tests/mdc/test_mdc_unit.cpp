@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <mapex/architecture.hpp>
 #include <mapex/error.hpp>
 #include <mapex/generators.hpp>
@@ -143,6 +144,51 @@ TEST(MdcParser, EveryErrorNamesFileLineAndExpectation) {
       "Network n {\n Layer l {\n Type: CONV\n Dimensions { K: 1, C: 1, R: 1, S: 1, "
       "Y: 1, X: 1 }\n }\n}\n",
       "bad.m:2:", "no Dataflow and no previous layer");
+}
+
+// The tokenizer's corners: a '-' is a separator, and the sign of a number
+// only where a word starts; "//" is a comment only where a word starts;
+// integers up to the int64 limits, and a word with a non-digit is no
+// integer however long its digits run.
+TEST(MdcParser, SignsCommentsAndIntegerLimits) {
+  const Network net = parse_mapping(
+      "// a comment line\n"
+      "Constant BIG 9223372036854775807;\n"
+      "Network n {\n Layer a//b {\n Type: CONV\n"
+      " Dimensions { K-4, C: 2, R: 1, S: 1, Y: 3, X: 3 }\n"
+      " Dataflow { SpatialMap(1,1) K; }\n }\n}\n",
+      "s.m");
+  ASSERT_EQ(net.layers.size(), 1u);
+  EXPECT_EQ(net.layers[0].name, "a//b");
+  EXPECT_EQ(net.layers[0].dim("K"), 4);  // K-4 is K and 4: the '-' follows a word
+  const std::string dims = "K: 4, C: 4, R: 3, S: 3, Y: 8, X: 8";
+  expect_error(layer_text("K: -4, C: 4, R: 3, S: 3, Y: 8, X: 8", "SpatialMap(1,1) K;\n"),
+               "bad.m:4:", "expected a positive dimension size, got -4");
+  expect_error(layer_text(dims, "SpatialMap(-2,1) K;\n"),
+               "bad.m:6:", "expected a positive size, got -2");
+  expect_error("Constant A 9223372036854775808;\n", "bad.m:1:12",
+               "expected an integer of at most 9223372036854775807 for 'A'");
+  expect_error("Constant A 99999999999999999999x;\n", "bad.m:1:12",
+               "expected an integer value for 'A'");
+  expect_error(layer_text(dims, "SpatialMap(9223372036854775808,1) K;\n"),
+               "bad.m:6:", "expected a positive size of at most 9223372036854775807");
+
+  EXPECT_EQ(parse_hardware("num_pes: +7\n", "h.m").num_pes, 7);
+  EXPECT_EQ(parse_hardware("l2_size_cstr: 9223372036854775807\n", "h.m").l2_size,
+            std::numeric_limits<std::int64_t>::max());
+  for (const char* value : {"-9223372036854775808", "9223372036854775808", "0", "-3", "7x"}) {
+    try {
+      parse_hardware(std::string("num_pes: ") + value + "\n", "h.m");
+      FAIL() << value;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("h.m:1:10: key 'num_pes': expected a "
+                                                       "positive integer of at most "
+                                                       "9223372036854775807, got '") +
+                                           value + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(MdcParser, ValidationErrorsNameTheDirectiveLine) {

@@ -59,7 +59,10 @@ const Column kColumns[] = {
 /// cheaper than the floating-point one (-0 keeps its sign through the latter).
 void append_number(std::string& text, double v) {
   char buffer[32];
-  if (std::fabs(v) < 1e15 && v == std::trunc(v) && !(v == 0 && std::signbit(v))) {
+  // The round trip through int64 tests for a whole number without a call to
+  // libm's trunc (no SSE4.1 rounding instruction in the baseline x86-64).
+  if (std::fabs(v) < 1e15 && static_cast<double>(static_cast<std::int64_t>(v)) == v &&
+      !(v == 0 && std::signbit(v))) {
     const auto end = std::to_chars(buffer, buffer + sizeof buffer, static_cast<std::int64_t>(v));
     text.append(buffer, end.ptr);
     return;
@@ -76,7 +79,10 @@ std::string number(double v) {
 
 /// The CSV table, built in one string and written at once.
 void print_csv(const std::vector<mdc::Result>& results, std::ostream& out) {
-  std::string text = "layer_name";
+  std::string text;
+  // About 12 characters a number: one allocation for the whole table.
+  text.reserve((results.size() + 1) * (std::size(kColumns) + 1) * 12);
+  text += "layer_name";
   for (const auto& c : kColumns) (text += ',') += c.name;
   text += '\n';
   for (const auto& r : results) {
@@ -110,6 +116,7 @@ int evaluate_maestro(const std::string& mapping_path, const std::string& hw_path
     throw InputError("cost model '" + costmodel +
                      "' cannot evaluate MAESTRO directives; use --costmodel mdc");
   std::vector<mdc::Result> results;
+  results.reserve(net.layers.size());
   for (const auto& layer : net.layers) {
     mdc::validate(layer, hw, mapping_path);
     try {
