@@ -78,7 +78,7 @@ def md_table(path, heading):
 
 def other_pages(docs):
     """Summary rows of the figures the other KAPLA pages cover (Table V on
-    kapla_networks.md, Fig. 11 and Table VI on kapla_schedule.md), read
+    kapla_pipelined.md, Fig. 11 and Table VI on kapla_schedule.md), read
     from those generated pages."""
     out = []
     pipe = pipelined(docs)
@@ -92,16 +92,6 @@ def other_pages(docs):
                     "none" if ok else "model",
                     f"kapla_pipelined.md: whole network with inter-layer pipelining in "
                     f"nn_dataflow's space and model, {len(over)} of 5 chips"])
-        return out + other_schedule_rows(docs)
-    t5 = md_table(f"{docs}/kapla_networks.md", "## Table V")
-    over = [float(r[7].rstrip("%")) for r in t5 if len(r) == 9 and r[7].endswith("%")]
-    paper = [float(r[8].rstrip("%")) for r in t5 if len(r) == 9]
-    if over:
-        out.append(["Table V", "mean energy overhead of K, GoogLeNet on five chips",
-                    f"{statistics.mean(paper):.1f}% (vs B)", f"{statistics.mean(over):+.2f}% (vs X)",
-                    "partly", "limit",
-                    "kapla_networks.md: against X (exhaustive inter-layer search sharing K's "
-                    "intra-layer solver), mapex's mapspace and tensor_centric model"])
     return out + other_schedule_rows(docs)
 
 
