@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """docs/results/kapla_networks.md from the HDF5 files of
-experiments/kapla/networks.sh: whole-network schedules of KAPLA (K), the
-exhaustive inter-layer search (X) and random search (R) for KAPLA §VI-A
-(Fig. 7, 9, 10; Table IV) and Table V. Every figure comes from the files'
+experiments/kapla/networks.sh: whole-network schedules of KAPLA (K) and,
+where they were run, random search (R) and the exhaustive inter-layer search
+(X) for KAPLA §VI-A (Fig. 7, 9, 10; Table IV). A solver without a result
+file in a scenario has no columns there. Every figure comes from the files'
 attributes (`mapex schedule -o`)."""
 import argparse
 import math
@@ -19,9 +20,6 @@ SCENARIOS = [
     ("edge", "Fig. 10: inference, edge chip, batch 1", 1.9, None),
 ]
 SOLVERS = ("K", "X", "R")
-# KAPLA Table V: batch, nodes, PEs, REGF (B) -> overhead (%).
-TABLE5 = [(64, 4, 8, 32, 4.4), (64, 4, 8, 64, 2.7), (64, 4, 8, 128, 1.5), (8, 4, 16, 32, 8.3),
-          (1, 16, 8, 64, 6.7)]
 
 
 def attrs(path):
@@ -58,68 +56,79 @@ def main():
              "per run) with `scripts/kapla_networks_report.py`; do not edit by hand. Regenerate "
              "with", "", "```",
              "ninja -C build mapex kapla random tensor_centric && "
-             "SOLVERS='K X' experiments/kapla/networks.sh && "
-             "SOLVERS=R SCENARIOS=edge TABLE5=0 experiments/kapla/networks.sh --reuse",
+             "SOLVERS=K experiments/kapla/networks.sh && "
+             "SOLVERS=R SCENARIOS=edge experiments/kapla/networks.sh --reuse",
              "```", "",
              "(R, random at both levels, runs only on the edge chip in this regeneration: on the "
              "multi-node chip it takes minutes per network; R on the multi-node chip, in "
              "nn_dataflow's space, is on [kapla_pipelined.md](kapla_pipelined.md)).", "",
-             "Three solvers on one inter-layer space (segments of up to 4 layers, bands of node "
+             "Solvers on one inter-layer space (segments of up to 4 layers, bands of node "
              "rows), one intra-layer mapspace and the `tensor_centric` model, energy objective:",
              "",
              "- **K**: kapla (§IV-B estimates, Pareto pruning, top-4 chains, plus the "
              "layer-by-layer chain; §IV-C intra-layer solver);",
-             "- **X**: exhaustive inter-layer search: every allocation that passes validity "
-             "pruning, of every segment, solved with KAPLA's intra-layer solver, and the exact "
-             "optimum chain. It isolates what K's inter-layer pruning and estimates lose;",
              "- **R**: random: each allocation of a multi-layer segment kept with probability "
-             "0.1 (§V), and each intra-layer solve by uniform random search with 2,000 samples.",
-             "",
-             "The paper's baselines B and S search the intra-layer level exhaustively too. "
-             "That does not finish here on these layers (10^9-10^10 mappings each, and tens of "
-             "solves per layer); mapex compares the intra-layer solver with exhaustive search "
-             "per layer in [kapla.md](kapla.md) instead, and K with exhaustive search at both "
-             "levels on a small chain in its tests. Times are wall seconds on this 2-core "
-             "machine, with the intra-layer solves on both cores.", "",
-             "X is not an independent baseline: it shares K's intra-layer solver, so K vs X "
-             "measures the inter-layer level only, and on the edge chip (one node, every "
-             "segment a single layer) K and X schedule layer by layer with the same solver: "
-             "Fig. 10's K vs X is 0% by construction. K against a baseline that shares nothing "
-             "with it (nn_dataflow's exhaustive search B, in nn_dataflow's space and model, "
-             "with CPU-time medians) is in [kapla_fair.md](kapla_fair.md).", ""]
+             "0.1 (§V), and each intra-layer solve by uniform random search with 2,000 samples;",
+             "- **X** (not in this regeneration; `SOLVERS=X experiments/kapla/networks.sh "
+             "--reuse` adds its columns): exhaustive inter-layer search, every allocation that "
+             "passes validity pruning of every segment solved with KAPLA's intra-layer solver, "
+             "and the exact optimum chain. It shares K's intra-layer solver, so it measures "
+             "the inter-layer level only (on the edge chip, one node, K and X are the same "
+             "layer-by-layer schedule by construction), at about ten times K's time.", "",
+             "K against baselines that share nothing with it: nn_dataflow's exhaustive search "
+             "B in nn_dataflow's space and model, per layer for every scenario in "
+             "[kapla_fair.md](kapla_fair.md) and on whole inference networks with inter-layer "
+             "pipelining (Fig. 9, Table IV's B, K and R, Table V) in "
+             "[kapla_pipelined.md](kapla_pipelined.md); exhaustive search over mapex's own "
+             "intra-layer mapspace per layer in [kapla.md](kapla.md) (it does not finish on "
+             "these networks' layers: 10^9-10^10 mappings each, tens of solves per layer). "
+             "Times here are wall seconds on this 2-core machine, with the intra-layer solves "
+             "on both cores.", ""]
 
     summary = []
     for scenario, title, paper_overhead, paper_speedup in SCENARIOS:
         nets = sorted({t[len(scenario) + 1:] for (t, s) in runs if t.startswith(scenario + "_")})
         if not nets:
             continue
-        lines += [f"## {title}", "",
-                  "| network | layers | K energy (pJ) | X energy | R energy | K vs X | R vs X | "
-                  "K vs R | segments K / X | time K / X / R (s) | X / K time |",
-                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |"]
-        over, vs_r, speed = [], [], []
+        # The solvers run in this scenario; each comparison needs both.
+        have = [s for s in SOLVERS
+                if any((f"{scenario}_{net}", s) in runs for net in nets)]
+        pairs = [(a, b) for a, b in (("K", "X"), ("R", "X"), ("K", "R"))
+                 if a in have and b in have]
+        head = (["network", "layers"] + [f"{s} energy (pJ)" for s in have]
+                + [f"{a} vs {b}" for a, b in pairs]
+                + ["segments " + " / ".join(s for s in have if s != "R"),
+                   "time " + " / ".join(have) + " (s)"]
+                + (["X / K time"] if "X" in have else []))
+        align = ["---", "---:"] + ["---:"] * (len(have) + len(pairs)) + ["---", "---"] \
+            + (["---:"] if "X" in have else [])
+        lines += [f"## {title}", "", "| " + " | ".join(head) + " |",
+                  "| " + " | ".join(align) + " |"]
+        compared = {pair: [] for pair in pairs}
+        speed = []
         for net in nets:
-            r = {s: runs.get((f"{scenario}_{net}", s)) for s in SOLVERS}
-            k, x, rr = r["K"], r["X"], r["R"]
+            r = {s: runs.get((f"{scenario}_{net}", s)) for s in have}
+            k = r.get("K")
             if k is None:
                 continue
             e = {s: num(v, "energy_pj") if v and v["valid"] == "1" else None for s, v in r.items()}
             t = {s: num(v, "seconds") if v else None for s, v in r.items()}
             cell = lambda v: f"{v:.4g}" if v is not None else "-"
             rel = lambda a, b: pct(a, b) if a is not None and b is not None else "-"
-            if e["K"] is not None and e["X"] is not None:
-                over.append(100 * (e["K"] / e["X"] - 1))
-            if e["K"] is not None and e["R"] is not None:
-                vs_r.append(100 * (e["K"] / e["R"] - 1))
-            if t["K"] and t["X"]:
+            for a, b in pairs:
+                if e[a] is not None and e[b] is not None:
+                    compared[(a, b)].append(100 * (e[a] / e[b] - 1))
+            if "X" in have and t["K"] and t["X"]:
                 speed.append(t["X"] / t["K"])
-            times = " / ".join(f"{t[s]:.1f}" if t[s] is not None else "-" for s in SOLVERS)
-            ratio = f"{t['X'] / t['K']:.1f}x" if t["K"] and t["X"] else "-"
-            lines.append(
-                f"| {net} | {k['rows']} | {cell(e['K'])} | {cell(e['X'])} | {cell(e['R'])} | "
-                f"{rel(e['K'], e['X'])} | {rel(e['R'], e['X'])} | {rel(e['K'], e['R'])} | "
-                f"{k['segments']} / {x['segments'] if x else '-'} | {times} | {ratio} |")
+            row = ([net, str(k["rows"])] + [cell(e[s]) for s in have]
+                   + [rel(e[a], e[b]) for a, b in pairs]
+                   + [" / ".join(r[s]["segments"] if r[s] else "-" for s in have if s != "R"),
+                      " / ".join(f"{t[s]:.1f}" if t[s] is not None else "-" for s in have)])
+            if "X" in have:
+                row.append(f"{t['X'] / t['K']:.1f}x" if t["K"] and t["X"] else "-")
+            lines.append("| " + " | ".join(row) + " |")
         lines.append("")
+        over, vs_r = compared.get(("K", "X"), []), compared.get(("K", "R"), [])
         if over:
             lines.append(f"K vs X: mean {sum(over) / len(over):+.2f}%, worst {max(over):+.2f}% "
                          f"over {len(over)} networks.")
@@ -133,33 +142,16 @@ def main():
         lines.append("")
         summary.append((title, paper_overhead, paper_speedup, over, vs_r))
 
-    t5 = []
-    for batch, nodes, pes, regf, paper in TABLE5:
-        tag = f"table5_b{batch}_n{nodes}_p{pes}_r{regf}"
-        k, x = runs.get((tag, "K")), runs.get((tag, "X"))
-        if k and x and k["valid"] == "1" and x["valid"] == "1":
-            t5.append(f"| {batch} | {nodes} x {nodes} | {pes} x {pes} | 32 KB | {regf} B | "
-                      f"{num(k, 'energy_pj'):.4g} | {num(x, 'energy_pj'):.4g} | "
-                      f"{pct(num(k, 'energy_pj'), num(x, 'energy_pj'))} | {paper}% |")
-        elif k or x:
-            why = (k or x).get("invalid_reason", "")
-            t5.append(f"| {batch} | {nodes} x {nodes} | {pes} x {pes} | 32 KB | {regf} B | - | - | "
-                      f"no valid schedule: {why} | {paper}% |")
-    if t5:
-        lines += ["## Table V: GoogLeNet inference on other hardware", "",
-                  "The multi-node chip with the node array, PE array, REGF and batch of each row "
-                  "of KAPLA's Table V; K against X (the paper's overhead is against B).", "",
-                  "| batch | nodes | PEs | GBUF | REGF | K energy (pJ) | X energy | K vs X | "
-                  "paper |", "| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: |"] + t5
-        lines.append("")
-
     if summary:
         lines += ["## Beside the paper", "",
+                  "The paper's figures are K against B; here K against the solvers of this page "
+                  "(against B: [kapla_fair.md](kapla_fair.md), "
+                  "[kapla_pipelined.md](kapla_pipelined.md)).", "",
                   "| | KAPLA paper (vs B) | mapex K vs X | mapex K vs R |", "| --- | ---: | ---: | ---: |"]
         for title, paper, _, over, vs_r in summary:
-            o = f"mean {sum(over) / len(over):+.2f}%" if over else "-"
-            r = f"mean {sum(vs_r) / len(vs_r):+.2f}%" if vs_r else "-"
-            if title.startswith("Fig. 10"):
+            o = f"mean {sum(over) / len(over):+.2f}%" if over else "not run"
+            r = f"mean {sum(vs_r) / len(vs_r):+.2f}%" if vs_r else "not run"
+            if over and title.startswith("Fig. 10"):
                 o += " (0 by construction)"
             lines.append(f"| energy overhead, {title} | {paper}% | {o} | {r} |")
         lines.append("")

@@ -138,10 +138,12 @@ def main():
                "scores every scheme with the nn_dataflow simulator instead, and "
                "searches inter-layer schemes as well. This page compares the "
                "intra-layer solver (§IV-C) per layer, where exhaustive search "
-               "finishes; whole networks (`mapex schedule`: kapla against the "
-               "exhaustive inter-layer search and random search, Fig. 7-10, Tables IV "
-               "and V) are in [kapla_networks.md](kapla_networks.md), and k_S and "
-               "pruning (Fig. 11, Table VI) in [kapla_schedule.md](kapla_schedule.md).\n")
+               "finishes; whole networks (`mapex schedule`) against nn_dataflow's "
+               "exhaustive search B with inter-layer pipelining (Fig. 9, Tables IV and "
+               "V) are in [kapla_pipelined.md](kapla_pipelined.md), kapla and random "
+               "search on whole networks (Fig. 7, 9, 10) in "
+               "[kapla_networks.md](kapla_networks.md), and k_S and pruning (Fig. 11, "
+               "Table VI) in [kapla_schedule.md](kapla_schedule.md).\n")
 
     per_exp = collections.defaultdict(list)
     for key, by in sorted(groups.items()):

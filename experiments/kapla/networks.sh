@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
 # KAPLA §VI-A and §VI-B on whole networks with `mapex schedule`, each run
 # written to an HDF5 result file (`-o`), then docs/results/kapla_networks.md
-# from those files (scripts/kapla_networks_report.py):
-#  - Fig. 7 (training, multi-node chip, batch 64), Fig. 9 (inference,
-#    multi-node chip, batch 64), Fig. 10 (inference, edge chip, batch 1) and
-#    Table IV (scheduling time) for three solvers on the same inter-layer
-#    space, intra-layer mapspace and tensor_centric model:
-#      K  kapla: estimates, Pareto pruning, top-k_S chains (default k_S = 4);
-#      X  exhaustive inter-layer search (every valid allocation of every
-#         segment solved, exact optimum chain) with KAPLA's intra-layer
-#         solver: what the inter-layer pruning and estimates lose;
-#      R  random: allocations kept with probability 0.1 (§V), each
-#         intra-layer solve by uniform random search with 2,000 samples.
-#    Exhaustive intra-layer search (the paper's S) does not finish on these
-#    layers here (10^9-10^10 mappings each, many solves per layer); it is
-#    compared per layer in docs/results/kapla.md and on a small chain in
-#    the tests.
-#  - Table V: GoogLeNet inference on five hardware configurations, K
-#    against X.
+# from those files (scripts/kapla_networks_report.py): Fig. 7 (training,
+# multi-node chip, batch 64), Fig. 9 (inference, multi-node chip, batch 64),
+# Fig. 10 (inference, edge chip, batch 1) and Table IV (scheduling time) for
+# up to three solvers on the same inter-layer space, intra-layer mapspace
+# and tensor_centric model:
+#   K  kapla: estimates, Pareto pruning, top-k_S chains (default k_S = 4);
+#   X  exhaustive inter-layer search (every valid allocation of every
+#      segment solved, exact optimum chain) with KAPLA's intra-layer
+#      solver: what the inter-layer pruning and estimates lose. It shares
+#      K's intra-layer solver, so it is no independent baseline, and takes
+#      about ten times K's time: scripts/results_all does not run it (K
+#      against nn_dataflow's exhaustive B, which shares nothing with K, is
+#      experiments/kapla/pipelined.sh and scripts/kapla_fair, Table V too);
+#   R  random: allocations kept with probability 0.1 (§V), each
+#      intra-layer solve by uniform random search with 2,000 samples.
+# Exhaustive intra-layer search (the paper's S) does not finish on these
+# layers here (10^9-10^10 mappings each, many solves per layer); it is
+# compared per layer in docs/results/kapla.md and on a small chain in the
+# tests.
 # Environment: NETWORKS (names in experiments/workloads/), SCENARIOS
-# (training inference edge), SOLVERS (K X R), TABLE5 (1: run Table V),
-# THREADS. --reuse keeps result files already written.
+# (training inference edge), SOLVERS (K X R), THREADS. Without --reuse the
+# result files of earlier runs are removed first (a solver not run again
+# would otherwise stay on the page); --reuse keeps them and adds the runs
+# missing.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mapex="${MAPEX:-$root/build/bin/mapex}"
@@ -29,11 +33,11 @@ networks="${NETWORKS:-alexnet mobilenetv2 vgg16 googlenet resnet50 kapla_mlp kap
 scenarios="${SCENARIOS:-training inference edge}"
 solvers="${SOLVERS:-K X R}"
 threads="${THREADS:-2}"
-table5="${TABLE5:-1}"
 reuse=0
 [[ "${1:-}" == "--reuse" ]] && reuse=1
 [[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
-mkdir -p "$out/workloads" "$out/archs" "$root/docs/results"
+mkdir -p "$out/workloads" "$root/docs/results"
+[[ $reuse == 1 ]] || rm -f "$out"/*_[KXR].h5 "$out"/*_[KXR].txt
 
 # workload NAME BATCH TRAINING: a copy of the network with the batch (and
 # the training graph) set, as §VI-A evaluates them.
@@ -81,26 +85,5 @@ for scenario in $scenarios; do
     for solver in $solvers; do run "${scenario}_${net}" "$wl" "$arch" "$solver"; done
   done
 done
-
-# Table V: the multi-node chip with other node arrays, PE arrays and REGF
-# sizes (KAPLA Table V's rows), GoogLeNet inference, K against X.
-if [[ "$table5" == 1 ]]; then
-  base="$root/experiments/architectures/kapla_multinode.yaml"
-  while read -r batch nodes pes regf; do
-    a="$out/archs/kapla_n${nodes}_p${pes}_r${regf}.yaml"
-    sed -e "s/^name: .*/name: kapla_n${nodes}x${nodes}_p${pes}x${pes}_r${regf}/" \
-        -e "0,/size_bytes: 64/s//size_bytes: $regf/" \
-        -e "s/shape: \[8, 8\]/shape: [$pes, $pes]/;t" \
-        -e "s/shape: \[16, 16\]/shape: [$nodes, $nodes]/" "$base" >"$a"
-    wl="$(workload googlenet "$batch" false)"
-    for solver in K X; do run "table5_b${batch}_n${nodes}_p${pes}_r${regf}" "$wl" "$a" "$solver"; done
-  done <<'ROWS'
-64 4 8 32
-64 4 8 64
-64 4 8 128
-8 4 16 32
-1 16 8 64
-ROWS
-fi
 
 exec /usr/bin/python3 "$root/scripts/kapla_networks_report.py" "$out" -o "$root/docs/results/kapla_networks.md"

@@ -46,6 +46,27 @@ grep -q '^| marvel | 700 | 600 | 2026-01-01T10:00Z | 1.5 to 2.0 |' "$index" || {
 grep -q '^| all (marvel+flash; 2 at a time) | 750 | 900 |' "$index" || { echo "run row missing"; exit 1; }
 grep -q 'steps together: 900 s of CPU, so at least 7.5 minutes on 2 cores (target 30 minutes)' "$index" \
   || { echo "CPU total wrong"; exit 1; }
+grep -q 'the longest step, marvel, 600 s of CPU (67%)' "$index" || { echo "longest step wrong"; exit 1; }
+# The parts of a step with more than one, each with its own times; a step
+# of one part has no rows there.
+cat >"$work/regeneration_parts.csv" <<'CSV'
+step,part,elapsed_s,cpu_s,date
+marvel,scripts/a && b,300.0,250.0,2026-01-01T10:00Z
+marvel,"SOLVERS=K scripts/b, c",400.4,350.0,2026-01-01T10:00Z
+flash,scripts/flash_report,400.0,300.0,2026-01-01T10:00Z
+CSV
+/usr/bin/python3 "$script" --docs "$work"
+grep -q '^| marvel | `SOLVERS=K scripts/b, c` | 400 | 350 | 2026-01-01T10:00Z |' "$index" \
+  || { echo "part row missing"; exit 1; }
+if grep -q '^| flash | `scripts/flash_report`' "$index"; then echo "single part listed"; exit 1; fi
+printf 'step,part,elapsed_s,cpu_s,date\nmarvel,x,1,slow,d\n' >"$work/regeneration_parts.csv"
+set +e
+err=$(/usr/bin/python3 "$script" --docs "$work" 2>&1 >/dev/null)
+status=$?
+set -e
+[[ $status == 2 ]] || { echo "expected exit 2 on a bad parts file, got $status"; exit 1; }
+grep -q "regeneration_parts.csv:2: cpu_s must be a number, got 'slow'" <<<"$err" || { echo "bad message: $err"; exit 1; }
+rm "$work/regeneration_parts.csv"
 # scripts/results_all's other steps are named as not measured.
 grep -q 'Not measured here yet: .*kapla' "$index" || { echo "unmeasured steps not named"; exit 1; }
 # A malformed measurement is refused with its file and line.
