@@ -508,6 +508,29 @@ void step_below(const Architecture& arch, const NestAnalysis& a, int level,
 
 }  // namespace
 
+namespace {
+
+// The incremental traffic analysis (analyse_traffic_into), from the keep
+// choices' and the orders' change since the previous call: `keep_changed`
+// and `low`, the lowest level whose scanned order may differ (L: none).
+void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low);
+
+}  // namespace
+
+void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                          NestAnalysis& a, const MappingChange& change) {
+  const int L = arch.num_levels();
+  const Context cx{op, arch, mapping, static_cast<size_t>(op.num_dims()), a.tile_counts, a};
+  TrafficMemo& memo = a.memo;
+  if (!memo.valid) {
+    // A new tiling: everything from scratch, as without a change.
+    analyse_traffic_into(op, arch, mapping, a);
+    return;
+  }
+  memo.orders_known = false;  // not compared, so not recorded
+  traffic_from(cx, a, change.keep, std::clamp(change.lowest_order, 0, L));
+}
+
 void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                           NestAnalysis& a) {
   const size_t n = static_cast<size_t>(op.num_dims());
@@ -515,7 +538,6 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   const auto Lu = static_cast<size_t>(L);
   const Context cx{op, arch, mapping, n, a.tile_counts, a};
   TrafficMemo& memo = a.memo;
-  const size_t nt = op.tensors().size();
 
   // What changed since the previous call: the keep choices (then every
   // boundary is rebuilt) and the lowest level whose scanned order differs.
@@ -524,15 +546,33 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   if (memo.valid) {
     for (size_t i = 0; i < Lu && !keep_changed; ++i)
       keep_changed = memo.keep[i] != mapping.levels()[i].keep;
+    if (!memo.orders_known) low = 0;
     for (int i = 0; i < L && low == L; ++i)
       if (!same_values(memo.orders[static_cast<size_t>(i)], scanned_order(cx, i))) low = i;
-  } else {
-    // A new tiling (or a new operator and architecture).
-    fill_trips(cx, memo.trips);
-    memo.levels_valid = false;
   }
   memo.orders.resize(Lu);
   for (int i = low; i < L; ++i) memo.orders[static_cast<size_t>(i)] = scanned_order(cx, i);
+  memo.orders_known = true;
+  traffic_from(cx, a, keep_changed, low);
+}
+
+namespace {
+
+void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low) {
+  const Operator& op = cx.op;
+  const Architecture& arch = cx.arch;
+  const Mapping& mapping = cx.mapping;
+  const int L = arch.num_levels();
+  const auto Lu = static_cast<size_t>(L);
+  TrafficMemo& memo = a.memo;
+  const size_t nt = op.tensors().size();
+  if (!memo.valid) {
+    // A new tiling (or a new operator and architecture).
+    fill_trips(cx, memo.trips);
+    memo.levels_valid = false;
+    keep_changed = true;
+    low = 0;
+  }
 
   if (keep_changed) {
     memo.keep.resize(Lu);
@@ -608,6 +648,8 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   if (keep_changed) memo.below_valid = false;
   memo.stale |= touched;
 }
+
+}  // namespace
 
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
   NestAnalysis a;

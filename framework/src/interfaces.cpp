@@ -25,6 +25,10 @@ Score BoundCostModel::score(const Mapping& mapping) const {
   const Metrics m = evaluate(mapping);
   return Score{m.valid, m.latency_cycles, m.energy_pj};
 }
+Score BoundCostModel::precheck_and_score(const Mapping& mapping, const MappingChange&) const {
+  if (precheck(mapping)) return Score{};
+  return score(mapping);
+}
 CostModel::~CostModel() = default;
 Searcher::~Searcher() = default;
 BudgetRequirement::~BudgetRequirement() = default;

@@ -227,6 +227,7 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   struct Run {
     std::size_t chunk = 0;
     std::optional<Mapspace::Cursor> cursor;
+    Mapping m;  ///< the cursor's last mapping: it rewrites only what moves
     ChunkResult r;
     double best = std::numeric_limits<double>::infinity();
     bool done = false;
@@ -235,9 +236,13 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   // ends, or the time budget runs out.
   auto advance = [&](Run& run, std::uint64_t limit) {
     ChunkResult& r = run.r;
-    Mapping m;
+    Mapping& m = run.m;
+    // What moved since the mapping the model last scored on this thread:
+    // everything at first (another chunk may have run here in between).
+    MappingChange since_scored;
+    MappingChange step;
     while (r.evaluated < limit) {
-      if (!run.cursor->next(m)) {
+      if (!run.cursor->next(m, step)) {
         r.finished = true;
         run.done = true;
         return;
@@ -248,13 +253,18 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
       }
       // The lean score ranks; full metrics only for a new best (a handful
       // per chunk), so the accounts are not assembled for every mapping.
+      since_scored.merge(step);
       Score score;
-      if (!model_->precheck(m) && !(gate && space_->limit_reject_reason(m)))
-        score = model_->score(m);
+      if (!(gate && space_->limit_reject_reason(m))) {
+        score = model_->precheck_and_score(m, since_scored);
+        since_scored = MappingChange{false, false, std::numeric_limits<int>::max()};
+      }
       const double value = objective_value(score, objective_);
       if (value < run.best) {
         run.best = value;
         r.improvements.push_back({r.evaluated, value, model_->evaluate(m), m});
+        // evaluate may have waited for tasks that scored another stream here.
+        since_scored = MappingChange{};
       }
       if (pareto && score.valid)
         add_to_front(r.front,

@@ -75,6 +75,9 @@ struct TrafficMemo {
   /// Per level, the loop order the scan reads (a spatial level's cluster
   /// order; empty without a cluster level) and the keep choices.
   std::vector<std::vector<DimId>> orders;
+  /// `orders` holds the previous mapping's orders (a call told what changed
+  /// does not record them).
+  bool orders_known = false;
   std::vector<std::vector<bool>> keep;
   /// Per tensor: its MAC boundary, then one per level of its keep chain.
   std::vector<std::vector<Boundary>> boundaries;
@@ -199,6 +202,11 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
 /// varies the outermost order fastest, so mostly DRAM's boundaries.
 void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                           NestAnalysis& out);
+/// The same, told what differs from the mapping of the previous call on
+/// `out` (a stream's MappingChange with `tiling` false), instead of
+/// comparing every level's order and keep choices to find out.
+void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                          NestAnalysis& out, const MappingChange& change);
 /// Whether two mappings of one operator and architecture share the inputs of
 /// analyse_tiling_into.
 bool same_tiling(const Mapping& a, const Mapping& b);

@@ -72,6 +72,17 @@ class BOOST_SYMBOL_VISIBLE BoundCostModel {
   /// two figures is at least as good as every other with any completion.
   /// False (the default) claims nothing.
   virtual bool order_read_only_by_own_traffic(int level) const;
+  /// For sweeps along the enumeration stream (Mapspace::Cursor::next with a
+  /// change report): precheck then score in one call, an invalid Score when
+  /// precheck finds the mapping invalid, given what may differ from the
+  /// mapping the calling thread last passed here for this model. The caller
+  /// passes a default MappingChange (everything) for its first mapping and
+  /// whenever another stream may have called in between on the thread (a
+  /// task it waited for may have run one). The same figures as precheck
+  /// then score; a model that keeps analysis state between neighbours
+  /// overrides it to redo only what the change touches. The default calls
+  /// the two.
+  virtual Score precheck_and_score(const Mapping& mapping, const MappingChange& change) const;
 };
 
 class BOOST_SYMBOL_VISIBLE CostModel {
