@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <mapex/analysis.hpp>
@@ -181,49 +182,82 @@ void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
     b.cumulative.emplace_back(s, b.shared);
   }
   b.reuse_at.assign(static_cast<size_t>(cx.arch.num_levels()) * n, 1.0);
+  b.reused.assign(static_cast<size_t>(cx.arch.num_levels()), 0);
+  b.rows_valid_to = cx.arch.num_levels();
+  b.seen.clear();
+  b.next_evicted = 0;
 }
 
-// The reuse scan from level `from` (> child) upwards, starting from the
-// reuse recorded on entering `from`. Walks the loops above the child,
-// innermost first: the temporal loops of a cluster level between child and
-// parent (FLASH's inner steps over T^out, which refill the child from the
+// The reuse scan from level `from` (> child) upwards, as what it does
+// rather than the numbers: per level, the dimensions whose reuse it
+// multiplies by the level's trip count (into reused[from..stop]), and the
+// level `stop` where it ends. Walks the loops above the child, innermost
+// first: the temporal loops of a cluster level between child and parent
+// (FLASH's inner steps over T^out, which refill the child from the
 // parent), then each level's loops upwards; the spatial splits themselves
-// are not loops in time.
-void boundary_scan(const Context& cx, size_t tensor, int from, Boundary& b) {
+// are not loops in time. A loop with one trip neither reuses nor ends it.
+int scan_reuse(const Context& cx, size_t tensor, int from, std::uint32_t* reused) {
   const int ti = static_cast<int>(tensor);
+  const size_t n = cx.n;
+  const int L = cx.arch.num_levels();
+  for (int m = from; m < L; ++m) {
+    const std::vector<DimId>* order = &cx.mapping.level(m).order;
+    if (cx.spatial(m)) {
+      const auto& cluster = cx.mapping.level(m).cluster;
+      order = cluster.active() ? &cluster.order : nullptr;
+    }
+    std::uint32_t mask = 0;
+    bool done = false;
+    if (order) {
+      const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * n;
+      for (auto it = order->rbegin(); it != order->rend(); ++it) {
+        if (trips[static_cast<size_t>(*it)] <= 1 + kEps) continue;
+        if (cx.op.relevant(ti, *it)) {
+          done = true;
+          break;
+        }
+        mask |= std::uint32_t{1} << *it;
+      }
+    }
+    reused[m] = mask;
+    if (done) return m;
+  }
+  return L;
+}
+
+// The reuse of a scan whose outcome b.reused and b.stop hold, from the row
+// of level `from` upwards (each dimension's reuse is a product over the
+// levels, in level order, as the scan multiplies it): b.reuse, and the rows
+// reuse_at[m] of the levels it enters on the way.
+void apply_reuse(const Context& cx, int from, Boundary& b) {
   const size_t n = cx.n;
   const int L = cx.arch.num_levels();
   b.reuse.assign(
       b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from) * n),
       b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from + 1) * n));
-  bool done = false;
-  auto scan = [&](const std::vector<DimId>& order, auto&& trip_of) {
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const auto d = static_cast<size_t>(*it);
-      const double trip = trip_of(d);
-      if (trip <= 1 + kEps) continue;
-      if (cx.op.relevant(ti, *it)) {
-        done = true;
-        return;
-      }
-      b.reuse[d] *= trip;
-    }
-  };
-  int m = from;
-  for (; m < L; ++m) {
+  for (int m = from; m <= b.stop && m < L; ++m) {
     if (m > from)
       std::copy(b.reuse.begin(), b.reuse.end(),
                 b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * n));
     const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * n;
-    if (cx.spatial(m)) {
-      const auto& cluster = cx.mapping.level(m).cluster;
-      if (cluster.active()) scan(cluster.order, [&](size_t d) { return trips[d]; });
-    } else {
-      scan(cx.mapping.level(m).order, [&](size_t d) { return trips[d]; });
+    for (std::uint32_t mask = b.reused[static_cast<size_t>(m)]; mask != 0; mask &= mask - 1) {
+      const auto d = static_cast<size_t>(std::countr_zero(mask));
+      b.reuse[d] *= trips[d];
     }
-    if (done) break;
   }
-  b.stop = m;
+}
+
+// The scan's outcome packed in 64 bits (8 for `stop`, then n per level
+// from child+1 to stop), or nothing when it does not fit.
+std::optional<std::uint64_t> scan_key(const Context& cx, const Boundary& b) {
+  const auto n = static_cast<int>(cx.n);
+  const int levels = b.stop - b.child - 1 + (b.stop < cx.arch.num_levels() ? 1 : 0);
+  if (n > 32 || 8 + levels * n > 64) return std::nullopt;
+  std::uint64_t key = static_cast<std::uint64_t>(b.stop) & 0xff;
+  int shift = 8;
+  for (int m = b.child + 1; m <= b.stop && m < cx.arch.num_levels(); ++m, shift += n)
+    key |= static_cast<std::uint64_t>(b.reused[static_cast<size_t>(m)]) << shift;
+  return key;
 }
 
 // a / b, skipping the division when b is 1 (most reuse and sharing
@@ -268,6 +302,42 @@ void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnaly
     a.noc_up[static_cast<size_t>(s)][tensor] += over(b.traffic.updates, factor);
     a.noc_down[static_cast<size_t>(s)][tensor] += b.readback;
   }
+}
+
+// Brings boundary b up to date after the orders of levels `from` and up
+// moved (or, with `fresh`, after boundary_tiling): the scan's outcome first,
+// then the words, unless the outcome is the one b holds (false: nothing
+// changed) or one computed before for this tiling (restored).
+bool update_boundary(const Context& cx, size_t tensor, int from, bool fresh, Boundary& b) {
+  const int L = cx.arch.num_levels();
+  boost::container::small_vector<std::uint32_t, 8> reused(b.reused.begin(), b.reused.end());
+  const int stop = scan_reuse(cx, tensor, from, reused.data());
+  if (!fresh && stop == b.stop &&
+      std::equal(reused.begin() + from, reused.begin() + std::min(stop + 1, L),
+                 b.reused.begin() + from))
+    return false;
+  std::copy(reused.begin() + from, reused.begin() + std::min(stop + 1, L), b.reused.begin() + from);
+  b.stop = stop;
+  const std::optional<std::uint64_t> key = scan_key(cx, b);
+  if (key)
+    for (const auto& o : b.seen)
+      if (o.key == *key) {
+        b.traffic = o.traffic;
+        b.readback = o.readback;
+        b.rows_valid_to = std::min(b.rows_valid_to, from);  // rows above `from` not rewritten
+        return true;
+      }
+  apply_reuse(cx, std::min(from, b.rows_valid_to), b);
+  b.rows_valid_to = L;
+  boundary_result(cx, tensor, b);
+  if (key) {
+    const TrafficMemo::Boundary::Outcome o{*key, b.traffic, b.readback};
+    if (b.seen.size() < 16)
+      b.seen.push_back(o);
+    else
+      b.seen[b.next_evicted++ % b.seen.size()] = o;
+  }
+  return true;
 }
 
 // Equality of two short vectors of integers, compared inline: a handful of
@@ -628,8 +698,9 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
       // The scan read the orders of levels child+1..stop only (low == L:
       // no order changed).
       if (!keep_changed && !(low < L && b.stop >= low)) continue;
-      boundary_scan(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1), b);
-      boundary_result(cx, t, b);
+      if (!update_boundary(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1),
+                           keep_changed, b))
+        continue;
       changed = true;
       for (int i = std::max(b.child, 0); i <= b.parent && i < 64; ++i)
         touched |= std::uint64_t{1} << i;

@@ -70,6 +70,24 @@ struct TrafficMemo {
     int stop = 0;
     TensorTraffic traffic;
     double readback = 0;  ///< outputs: partial sums read back down
+    /// What the scan did: reused[m] (m from child+1 to stop), bit d: it
+    /// multiplied the reuse along d by level m's trip count. With `stop`
+    /// it fixes the reuse, so the words: an order that moved without
+    /// changing it leaves the boundary as it was.
+    boost::container::small_vector<std::uint32_t, 8> reused;
+    /// reuse_at holds the rows of levels up to this one (a restored
+    /// outcome did not rewrite the rows above the level it scanned from).
+    int rows_valid_to = 0;
+    /// The outcomes computed for this tiling and keep chain, by the scan's
+    /// packed `reused` and `stop` (scan_key): along the stream the same
+    /// few come back again and again.
+    struct Outcome {
+      std::uint64_t key = 0;
+      TensorTraffic traffic;
+      double readback = 0;
+    };
+    boost::container::small_vector<Outcome, 8> seen;
+    std::uint32_t next_evicted = 0;  ///< round robin once `seen` is full
   };
   bool valid = false;
   /// Per level, the loop order the scan reads (a spatial level's cluster
