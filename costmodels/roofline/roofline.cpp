@@ -113,14 +113,15 @@ class BoundRoofline final : public mapex::BoundCostModel {
   // (MappingChange) instead of comparing tilings, keep choices and orders
   // to find out: capacity and the tiling part of the analysis are redone
   // for a new tiling only, and the traffic only from the lowest level whose
-  // order moved. Its own per-thread state, so calls of score() or
-  // precheck() in between change nothing here. The same figures as
+  // order moved. The stream's own state (no thread-local lookup, nothing
+  // shared with other streams or with score()). The same figures as
   // score(), summed in the same order.
-  mapex::Score precheck_and_score(const mapex::Mapping& mapping,
-                                  const mapex::MappingChange& change) const override {
-    thread_local Stream st;
-    if (st.owner != id_ || change.tiling) {
-      st.owner = id_;
+  mapex::Score precheck_and_score(const mapex::Mapping& mapping, const mapex::MappingChange& change,
+                                  std::unique_ptr<mapex::StreamState>& state) const override {
+    if (!state) state = std::make_unique<Stream>();
+    auto& st = static_cast<Stream&>(*state);
+    if (!st.seen || change.tiling) {
+      st.seen = true;
       st.tiled = false;
       st.fits = !check_capacity_ || !mapex::capacity_error(op_, arch_, mapping);
     }
@@ -147,10 +148,10 @@ class BoundRoofline final : public mapex::BoundCostModel {
     return s;
   }
 
-  // Per-thread state of precheck_and_score(): whether the current tiling
+  // A stream's state in precheck_and_score(): whether the current tiling
   // fits the buffers and has its tiling part analysed.
-  struct Stream {
-    std::uint64_t owner = 0;
+  struct Stream final : mapex::StreamState {
+    bool seen = false;
     bool fits = false;
     bool tiled = false;
     mapex::NestAnalysis a;

@@ -135,9 +135,11 @@ struct Context {
 // Timeloop's stationarity): a child's tile of t stays put across the innermost loops above it,
 // flattened over the levels, that do not index t; the first loop that indexes t ends the reuse.
 // Spatial levels in between multicast inputs and reduce outputs along dimensions that do not index
-// t. Computed in three parts so a mapping that changes only loop orders redoes only the last two,
-// and only from the lowest level whose order changed: boundary_tiling (footprint, distinct tiles,
-// sharing: tiling and keep chain), boundary_scan (the reuse), boundary_result (the words).
+// t. Computed in parts so a mapping that changes only loop orders redoes only the later ones, and
+// only from the lowest level whose order changed: boundary_tiling (footprint, distinct tiles,
+// sharing: tiling and keep chain), the scan's outcome (LevelScans, scan_reuse: which reuse each
+// level multiplies, where it ends), apply_reuse (the reuse) and boundary_result (the words);
+// update_boundary stops after the outcome when it did not change or was seen before.
 using Boundary = TrafficMemo::Boundary;
 
 void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
@@ -188,41 +190,63 @@ void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
   b.next_evicted = 0;
 }
 
-// The reuse scan from level `from` (> child) upwards, as what it does
-// rather than the numbers: per level, the dimensions whose reuse it
-// multiplies by the level's trip count (into reused[from..stop]), and the
-// level `stop` where it ends. Walks the loops above the child, innermost
-// first: the temporal loops of a cluster level between child and parent
-// (FLASH's inner steps over T^out, which refill the child from the
-// parent), then each level's loops upwards; the spatial splits themselves
-// are not loops in time. A loop with one trip neither reuses nor ends it.
-int scan_reuse(const Context& cx, size_t tensor, int from, std::uint32_t* reused) {
-  const int ti = static_cast<int>(tensor);
-  const size_t n = cx.n;
-  const int L = cx.arch.num_levels();
-  for (int m = from; m < L; ++m) {
-    const std::vector<DimId>* order = &cx.mapping.level(m).order;
-    if (cx.spatial(m)) {
-      const auto& cluster = cx.mapping.level(m).cluster;
-      order = cluster.active() ? &cluster.order : nullptr;
-    }
-    std::uint32_t mask = 0;
-    bool done = false;
-    if (order) {
+// What the reuse scan does at each level, for each tensor: it
+// walks a level's loops innermost first (a spatial level: its cluster
+// level's temporal loops, FLASH's inner steps over T^out, which refill the
+// child from the parent; the spatial splits themselves are not loops in
+// time); a loop with one trip neither reuses nor ends it, a loop indexing
+// the tensor ends it, any other multiplies the tensor's reuse along its
+// dimension (Marvel §5's temporal reuse). mask[m * tensors + t]: the
+// dimensions whose reuse of t level m multiplies; ends[...]: the scan of t
+// ends at m. Every boundary of t that scans level m reads the same entry,
+// so a level's order is walked once per tensor, not once per boundary.
+struct LevelScans {
+  size_t tensors = 0;
+  boost::container::small_vector<std::uint64_t, 32> mask;
+  boost::container::small_vector<char, 32> ends;
+
+  // The entries of levels `from` and up.
+  LevelScans(const Context& cx, int from) : tensors(cx.op.tensors().size()) {
+    const size_t n = cx.n;
+    const int L = cx.arch.num_levels();
+    mask.assign(static_cast<size_t>(L) * tensors, 0);
+    ends.assign(static_cast<size_t>(L) * tensors, 0);
+    for (int m = from; m < L; ++m) {
+      const std::vector<DimId>* order = &cx.mapping.level(m).order;
+      if (cx.spatial(m)) {
+        const auto& cluster = cx.mapping.level(m).cluster;
+        order = cluster.active() ? &cluster.order : nullptr;
+      }
+      if (!order) continue;
       const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * n;
-      for (auto it = order->rbegin(); it != order->rend(); ++it) {
-        if (trips[static_cast<size_t>(*it)] <= 1 + kEps) continue;
-        if (cx.op.relevant(ti, *it)) {
-          done = true;
-          break;
+      for (size_t t = 0; t < tensors; ++t) {
+        const size_t k = static_cast<size_t>(m) * tensors + t;
+        for (auto it = order->rbegin(); it != order->rend(); ++it) {
+          if (trips[static_cast<size_t>(*it)] <= 1 + kEps) continue;
+          if (cx.op.relevant(static_cast<int>(t), *it)) {
+            ends[k] = 1;
+            break;
+          }
+          mask[k] |= std::uint64_t{1} << *it;
         }
-        mask |= std::uint32_t{1} << *it;
       }
     }
-    reused[m] = mask;
-    if (done) return m;
   }
-  return L;
+};
+
+// The reuse scan of tensor t's boundary from level `from` (> child)
+// upwards, as what it does rather than the numbers: per level, the
+// dimensions whose reuse it multiplies by the level's trip count (into
+// reused[from..stop]), and the level `stop` where it ends (the number of
+// levels when none ends it).
+int scan_reuse(const LevelScans& scans, int levels, size_t tensor, int from,
+               std::uint64_t* reused) {
+  for (int m = from; m < levels; ++m) {
+    const size_t k = static_cast<size_t>(m) * scans.tensors + tensor;
+    reused[m] = scans.mask[k];
+    if (scans.ends[k]) return m;
+  }
+  return levels;
 }
 
 // The reuse of a scan whose outcome b.reused and b.stop hold, from the row
@@ -240,7 +264,7 @@ void apply_reuse(const Context& cx, int from, Boundary& b) {
       std::copy(b.reuse.begin(), b.reuse.end(),
                 b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * n));
     const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * n;
-    for (std::uint32_t mask = b.reused[static_cast<size_t>(m)]; mask != 0; mask &= mask - 1) {
+    for (std::uint64_t mask = b.reused[static_cast<size_t>(m)]; mask != 0; mask &= mask - 1) {
       const auto d = static_cast<size_t>(std::countr_zero(mask));
       b.reuse[d] *= trips[d];
     }
@@ -248,11 +272,12 @@ void apply_reuse(const Context& cx, int from, Boundary& b) {
 }
 
 // The scan's outcome packed in 64 bits (8 for `stop`, then n per level
-// from child+1 to stop), or nothing when it does not fit.
+// from child+1 to stop), or nothing when it does not fit (then nothing is
+// kept in `seen`).
 std::optional<std::uint64_t> scan_key(const Context& cx, const Boundary& b) {
   const auto n = static_cast<int>(cx.n);
   const int levels = b.stop - b.child - 1 + (b.stop < cx.arch.num_levels() ? 1 : 0);
-  if (n > 32 || 8 + levels * n > 64) return std::nullopt;
+  if (8 + levels * n > 64) return std::nullopt;
   std::uint64_t key = static_cast<std::uint64_t>(b.stop) & 0xff;
   int shift = 8;
   for (int m = b.child + 1; m <= b.stop && m < cx.arch.num_levels(); ++m, shift += n)
@@ -308,10 +333,11 @@ void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnaly
 // moved (or, with `fresh`, after boundary_tiling): the scan's outcome first,
 // then the words, unless the outcome is the one b holds (false: nothing
 // changed) or one computed before for this tiling (restored).
-bool update_boundary(const Context& cx, size_t tensor, int from, bool fresh, Boundary& b) {
+bool update_boundary(const Context& cx, const LevelScans& scans, size_t tensor, int from,
+                     bool fresh, Boundary& b) {
   const int L = cx.arch.num_levels();
-  boost::container::small_vector<std::uint32_t, 8> reused(b.reused.begin(), b.reused.end());
-  const int stop = scan_reuse(cx, tensor, from, reused.data());
+  boost::container::small_vector<std::uint64_t, 8> reused(b.reused.begin(), b.reused.end());
+  const int stop = scan_reuse(scans, L, tensor, from, reused.data());
   if (!fresh && stop == b.stop &&
       std::equal(reused.begin() + from, reused.begin() + std::min(stop + 1, L),
                  b.reused.begin() + from))
@@ -691,6 +717,7 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
   // Levels whose accounts a recomputed boundary touches: its child, its
   // parent and the networks in between (bit i: level i).
   std::uint64_t touched = keep_changed ? ~std::uint64_t{0} : 0;
+  const LevelScans scans(cx, keep_changed ? 0 : low);
   for (size_t t = 0; t < nt; ++t) {
     const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
     bool changed = keep_changed;
@@ -698,7 +725,7 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
       // The scan read the orders of levels child+1..stop only (low == L:
       // no order changed).
       if (!keep_changed && !(low < L && b.stop >= low)) continue;
-      if (!update_boundary(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1),
+      if (!update_boundary(cx, scans, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1),
                            keep_changed, b))
         continue;
       changed = true;

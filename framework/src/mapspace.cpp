@@ -1605,14 +1605,18 @@ struct Mapspace::Cursor::State {
   std::vector<std::size_t> order_index;
   std::vector<std::vector<DimId>> perms;
 
-  State(const Mapspace& s, const Chunk& chunk) : space(&s), prefix(chunk.prefix) {
+  /// The count table (looked up once: counted() is a call_once per call).
+  Impl::Table* table;
+
+  State(const Mapspace& s, const Chunk& chunk)
+      : space(&s), prefix(chunk.prefix), table(&s.impl_->counted()) {
     const std::size_t combos = s.impl_->keep_combos.size();
     combo = chunk.keep_combo < 0 ? 0 : static_cast<std::size_t>(chunk.keep_combo);
     last_combo = chunk.keep_combo < 0 ? combos - 1 : combo;
     start_walker();
   }
   void start_walker() {
-    walker.emplace(*space->impl_, space->impl_->counted(), prefix, space->op().num_dims(), combo);
+    walker.emplace(*space->impl_, *table, prefix, space->op().num_dims(), combo);
   }
 
   /// The change-reporting next has written a whole mapping, under keep
@@ -1636,7 +1640,7 @@ struct Mapspace::Cursor::State {
       return step;
     }
     const Impl& impl = *space->impl_;
-    Impl::Table& t = impl.counted();
+    Impl::Table& t = *table;
     const size_t slots = impl.order_levels.size();
     if (have_leaf) {
       for (size_t k = slots; k-- > 0;) {
@@ -1688,7 +1692,7 @@ struct Mapspace::Cursor::State {
   /// Writes the current order of slot k into `out`.
   void write_order(Mapping& out, size_t k) const {
     const Impl& impl = *space->impl_;
-    Impl::Table& t = impl.counted();
+    Impl::Table& t = *table;
     if (t.masked[k])
       impl.set_order(out, k, masks[k], impl.allowed_orders(t, k, masks[k])[order_index[k]]);
     else

@@ -228,6 +228,10 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
     std::size_t chunk = 0;
     std::optional<Mapspace::Cursor> cursor;
     Mapping m;  ///< the cursor's last mapping: it rewrites only what moves
+    /// What moved since the mapping the model last scored in this chunk,
+    /// and the model's state along the chunk.
+    MappingChange since_scored;
+    std::unique_ptr<StreamState> model_state;
     ChunkResult r;
     double best = std::numeric_limits<double>::infinity();
     bool done = false;
@@ -237,9 +241,7 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   auto advance = [&](Run& run, std::uint64_t limit) {
     ChunkResult& r = run.r;
     Mapping& m = run.m;
-    // What moved since the mapping the model last scored on this thread:
-    // everything at first (another chunk may have run here in between).
-    MappingChange since_scored;
+    MappingChange& since_scored = run.since_scored;
     MappingChange step;
     while (r.evaluated < limit) {
       if (!run.cursor->next(m, step)) {
@@ -256,15 +258,13 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
       since_scored.merge(step);
       Score score;
       if (!(gate && space_->limit_reject_reason(m))) {
-        score = model_->precheck_and_score(m, since_scored);
+        score = model_->precheck_and_score(m, since_scored, run.model_state);
         since_scored = MappingChange{false, false, std::numeric_limits<int>::max()};
       }
       const double value = objective_value(score, objective_);
       if (value < run.best) {
         run.best = value;
         r.improvements.push_back({r.evaluated, value, model_->evaluate(m), m});
-        // evaluate may have waited for tasks that scored another stream here.
-        since_scored = MappingChange{};
       }
       if (pareto && score.valid)
         add_to_front(r.front,

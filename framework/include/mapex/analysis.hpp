@@ -74,7 +74,7 @@ struct TrafficMemo {
     /// multiplied the reuse along d by level m's trip count. With `stop`
     /// it fixes the reuse, so the words: an order that moved without
     /// changing it leaves the boundary as it was.
-    boost::container::small_vector<std::uint32_t, 8> reused;
+    boost::container::small_vector<std::uint64_t, 8> reused;
     /// reuse_at holds the rows of levels up to this one (a restored
     /// outcome did not rewrite the rows above the level it scanned from).
     int rows_valid_to = 0;
