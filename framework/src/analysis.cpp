@@ -137,9 +137,10 @@ struct Context {
 // Spatial levels in between multicast inputs and reduce outputs along dimensions that do not index
 // t. Computed in parts so a mapping that changes only loop orders redoes only the later ones, and
 // only from the lowest level whose order changed: boundary_tiling (footprint, distinct tiles,
-// sharing: tiling and keep chain), the scan's outcome (LevelScans, scan_reuse: which reuse each
+// sharing: tiling and keep chain), the scan's outcome (LevelScans, ending_mask: which reuse each
 // level multiplies, where it ends), apply_reuse (the reuse) and boundary_result (the words);
-// update_boundary stops after the outcome when it did not change or was seen before.
+// reorder_boundary stops after the outcome when it did not change, boundary_words restores
+// words seen before.
 using Boundary = TrafficMemo::Boundary;
 
 void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
@@ -185,7 +186,6 @@ void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
   }
   b.reuse_at.assign(static_cast<size_t>(cx.arch.num_levels()) * n, 1.0);
   b.reused.assign(static_cast<size_t>(cx.arch.num_levels()), 0);
-  b.rows_valid_to = cx.arch.num_levels();
   b.seen.clear();
   b.next_evicted = 0;
 }
@@ -234,21 +234,6 @@ struct LevelScans {
   }
 };
 
-// The reuse scan of tensor t's boundary from level `from` (> child)
-// upwards, as what it does rather than the numbers: per level, the
-// dimensions whose reuse it multiplies by the level's trip count (into
-// reused[from..stop]), and the level `stop` where it ends (the number of
-// levels when none ends it).
-int scan_reuse(const LevelScans& scans, int levels, size_t tensor, int from,
-               std::uint64_t* reused) {
-  for (int m = from; m < levels; ++m) {
-    const size_t k = static_cast<size_t>(m) * scans.tensors + tensor;
-    reused[m] = scans.mask[k];
-    if (scans.ends[k]) return m;
-  }
-  return levels;
-}
-
 // The reuse of a scan whose outcome b.reused and b.stop hold, from the row
 // of level `from` upwards (each dimension's reuse is a product over the
 // levels, in level order, as the scan multiplies it): b.reuse, and the rows
@@ -269,20 +254,6 @@ void apply_reuse(const Context& cx, int from, Boundary& b) {
       b.reuse[d] *= trips[d];
     }
   }
-}
-
-// The scan's outcome packed in 64 bits (8 for `stop`, then n per level
-// from child+1 to stop), or nothing when it does not fit (then nothing is
-// kept in `seen`).
-std::optional<std::uint64_t> scan_key(const Context& cx, const Boundary& b) {
-  const auto n = static_cast<int>(cx.n);
-  const int levels = b.stop - b.child - 1 + (b.stop < cx.arch.num_levels() ? 1 : 0);
-  if (8 + levels * n > 64) return std::nullopt;
-  std::uint64_t key = static_cast<std::uint64_t>(b.stop) & 0xff;
-  int shift = 8;
-  for (int m = b.child + 1; m <= b.stop && m < cx.arch.num_levels(); ++m, shift += n)
-    key |= static_cast<std::uint64_t>(b.reused[static_cast<size_t>(m)]) << shift;
-  return key;
 }
 
 // a / b, skipping the division when b is 1 (most reuse and sharing
@@ -329,40 +300,83 @@ void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnaly
   }
 }
 
-// Brings boundary b up to date after the orders of levels `from` and up
-// moved (or, with `fresh`, after boundary_tiling): the scan's outcome first,
-// then the words, unless the outcome is the one b holds (false: nothing
-// changed) or one computed before for this tiling (restored).
-bool update_boundary(const Context& cx, const LevelScans& scans, size_t tensor, int from,
-                     bool fresh, Boundary& b) {
-  const int L = cx.arch.num_levels();
-  boost::container::small_vector<std::uint64_t, 8> reused(b.reused.begin(), b.reused.end());
-  const int stop = scan_reuse(scans, L, tensor, from, reused.data());
-  if (!fresh && stop == b.stop &&
-      std::equal(reused.begin() + from, reused.begin() + std::min(stop + 1, L),
-                 b.reused.begin() + from))
-    return false;
-  std::copy(reused.begin() + from, reused.begin() + std::min(stop + 1, L), b.reused.begin() + from);
-  b.stop = stop;
-  const std::optional<std::uint64_t> key = scan_key(cx, b);
-  if (key)
-    for (const auto& o : b.seen)
-      if (o.key == *key) {
-        b.traffic = o.traffic;
-        b.readback = o.readback;
-        b.rows_valid_to = std::min(b.rows_valid_to, from);  // rows above `from` not rewritten
-        return true;
-      }
-  apply_reuse(cx, std::min(from, b.rows_valid_to), b);
-  b.rows_valid_to = L;
-  boundary_result(cx, tensor, b);
-  if (key) {
-    const TrafficMemo::Boundary::Outcome o{*key, b.traffic, b.readback};
-    if (b.seen.size() < 16)
-      b.seen.push_back(o);
-    else
-      b.seen[b.next_evicted++ % b.seen.size()] = o;
+// Where a boundary's reuse scan ends does not depend on any loop order: a
+// level ends it when one of its loops with more than one trip indexes the
+// tensor, wherever that loop sits. Nor does what a level it passes through
+// multiplies (all of its loops with more than one trip). Only the level
+// where it ends reads its order: the loops inside the first one indexing
+// the tensor. So within a tiling and keep chain a boundary moves only with
+// the order of its `stop` level, and its reuse only by the dimensions that
+// level multiplies (Boundary::reused[stop]).
+
+// What the scan of tensor t multiplies at level m, which ends it: the
+// dimensions of the loops inside the first one (innermost first) with more
+// than one trip that indexes t.
+std::uint64_t ending_mask(const Context& cx, size_t tensor, int m) {
+  const LevelMapping& lm = cx.mapping.level(m);
+  // A spatial level ends a scan only through an active cluster level.
+  const std::vector<DimId>& order = cx.spatial(m) ? lm.cluster.order : lm.order;
+  const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * cx.n;
+  std::uint64_t mask = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (trips[static_cast<size_t>(*it)] <= 1 + kEps) continue;
+    if (cx.op.relevant(static_cast<int>(tensor), *it)) break;
+    mask |= std::uint64_t{1} << *it;
   }
+  return mask;
+}
+
+// The words of boundary b from its scan's outcome: restored when the
+// outcome at its stop level was seen before for this tiling and keep chain
+// (along the stream the same few come back again and again), otherwise
+// computed from the reuse it enters the stop level with, and kept.
+void boundary_words(const Context& cx, size_t tensor, Boundary& b) {
+  const int L = cx.arch.num_levels();
+  const std::uint64_t key = b.stop < L ? b.reused[static_cast<size_t>(b.stop)] : 0;
+  for (const auto& o : b.seen)
+    if (o.key == key) {
+      b.traffic = o.traffic;
+      b.readback = o.readback;
+      return;
+    }
+  apply_reuse(cx, std::min(b.stop, L - 1), b);
+  boundary_result(cx, tensor, b);
+  const TrafficMemo::Boundary::Outcome o{key, b.traffic, b.readback};
+  if (b.seen.size() < 16)
+    b.seen.push_back(o);
+  else
+    b.seen[b.next_evicted++ % b.seen.size()] = o;
+}
+
+// Boundary b after boundary_tiling: the whole scan, the rows of reuse it
+// enters each level with (fixed for the tiling and keep chain), the words.
+void rebuild_boundary(const Context& cx, const LevelScans& scans, size_t tensor, Boundary& b) {
+  const int L = cx.arch.num_levels();
+  const int from = b.child + 1;
+  b.stop = L;
+  for (int m = from; m < L; ++m) {
+    const size_t k = static_cast<size_t>(m) * scans.tensors + tensor;
+    b.reused[static_cast<size_t>(m)] = scans.mask[k];
+    if (scans.ends[k]) {
+      b.stop = m;
+      break;
+    }
+  }
+  apply_reuse(cx, from, b);
+  boundary_result(cx, tensor, b);
+  const std::uint64_t key = b.stop < L ? b.reused[static_cast<size_t>(b.stop)] : 0;
+  b.seen.assign(1, TrafficMemo::Boundary::Outcome{key, b.traffic, b.readback});
+  b.next_evicted = 0;
+}
+
+// Boundary b after the orders of levels `low` and up moved (b.stop >= low):
+// false when the dimensions its stop level multiplies stayed the same.
+bool reorder_boundary(const Context& cx, size_t tensor, Boundary& b) {
+  if (b.stop >= cx.arch.num_levels()) return false;  // no level ends it: no order read
+  const std::uint64_t mask = ending_mask(cx, tensor, b.stop);
+  if (mask == b.reused[static_cast<size_t>(b.stop)]) return false;
+  b.reused[static_cast<size_t>(b.stop)] = mask;
+  boundary_words(cx, tensor, b);
   return true;
 }
 
@@ -717,7 +731,9 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
   // Levels whose accounts a recomputed boundary touches: its child, its
   // parent and the networks in between (bit i: level i).
   std::uint64_t touched = keep_changed ? ~std::uint64_t{0} : 0;
-  const LevelScans scans(cx, keep_changed ? 0 : low);
+  // A new tiling or keep chain: every level's scan for every boundary.
+  const std::optional<LevelScans> scans =
+      keep_changed ? std::optional<LevelScans>(std::in_place, cx, 0) : std::nullopt;
   for (size_t t = 0; t < nt; ++t) {
     const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
     bool changed = keep_changed;
@@ -725,8 +741,9 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
       // The scan read the orders of levels child+1..stop only (low == L:
       // no order changed).
       if (!keep_changed && !(low < L && b.stop >= low)) continue;
-      if (!update_boundary(cx, scans, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1),
-                           keep_changed, b))
+      if (keep_changed)
+        rebuild_boundary(cx, *scans, t, b);
+      else if (!reorder_boundary(cx, t, b))
         continue;
       changed = true;
       for (int i = std::max(b.child, 0); i <= b.parent && i < 64; ++i)

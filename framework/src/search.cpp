@@ -287,9 +287,12 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   // a round still holds enough work to outweigh the cost of starting it.
   // Finished chunks leave the window from the front and are merged in order;
   // the slices decide only how much work is wasted past the budget, never
-  // the result.
+  // the result. Four chunks per worker: chunks differ in size, and with one
+  // per worker a worker whose chunk ended waited idle for the round's
+  // slowest; with several, TBB hands it the next (the work per round stays
+  // a quarter of the budget left, so no more is wasted past the budget).
   constexpr std::uint64_t kMinSlice = 1024, kMaxSlice = std::uint64_t{1} << 18;
-  const std::size_t width = budget_.max_evaluations ? workers : 2 * workers;
+  const std::size_t width = 4 * workers;
   std::deque<Run> window;
   std::size_t next = 0;
   for (;;) {

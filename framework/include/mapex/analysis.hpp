@@ -71,18 +71,14 @@ struct TrafficMemo {
     TensorTraffic traffic;
     double readback = 0;  ///< outputs: partial sums read back down
     /// What the scan did: reused[m] (m from child+1 to stop), bit d: it
-    /// multiplied the reuse along d by level m's trip count. With `stop`
-    /// it fixes the reuse, so the words: an order that moved without
-    /// changing it leaves the boundary as it was.
+    /// multiplied the reuse along d by level m's trip count. Where it stops,
+    /// and what it multiplies at the levels below, depend on the tiling
+    /// alone; only reused[stop] depends on an order, the stop level's.
     boost::container::small_vector<std::uint64_t, 8> reused;
-    /// reuse_at holds the rows of levels up to this one (a restored
-    /// outcome did not rewrite the rows above the level it scanned from).
-    int rows_valid_to = 0;
-    /// The outcomes computed for this tiling and keep chain, by the scan's
-    /// packed `reused` and `stop` (scan_key): along the stream the same
-    /// few come back again and again.
+    /// The words for each reused[stop] computed for this tiling and keep
+    /// chain: along the stream the same few come back again and again.
     struct Outcome {
-      std::uint64_t key = 0;
+      std::uint64_t key = 0;  ///< reused[stop]
       TensorTraffic traffic;
       double readback = 0;
     };
