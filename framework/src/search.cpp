@@ -289,10 +289,13 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   // the slices decide only how much work is wasted past the budget, never
   // the result. Four chunks per worker: chunks differ in size, and with one
   // per worker a worker whose chunk ended waited idle for the round's
-  // slowest; with several, TBB hands it the next (the work per round stays
-  // a quarter of the budget left, so no more is wasted past the budget).
+  // slowest; with several, TBB hands it the next. A budget below sixteen
+  // minimal slices per worker keeps one chunk per worker: a round of
+  // minimal slices on four would run past such a budget by up to twice it.
   constexpr std::uint64_t kMinSlice = 1024, kMaxSlice = std::uint64_t{1} << 18;
-  const std::size_t width = 4 * workers;
+  const bool small_budget =
+      budget_.max_evaluations && budget_.max_evaluations < 16 * kMinSlice * workers;
+  const std::size_t width = small_budget ? workers : 4 * workers;
   std::deque<Run> window;
   std::size_t next = 0;
   for (;;) {
