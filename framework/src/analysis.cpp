@@ -738,8 +738,8 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
     const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
     bool changed = keep_changed;
     for (Boundary& b : memo.boundaries[t]) {
-      // The scan read the orders of levels child+1..stop only (low == L:
-      // no order changed).
+      // Of the orders, the scan reads only its stop level's (low == L: no
+      // order changed).
       if (!keep_changed && !(low < L && b.stop >= low)) continue;
       if (keep_changed)
         rebuild_boundary(cx, *scans, t, b);
