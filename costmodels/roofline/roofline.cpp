@@ -106,8 +106,39 @@ class BoundRoofline final : public mapex::BoundCostModel {
       scratch.owner = id_;
     }
     mapex::analyse_traffic_into(op_, arch_, mapping, scratch.a);
-    const mapex::NestAnalysis& a = scratch.a;
-    std::vector<mapex::LevelCost>& costs = scratch.costs;
+    return score_of(scratch.a, scratch.costs);
+  }
+
+  // precheck then score along a sweep's stream, told what changed
+  // (MappingChange) instead of comparing tilings, keep choices and orders
+  // to find out: capacity and the tiling part of the analysis are redone
+  // for a new tiling only, and the traffic only from the lowest level whose
+  // order moved. The stream's own state (no thread-local lookup, nothing
+  // shared with other streams or with score()). The same figures as
+  // score(), summed in the same order.
+  mapex::Score precheck_and_score(const mapex::Mapping& mapping, const mapex::MappingChange& change,
+                                  std::unique_ptr<mapex::StreamState>& state) const override {
+    if (!state) state = std::make_unique<Stream>();
+    auto& st = static_cast<Stream&>(*state);
+    if (!st.seen || change.tiling) {
+      st.seen = true;
+      st.tiled = false;
+      st.fits = !check_capacity_ || !mapex::capacity_error(op_, arch_, mapping);
+    }
+    if (!st.fits) return mapex::Score{};
+    if (!st.tiled) {
+      mapex::analyse_tiling_into(op_, arch_, mapping, st.a);
+      mapex::analyse_traffic_into(op_, arch_, mapping, st.a);
+      st.tiled = true;
+    } else {
+      mapex::analyse_traffic_into(op_, arch_, mapping, st.a, change);
+    }
+    return score_of(st.a, st.costs);
+  }
+
+ private:
+  // The score of an analysis whose traffic is up to date.
+  mapex::Score score_of(const mapex::NestAnalysis& a, std::vector<mapex::LevelCost>& costs) const {
     mapex::level_costs(op_, arch_, a, costs);
     mapex::Score s{true, a.compute_cycles, a.macs * arch_.mac_energy_pj()};
     for (const auto& c : costs) {
@@ -117,7 +148,15 @@ class BoundRoofline final : public mapex::BoundCostModel {
     return s;
   }
 
- private:
+  // A stream's state in precheck_and_score(): whether the current tiling
+  // fits the buffers and has its tiling part analysed.
+  struct Stream final : mapex::StreamState {
+    bool seen = false;
+    bool fits = false;
+    bool tiled = false;
+    mapex::NestAnalysis a;
+    std::vector<mapex::LevelCost> costs;
+  };
   // Per-thread state of score(): the analysis and the mapping whose tiling
   // it holds, tagged with the bound model that made it (an id, not an
   // address: a new model may reuse a freed one's).

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <mapex/analysis.hpp>
@@ -134,9 +135,12 @@ struct Context {
 // Timeloop's stationarity): a child's tile of t stays put across the innermost loops above it,
 // flattened over the levels, that do not index t; the first loop that indexes t ends the reuse.
 // Spatial levels in between multicast inputs and reduce outputs along dimensions that do not index
-// t. Computed in three parts so a mapping that changes only loop orders redoes only the last two,
-// and only from the lowest level whose order changed: boundary_tiling (footprint, distinct tiles,
-// sharing: tiling and keep chain), boundary_scan (the reuse), boundary_result (the words).
+// t. Computed in parts so a mapping that changes only loop orders redoes only the later ones, and
+// only from the lowest level whose order changed: boundary_tiling (footprint, distinct tiles,
+// sharing: tiling and keep chain), the scan's outcome (LevelScans, ending_mask: which reuse each
+// level multiplies, where it ends), apply_reuse (the reuse) and boundary_result (the words);
+// reorder_boundary stops after the outcome when it did not change, boundary_words restores
+// words seen before.
 using Boundary = TrafficMemo::Boundary;
 
 void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
@@ -181,49 +185,75 @@ void boundary_tiling(const Context& cx, size_t tensor, Boundary& b) {
     b.cumulative.emplace_back(s, b.shared);
   }
   b.reuse_at.assign(static_cast<size_t>(cx.arch.num_levels()) * n, 1.0);
+  b.reused.assign(static_cast<size_t>(cx.arch.num_levels()), 0);
+  b.seen.clear();
+  b.next_evicted = 0;
 }
 
-// The reuse scan from level `from` (> child) upwards, starting from the
-// reuse recorded on entering `from`. Walks the loops above the child,
-// innermost first: the temporal loops of a cluster level between child and
-// parent (FLASH's inner steps over T^out, which refill the child from the
-// parent), then each level's loops upwards; the spatial splits themselves
-// are not loops in time.
-void boundary_scan(const Context& cx, size_t tensor, int from, Boundary& b) {
-  const int ti = static_cast<int>(tensor);
+// What the reuse scan does at each level, for each tensor: it
+// walks a level's loops innermost first (a spatial level: its cluster
+// level's temporal loops, FLASH's inner steps over T^out, which refill the
+// child from the parent; the spatial splits themselves are not loops in
+// time); a loop with one trip neither reuses nor ends it, a loop indexing
+// the tensor ends it, any other multiplies the tensor's reuse along its
+// dimension (Marvel §5's temporal reuse). mask[m * tensors + t]: the
+// dimensions whose reuse of t level m multiplies; ends[...]: the scan of t
+// ends at m. Every boundary of t that scans level m reads the same entry,
+// so a level's order is walked once per tensor, not once per boundary.
+struct LevelScans {
+  size_t tensors = 0;
+  boost::container::small_vector<std::uint64_t, 32> mask;
+  boost::container::small_vector<char, 32> ends;
+
+  // The entries of levels `from` and up.
+  LevelScans(const Context& cx, int from) : tensors(cx.op.tensors().size()) {
+    const size_t n = cx.n;
+    const int L = cx.arch.num_levels();
+    mask.assign(static_cast<size_t>(L) * tensors, 0);
+    ends.assign(static_cast<size_t>(L) * tensors, 0);
+    for (int m = from; m < L; ++m) {
+      const std::vector<DimId>* order = &cx.mapping.level(m).order;
+      if (cx.spatial(m)) {
+        const auto& cluster = cx.mapping.level(m).cluster;
+        order = cluster.active() ? &cluster.order : nullptr;
+      }
+      if (!order) continue;
+      const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * n;
+      for (size_t t = 0; t < tensors; ++t) {
+        const size_t k = static_cast<size_t>(m) * tensors + t;
+        for (auto it = order->rbegin(); it != order->rend(); ++it) {
+          if (trips[static_cast<size_t>(*it)] <= 1 + kEps) continue;
+          if (cx.op.relevant(static_cast<int>(t), *it)) {
+            ends[k] = 1;
+            break;
+          }
+          mask[k] |= std::uint64_t{1} << *it;
+        }
+      }
+    }
+  }
+};
+
+// The reuse of a scan whose outcome b.reused and b.stop hold, from the row
+// of level `from` upwards (each dimension's reuse is a product over the
+// levels, in level order, as the scan multiplies it): b.reuse, and the rows
+// reuse_at[m] of the levels it enters on the way.
+void apply_reuse(const Context& cx, int from, Boundary& b) {
   const size_t n = cx.n;
   const int L = cx.arch.num_levels();
   b.reuse.assign(
       b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from) * n),
       b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(from + 1) * n));
-  bool done = false;
-  auto scan = [&](const std::vector<DimId>& order, auto&& trip_of) {
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-      const auto d = static_cast<size_t>(*it);
-      const double trip = trip_of(d);
-      if (trip <= 1 + kEps) continue;
-      if (cx.op.relevant(ti, *it)) {
-        done = true;
-        return;
-      }
-      b.reuse[d] *= trip;
-    }
-  };
-  int m = from;
-  for (; m < L; ++m) {
+  for (int m = from; m <= b.stop && m < L; ++m) {
     if (m > from)
       std::copy(b.reuse.begin(), b.reuse.end(),
                 b.reuse_at.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(m) * n));
     const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * n;
-    if (cx.spatial(m)) {
-      const auto& cluster = cx.mapping.level(m).cluster;
-      if (cluster.active()) scan(cluster.order, [&](size_t d) { return trips[d]; });
-    } else {
-      scan(cx.mapping.level(m).order, [&](size_t d) { return trips[d]; });
+    for (std::uint64_t mask = b.reused[static_cast<size_t>(m)]; mask != 0; mask &= mask - 1) {
+      const auto d = static_cast<size_t>(std::countr_zero(mask));
+      b.reuse[d] *= trips[d];
     }
-    if (done) break;
   }
-  b.stop = m;
 }
 
 // a / b, skipping the division when b is 1 (most reuse and sharing
@@ -268,6 +298,86 @@ void add_noc_traffic(const Boundary& b, bool is_output, size_t tensor, NestAnaly
     a.noc_up[static_cast<size_t>(s)][tensor] += over(b.traffic.updates, factor);
     a.noc_down[static_cast<size_t>(s)][tensor] += b.readback;
   }
+}
+
+// Where a boundary's reuse scan ends does not depend on any loop order: a
+// level ends it when one of its loops with more than one trip indexes the
+// tensor, wherever that loop sits. Nor does what a level it passes through
+// multiplies (all of its loops with more than one trip). Only the level
+// where it ends reads its order: the loops inside the first one indexing
+// the tensor. So within a tiling and keep chain a boundary moves only with
+// the order of its `stop` level, and its reuse only by the dimensions that
+// level multiplies (Boundary::reused[stop]).
+
+// What the scan of tensor t multiplies at level m, which ends it: the
+// dimensions of the loops inside the first one (innermost first) with more
+// than one trip that indexes t.
+std::uint64_t ending_mask(const Context& cx, size_t tensor, int m) {
+  const LevelMapping& lm = cx.mapping.level(m);
+  // A spatial level ends a scan only through an active cluster level.
+  const std::vector<DimId>& order = cx.spatial(m) ? lm.cluster.order : lm.order;
+  const double* trips = cx.a.memo.trips.data() + static_cast<size_t>(m) * cx.n;
+  std::uint64_t mask = 0;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (trips[static_cast<size_t>(*it)] <= 1 + kEps) continue;
+    if (cx.op.relevant(static_cast<int>(tensor), *it)) break;
+    mask |= std::uint64_t{1} << *it;
+  }
+  return mask;
+}
+
+// The words of boundary b from its scan's outcome: restored when the
+// outcome at its stop level was seen before for this tiling and keep chain
+// (along the stream the same few come back again and again), otherwise
+// computed from the reuse it enters the stop level with, and kept.
+void boundary_words(const Context& cx, size_t tensor, Boundary& b) {
+  const int L = cx.arch.num_levels();
+  const std::uint64_t key = b.stop < L ? b.reused[static_cast<size_t>(b.stop)] : 0;
+  for (const auto& o : b.seen)
+    if (o.key == key) {
+      b.traffic = o.traffic;
+      b.readback = o.readback;
+      return;
+    }
+  apply_reuse(cx, std::min(b.stop, L - 1), b);
+  boundary_result(cx, tensor, b);
+  const TrafficMemo::Boundary::Outcome o{key, b.traffic, b.readback};
+  if (b.seen.size() < 16)
+    b.seen.push_back(o);
+  else
+    b.seen[b.next_evicted++ % b.seen.size()] = o;
+}
+
+// Boundary b after boundary_tiling: the whole scan, the rows of reuse it
+// enters each level with (fixed for the tiling and keep chain), the words.
+void rebuild_boundary(const Context& cx, const LevelScans& scans, size_t tensor, Boundary& b) {
+  const int L = cx.arch.num_levels();
+  const int from = b.child + 1;
+  b.stop = L;
+  for (int m = from; m < L; ++m) {
+    const size_t k = static_cast<size_t>(m) * scans.tensors + tensor;
+    b.reused[static_cast<size_t>(m)] = scans.mask[k];
+    if (scans.ends[k]) {
+      b.stop = m;
+      break;
+    }
+  }
+  apply_reuse(cx, from, b);
+  boundary_result(cx, tensor, b);
+  const std::uint64_t key = b.stop < L ? b.reused[static_cast<size_t>(b.stop)] : 0;
+  b.seen.assign(1, TrafficMemo::Boundary::Outcome{key, b.traffic, b.readback});
+  b.next_evicted = 0;
+}
+
+// Boundary b after the orders of levels `low` and up moved (b.stop >= low):
+// false when the dimensions its stop level multiplies stayed the same.
+bool reorder_boundary(const Context& cx, size_t tensor, Boundary& b) {
+  if (b.stop >= cx.arch.num_levels()) return false;  // no level ends it: no order read
+  const std::uint64_t mask = ending_mask(cx, tensor, b.stop);
+  if (mask == b.reused[static_cast<size_t>(b.stop)]) return false;
+  b.reused[static_cast<size_t>(b.stop)] = mask;
+  boundary_words(cx, tensor, b);
+  return true;
 }
 
 // Equality of two short vectors of integers, compared inline: a handful of
@@ -508,6 +618,29 @@ void step_below(const Architecture& arch, const NestAnalysis& a, int level,
 
 }  // namespace
 
+namespace {
+
+// The incremental traffic analysis (analyse_traffic_into), from the keep
+// choices' and the orders' change since the previous call: `keep_changed`
+// and `low`, the lowest level whose scanned order may differ (L: none).
+void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low);
+
+}  // namespace
+
+void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                          NestAnalysis& a, const MappingChange& change) {
+  const int L = arch.num_levels();
+  const Context cx{op, arch, mapping, static_cast<size_t>(op.num_dims()), a.tile_counts, a};
+  TrafficMemo& memo = a.memo;
+  if (!memo.valid) {
+    // A new tiling: everything from scratch, as without a change.
+    analyse_traffic_into(op, arch, mapping, a);
+    return;
+  }
+  memo.orders_known = false;  // not compared, so not recorded
+  traffic_from(cx, a, change.keep, std::clamp(change.lowest_order, 0, L));
+}
+
 void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                           NestAnalysis& a) {
   const size_t n = static_cast<size_t>(op.num_dims());
@@ -515,7 +648,6 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   const auto Lu = static_cast<size_t>(L);
   const Context cx{op, arch, mapping, n, a.tile_counts, a};
   TrafficMemo& memo = a.memo;
-  const size_t nt = op.tensors().size();
 
   // What changed since the previous call: the keep choices (then every
   // boundary is rebuilt) and the lowest level whose scanned order differs.
@@ -524,15 +656,33 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   if (memo.valid) {
     for (size_t i = 0; i < Lu && !keep_changed; ++i)
       keep_changed = memo.keep[i] != mapping.levels()[i].keep;
+    if (!memo.orders_known) low = 0;
     for (int i = 0; i < L && low == L; ++i)
       if (!same_values(memo.orders[static_cast<size_t>(i)], scanned_order(cx, i))) low = i;
-  } else {
-    // A new tiling (or a new operator and architecture).
-    fill_trips(cx, memo.trips);
-    memo.levels_valid = false;
   }
   memo.orders.resize(Lu);
   for (int i = low; i < L; ++i) memo.orders[static_cast<size_t>(i)] = scanned_order(cx, i);
+  memo.orders_known = true;
+  traffic_from(cx, a, keep_changed, low);
+}
+
+namespace {
+
+void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low) {
+  const Operator& op = cx.op;
+  const Architecture& arch = cx.arch;
+  const Mapping& mapping = cx.mapping;
+  const int L = arch.num_levels();
+  const auto Lu = static_cast<size_t>(L);
+  TrafficMemo& memo = a.memo;
+  const size_t nt = op.tensors().size();
+  if (!memo.valid) {
+    // A new tiling (or a new operator and architecture).
+    fill_trips(cx, memo.trips);
+    memo.levels_valid = false;
+    keep_changed = true;
+    low = 0;
+  }
 
   if (keep_changed) {
     memo.keep.resize(Lu);
@@ -581,15 +731,20 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   // Levels whose accounts a recomputed boundary touches: its child, its
   // parent and the networks in between (bit i: level i).
   std::uint64_t touched = keep_changed ? ~std::uint64_t{0} : 0;
+  // A new tiling or keep chain: every level's scan for every boundary.
+  const std::optional<LevelScans> scans =
+      keep_changed ? std::optional<LevelScans>(std::in_place, cx, 0) : std::nullopt;
   for (size_t t = 0; t < nt; ++t) {
     const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
     bool changed = keep_changed;
     for (Boundary& b : memo.boundaries[t]) {
-      // The scan read the orders of levels child+1..stop only (low == L:
-      // no order changed).
+      // Of the orders, the scan reads only its stop level's (low == L: no
+      // order changed).
       if (!keep_changed && !(low < L && b.stop >= low)) continue;
-      boundary_scan(cx, t, keep_changed ? b.child + 1 : std::max(low, b.child + 1), b);
-      boundary_result(cx, t, b);
+      if (keep_changed)
+        rebuild_boundary(cx, *scans, t, b);
+      else if (!reorder_boundary(cx, t, b))
+        continue;
       changed = true;
       for (int i = std::max(b.child, 0); i <= b.parent && i < 64; ++i)
         touched |= std::uint64_t{1} << i;
@@ -608,6 +763,8 @@ void analyse_traffic_into(const Operator& op, const Architecture& arch, const Ma
   if (keep_changed) memo.below_valid = false;
   memo.stale |= touched;
 }
+
+}  // namespace
 
 NestAnalysis analyse(const Operator& op, const Architecture& arch, const Mapping& mapping) {
   NestAnalysis a;

@@ -28,6 +28,12 @@ Score BoundCostModel::score(const Mapping& mapping) const {
   const Metrics m = evaluate(mapping);
   return Score{m.valid, m.latency_cycles, m.energy_pj};
 }
+StreamState::~StreamState() = default;
+Score BoundCostModel::precheck_and_score(const Mapping& mapping, const MappingChange&,
+                                         std::unique_ptr<StreamState>&) const {
+  if (precheck(mapping)) return Score{};
+  return score(mapping);
+}
 CostModel::~CostModel() = default;
 Searcher::~Searcher() = default;
 BudgetRequirement::~BudgetRequirement() = default;

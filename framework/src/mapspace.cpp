@@ -1605,14 +1605,108 @@ struct Mapspace::Cursor::State {
   std::vector<std::size_t> order_index;
   std::vector<std::vector<DimId>> perms;
 
-  State(const Mapspace& s, const Chunk& chunk) : space(&s), prefix(chunk.prefix) {
+  /// The count table (looked up once: counted() is a call_once per call).
+  Impl::Table* table;
+
+  State(const Mapspace& s, const Chunk& chunk)
+      : space(&s), prefix(chunk.prefix), table(&s.impl_->counted()) {
     const std::size_t combos = s.impl_->keep_combos.size();
     combo = chunk.keep_combo < 0 ? 0 : static_cast<std::size_t>(chunk.keep_combo);
     last_combo = chunk.keep_combo < 0 ? combos - 1 : combo;
     start_walker();
   }
   void start_walker() {
-    walker.emplace(*space->impl_, space->impl_->counted(), prefix, space->op().num_dims(), combo);
+    walker.emplace(*space->impl_, *table, prefix, space->op().num_dims(), combo);
+  }
+
+  /// The change-reporting next has written a whole mapping, under keep
+  /// combination `written_combo`.
+  bool kept_written = false;
+  std::size_t written_combo = 0;
+
+  struct Step {
+    bool done = false;
+    bool new_leaf = false;  ///< a new chain choice: every part moved
+    size_t first_slot = 0;  ///< else: the slot whose order advanced
+  };
+
+  /// Moves to the next mapping: the orders of the current leaf, the last
+  /// slot fastest, then the next leaf. Counts capacity rejections into
+  /// `rejected`.
+  Step advance(std::uint64_t& rejected) {
+    Step step;
+    if (done) {
+      step.done = true;
+      return step;
+    }
+    const Impl& impl = *space->impl_;
+    Impl::Table& t = *table;
+    const size_t slots = impl.order_levels.size();
+    if (have_leaf) {
+      for (size_t k = slots; k-- > 0;) {
+        bool advanced = false;
+        if (t.masked[k]) {
+          const auto& list = impl.allowed_orders(t, k, masks[k]);
+          if (++order_index[k] < list.size())
+            advanced = true;
+          else
+            order_index[k] = 0;
+        } else if (std::next_permutation(perms[k].begin(), perms[k].end())) {
+          advanced = true;
+        }
+        if (advanced) {
+          step.first_slot = k;
+          return step;
+        }
+      }
+    }
+    bool leaf = false;
+    for (;;) {
+      const BigInt before = walker->rejected();
+      leaf = walker->next_leaf();
+      const std::uint64_t add = saturate(walker->rejected() - before);
+      rejected = add > std::numeric_limits<std::uint64_t>::max() - rejected
+                     ? std::numeric_limits<std::uint64_t>::max()
+                     : rejected + add;
+      if (leaf || combo >= last_combo) break;
+      ++combo;  // the next keep/bypass combination
+      start_walker();
+    }
+    if (!leaf) {
+      done = true;
+      step.done = true;
+      return step;
+    }
+    have_leaf = true;
+    masks.assign(slots, 0);
+    order_index.assign(slots, 0);
+    perms.assign(slots, {});
+    for (size_t k = 0; k < slots; ++k) {
+      masks[k] = impl.free_mask(walker->pos(), k);
+      if (!t.masked[k]) perms[k] = dims_of(masks[k]);
+    }
+    step.new_leaf = true;
+    return step;
+  }
+
+  /// Writes the current order of slot k into `out`.
+  void write_order(Mapping& out, size_t k) const {
+    const Impl& impl = *space->impl_;
+    Impl::Table& t = *table;
+    if (t.masked[k])
+      impl.set_order(out, k, masks[k], impl.allowed_orders(t, k, masks[k])[order_index[k]]);
+    else
+      impl.set_order(out, k, masks[k], perms[k]);
+  }
+
+  /// Writes the whole current mapping into `out`.
+  void write_all(Mapping& out) const {
+    const Impl& impl = *space->impl_;
+    if (out.levels().size() != static_cast<size_t>(impl.L))
+      out = Mapping::trivial(impl.op, impl.arch);
+    impl.set_chains(out, walker->pos());
+    impl.set_keep(out, combo);
+    for (size_t k = 0; k < impl.order_levels.size(); ++k) write_order(out, k);
   }
 };
 
@@ -1627,64 +1721,34 @@ Mapspace::Cursor::~Cursor() = default;
 
 bool Mapspace::Cursor::next(Mapping& out) {
   State& st = *s_;
-  if (st.done) return false;
-  const Impl& impl = *st.space->impl_;
-  Impl::Table& t = impl.counted();
-  const size_t slots = impl.order_levels.size();
-
-  // Advance the orders of the current leaf, innermost slot fastest.
-  bool advanced = false;
-  if (st.have_leaf) {
-    for (size_t k = slots; k-- > 0 && !advanced;) {
-      if (t.masked[k]) {
-        const auto& list = impl.allowed_orders(t, k, st.masks[k]);
-        if (++st.order_index[k] < list.size()) {
-          advanced = true;
-        } else {
-          st.order_index[k] = 0;
-        }
-      } else if (std::next_permutation(st.perms[k].begin(), st.perms[k].end())) {
-        advanced = true;
-      }
-    }
-  }
-  if (!advanced) {
-    bool leaf = false;
-    for (;;) {
-      const BigInt before = st.walker->rejected();
-      leaf = st.walker->next_leaf();
-      const std::uint64_t add = saturate(st.walker->rejected() - before);
-      rejected_ = add > std::numeric_limits<std::uint64_t>::max() - rejected_
-                      ? std::numeric_limits<std::uint64_t>::max()
-                      : rejected_ + add;
-      if (leaf || st.combo >= st.last_combo) break;
-      ++st.combo;  // the next keep/bypass combination
-      st.start_walker();
-    }
-    if (!leaf) {
-      st.done = true;
-      return false;
-    }
-    st.have_leaf = true;
-    st.masks.assign(slots, 0);
-    st.order_index.assign(slots, 0);
-    st.perms.assign(slots, {});
-    for (size_t k = 0; k < slots; ++k) {
-      st.masks[k] = impl.free_mask(st.walker->pos(), k);
-      if (!t.masked[k]) st.perms[k] = dims_of(st.masks[k]);
-    }
-  }
+  const State::Step step = st.advance(rejected_);
+  if (step.done) return false;
   // `out` may be a different object on every call (a batch being filled).
-  if (out.levels().size() != static_cast<size_t>(impl.L))
-    out = Mapping::trivial(impl.op, impl.arch);
-  impl.set_chains(out, st.walker->pos());
-  impl.set_keep(out, st.combo);
-  for (size_t k = 0; k < slots; ++k) {
-    if (t.masked[k]) {
-      const auto& list = impl.allowed_orders(t, k, st.masks[k]);
-      impl.set_order(out, k, st.masks[k], list[st.order_index[k]]);
-    } else {
-      impl.set_order(out, k, st.masks[k], st.perms[k]);
+  st.write_all(out);
+  ++visited_;
+  return true;
+}
+
+bool Mapspace::Cursor::next(Mapping& out, MappingChange& change) {
+  State& st = *s_;
+  const State::Step step = st.advance(rejected_);
+  if (step.done) return false;
+  const Impl& impl = *st.space->impl_;
+  if (step.new_leaf || !st.kept_written) {
+    change = MappingChange{};
+    change.keep = !st.kept_written || st.combo != st.written_combo;
+    st.write_all(out);
+    st.kept_written = true;
+    st.written_combo = st.combo;
+  } else {
+    // Only the slots from the one that advanced onwards moved (the slots
+    // after it started over); the chains and the keep choice did not.
+    change.tiling = false;
+    change.keep = false;
+    change.lowest_order = impl.L;
+    for (size_t k = step.first_slot; k < impl.order_levels.size(); ++k) {
+      st.write_order(out, k);
+      change.lowest_order = std::min(change.lowest_order, impl.order_levels[k]);
     }
   }
   ++visited_;

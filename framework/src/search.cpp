@@ -227,6 +227,11 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   struct Run {
     std::size_t chunk = 0;
     std::optional<Mapspace::Cursor> cursor;
+    Mapping m;  ///< the cursor's last mapping: it rewrites only what moves
+    /// What moved since the mapping the model last scored in this chunk,
+    /// and the model's state along the chunk.
+    MappingChange since_scored;
+    std::unique_ptr<StreamState> model_state;
     ChunkResult r;
     double best = std::numeric_limits<double>::infinity();
     bool done = false;
@@ -235,9 +240,11 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   // ends, or the time budget runs out.
   auto advance = [&](Run& run, std::uint64_t limit) {
     ChunkResult& r = run.r;
-    Mapping m;
+    Mapping& m = run.m;
+    MappingChange& since_scored = run.since_scored;
+    MappingChange step;
     while (r.evaluated < limit) {
-      if (!run.cursor->next(m)) {
+      if (!run.cursor->next(m, step)) {
         r.finished = true;
         run.done = true;
         return;
@@ -248,9 +255,12 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
       }
       // The lean score ranks; full metrics only for a new best (a handful
       // per chunk), so the accounts are not assembled for every mapping.
+      since_scored.merge(step);
       Score score;
-      if (!model_->precheck(m) && !(gate && space_->limit_reject_reason(m)))
-        score = model_->score(m);
+      if (!(gate && space_->limit_reject_reason(m))) {
+        score = model_->precheck_and_score(m, since_scored, run.model_state);
+        since_scored = MappingChange{false, false, std::numeric_limits<int>::max()};
+      }
       const double value = objective_value(score, objective_);
       if (value < run.best) {
         run.best = value;
@@ -277,9 +287,15 @@ SpaceSweep SearchContext::evaluate_space(const Mapspace& space, bool pareto) {
   // a round still holds enough work to outweigh the cost of starting it.
   // Finished chunks leave the window from the front and are merged in order;
   // the slices decide only how much work is wasted past the budget, never
-  // the result.
+  // the result. Four chunks per worker: chunks differ in size, and with one
+  // per worker a worker whose chunk ended waited idle for the round's
+  // slowest; with several, TBB hands it the next. A budget below sixteen
+  // minimal slices per worker keeps one chunk per worker: a round of
+  // minimal slices on four would run past such a budget by up to twice it.
   constexpr std::uint64_t kMinSlice = 1024, kMaxSlice = std::uint64_t{1} << 18;
-  const std::size_t width = budget_.max_evaluations ? workers : 2 * workers;
+  const bool small_budget =
+      budget_.max_evaluations && budget_.max_evaluations < 16 * kMinSlice * workers;
+  const std::size_t width = small_budget ? workers : 4 * workers;
   std::deque<Run> window;
   std::size_t next = 0;
   for (;;) {

@@ -1067,5 +1067,91 @@ TEST(Constraints, FactorLimitAndPinContradictionsAreInputErrors) {
   EXPECT_NO_THROW(resolve(one(fine), op, arch));
 }
 
+// The change-reporting next writes the same mappings in the same order as
+// next (it rewrites only what moved in the mapping it keeps), and what it
+// reports is true: nothing it calls unchanged differs from the previous
+// mapping (tiles, splits, cluster levels, keep choices, the orders below
+// lowest_order); and it does report moves (not "everything" every time).
+// With keep/bypass explored and a cluster level, so every part moves.
+// Returns how many reported keep moves there were.
+std::uint64_t expect_truthful_changes(const Operator& op, const Architecture& arch,
+                                      const MapspaceOptions& options, std::uint64_t limit) {
+  const Mapspace space(op, arch, options);
+  Mapspace::Cursor plain(space), told(space);
+  Mapping expected, m, previous;
+  MappingChange change;
+  std::uint64_t n = 0, order_only = 0, keep_moves = 0;
+  while (n < limit && plain.next(expected)) {
+    const bool more = told.next(m, change);
+    EXPECT_TRUE(more);
+    EXPECT_TRUE(m == expected) << n;
+    if (!more || ::testing::Test::HasFailure()) return keep_moves;
+    if (n == 0) {
+      EXPECT_TRUE(change.tiling && change.keep && change.lowest_order == 0);
+    }
+    if (n > 0 && !change.tiling) {
+      ++order_only;
+      EXPECT_FALSE(change.keep);
+      EXPECT_LT(change.lowest_order, arch.num_levels());
+      for (int i = 0; i < arch.num_levels(); ++i) {
+        const LevelMapping& a = previous.level(i);
+        const LevelMapping& b = m.level(i);
+        EXPECT_EQ(a.tile, b.tile);
+        EXPECT_EQ(a.split, b.split);
+        EXPECT_EQ(a.keep, b.keep);
+        EXPECT_EQ(a.cluster.tile, b.cluster.tile);
+        EXPECT_EQ(a.cluster.split, b.cluster.split);
+        if (i < change.lowest_order) {
+          EXPECT_EQ(a.order, b.order) << n << " level " << i;
+          EXPECT_EQ(a.cluster.order, b.cluster.order) << n << " level " << i;
+        }
+      }
+    }
+    if (n > 0 && change.tiling && !change.keep) {
+      for (int i = 0; i < arch.num_levels(); ++i)
+        EXPECT_EQ(previous.level(i).keep, m.level(i).keep) << n;
+    }
+    if (n > 0 && change.keep) ++keep_moves;
+    previous = m;
+    ++n;
+    if (::testing::Test::HasFailure()) return keep_moves;
+  }
+  if (n < limit) {
+    EXPECT_FALSE(told.next(m, change));
+  }
+  EXPECT_GT(order_only, n / 2);
+  return keep_moves;
+}
+
+TEST(MapspaceCursor, ReportedChangesAreTrueAndTheStreamIsTheSame) {
+  const Operator op = make_conv2d("c", Conv2dShape{1, 4, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1});
+  const Architecture arch = chip({2, 2}, 256);
+  ConstraintSpec spec;
+  spec.explore_bypass = true;
+  expect_truthful_changes(op, arch, resolve(spec, op, arch), 50000);
+}
+
+TEST(MapspaceCursor, ReportedChangesAreTrueOverAWholeSpaceWithKeepChoices) {
+  const Operator op = make_gemm("g", 2, 4, 4);
+  const Architecture arch = chip({2}, 64);
+  ConstraintSpec spec;
+  spec.explore_bypass = true;
+  const MapspaceOptions options = resolve(spec, op, arch);
+  ASSERT_GT(Mapspace(op, arch, options).keep_choices(), 1u);
+  // Every keep/bypass combination after the first starts with a keep move.
+  EXPECT_GT(expect_truthful_changes(op, arch, options, ~std::uint64_t{0}), 0u);
+}
+
+TEST(MapspaceCursor, ReportedChangesAreTrueWithAClusterLevel) {
+  const Operator op = make_gemm("g", 4, 6, 8);
+  const Architecture arch = chip({4}, 1 << 20);
+  ConstraintSpec spec;
+  LevelConstraintSpec pes;
+  pes.level = "PEs";
+  pes.cluster = ClusterConstraintSpec{};
+  spec.levels = {pes};
+  expect_truthful_changes(op, arch, resolve(spec, op, arch), 50000);
+}
+
 }  // namespace
 }  // namespace mapex

@@ -70,11 +70,28 @@ struct TrafficMemo {
     int stop = 0;
     TensorTraffic traffic;
     double readback = 0;  ///< outputs: partial sums read back down
+    /// What the scan did: reused[m] (m from child+1 to stop), bit d: it
+    /// multiplied the reuse along d by level m's trip count. Where it stops,
+    /// and what it multiplies at the levels below, depend on the tiling
+    /// alone; only reused[stop] depends on an order, the stop level's.
+    boost::container::small_vector<std::uint64_t, 8> reused;
+    /// The words for each reused[stop] computed for this tiling and keep
+    /// chain: along the stream the same few come back again and again.
+    struct Outcome {
+      std::uint64_t key = 0;  ///< reused[stop]
+      TensorTraffic traffic;
+      double readback = 0;
+    };
+    boost::container::small_vector<Outcome, 8> seen;
+    std::uint32_t next_evicted = 0;  ///< round robin once `seen` is full
   };
   bool valid = false;
   /// Per level, the loop order the scan reads (a spatial level's cluster
   /// order; empty without a cluster level) and the keep choices.
   std::vector<std::vector<DimId>> orders;
+  /// `orders` holds the previous mapping's orders (a call told what changed
+  /// does not record them).
+  bool orders_known = false;
   std::vector<std::vector<bool>> keep;
   /// Per tensor: its MAC boundary, then one per level of its keep chain.
   std::vector<std::vector<Boundary>> boundaries;
@@ -199,6 +216,11 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
 /// varies the outermost order fastest, so mostly DRAM's boundaries.
 void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
                           NestAnalysis& out);
+/// The same, told what differs from the mapping of the previous call on
+/// `out` (a stream's MappingChange with `tiling` false), instead of
+/// comparing every level's order and keep choices to find out.
+void analyse_traffic_into(const Operator& op, const Architecture& arch, const Mapping& mapping,
+                          NestAnalysis& out, const MappingChange& change);
 /// Whether two mappings of one operator and architecture share the inputs of
 /// analyse_tiling_into.
 bool same_tiling(const Mapping& a, const Mapping& b);

@@ -34,6 +34,14 @@ struct Unsupported {
   std::string reason;
 };
 
+/// What a bound model keeps between neighbouring mappings of one stream
+/// (BoundCostModel::precheck_and_score): the model makes it, the caller
+/// holds one per stream and model and never looks inside.
+class BOOST_SYMBOL_VISIBLE StreamState {
+ public:
+  virtual ~StreamState();
+};
+
 /// A cost model bound to one operator and architecture. `evaluate` and
 /// `precheck` are called concurrently from the framework's worker threads:
 /// they must be const-correct and free of shared mutable state. No I/O.
@@ -85,6 +93,17 @@ class BOOST_SYMBOL_VISIBLE BoundCostModel {
   /// must then try those loops' places too.
   virtual std::uint32_t ordered_loops(const Mapping& partial, int level,
                                       std::uint32_t running) const;
+  /// For sweeps along the enumeration stream (Mapspace::Cursor::next with a
+  /// change report): precheck then score in one call, an invalid Score when
+  /// precheck finds the mapping invalid. `change` says what may differ from
+  /// the mapping passed before with the same `state` (everything for the
+  /// first, when `state` is empty); `state` is the model's own, made on
+  /// the first call of a stream. The same figures as precheck then score;
+  /// a model that keeps analysis state between neighbours overrides it to
+  /// redo only what the change touches. The default calls the two and
+  /// keeps no state.
+  virtual Score precheck_and_score(const Mapping& mapping, const MappingChange& change,
+                                   std::unique_ptr<StreamState>& state) const;
 };
 
 class BOOST_SYMBOL_VISIBLE CostModel {

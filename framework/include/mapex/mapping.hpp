@@ -147,4 +147,25 @@ class Mapping {
 
 bool operator==(const LevelMapping& a, const LevelMapping& b);
 
+/// What may differ between a mapping and the one before it in a stream
+/// (Mapspace::Cursor::next with a change report): a cost model scoring the
+/// stream redoes only the part of its analysis that reads what changed.
+/// The default says everything may have changed.
+struct MappingChange {
+  /// Tiles, splits, cluster tiles and splits or keep choices may differ.
+  bool tiling = true;
+  /// The keep/bypass choices may differ (never without `tiling`).
+  bool keep = true;
+  /// The lowest level whose loop order (a spatial level's cluster order)
+  /// may differ; the number of levels or more when no order differs.
+  int lowest_order = 0;
+  /// Adds `next`, the change from the mapping this one leads to onwards:
+  /// the result is the change across both steps.
+  void merge(const MappingChange& next) {
+    tiling = tiling || next.tiling;
+    keep = keep || next.keep;
+    lowest_order = lowest_order < next.lowest_order ? lowest_order : next.lowest_order;
+  }
+};
+
 }  // namespace mapex

@@ -152,6 +152,13 @@ class Mapspace {
     /// Writes the next valid mapping into `out` (reusing its storage);
     /// false when the space or chunk is exhausted.
     bool next(Mapping& out);
+    /// The same for a caller that keeps `out` between calls: `out` must
+    /// hold what the previous call of this overload wrote, untouched. Only
+    /// the parts that changed are written (along a run of loop orders of
+    /// one tiling, the orders that moved), and `change` says what may
+    /// differ from the previous mapping (everything on the first call):
+    /// the same mappings in the same order as next(out).
+    bool next(Mapping& out, MappingChange& change);
     /// Mappings emitted so far.
     std::uint64_t visited() const { return visited_; }
     /// Mappings skipped because a buffer overflows (exact, from the count
