@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <mapex/architecture.hpp>
+#include <mapex/constraints.hpp>
 #include <mapex/metrics.hpp>
 #include <stdexcept>
 #include <string>
@@ -49,6 +50,17 @@ inline Architecture chip(std::vector<std::int64_t> shape, std::int64_t l1_bytes 
       "chip", 1000, 8, 1, 1,
       {buffer("L1", l1_bytes, 1, 2), spatial("PEs", std::move(shape), multicast),
        buffer("L2", 1 << 20, 10, 10), dram(100)});
+}
+
+/// Constraints that give spatial level `level` a cluster level with every
+/// choice left free (FLASH's cluster tiles, README "Cluster levels").
+inline ConstraintSpec cluster_level_on(std::string level = "PEs") {
+  LevelConstraintSpec spatial_level;
+  spatial_level.level = std::move(level);
+  spatial_level.cluster = ClusterConstraintSpec{};
+  ConstraintSpec spec;
+  spec.levels = {spatial_level};
+  return spec;
 }
 
 /// The keep/bypass and partition tests' chip as YAML: the given L1 per PE,

@@ -384,11 +384,7 @@ TEST(AnalysisIncremental, EqualsTheFullAnalysisAlongTheStreamAndAcrossKeepChange
 TEST(AnalysisIncremental, EqualsTheFullAnalysisAlongTheStreamWithAClusterLevel) {
   const Operator op = make_gemm("g", 4, 6, 8);
   const Architecture arch = chip({4}, 1 << 20);
-  ConstraintSpec spec;
-  LevelConstraintSpec pes;
-  pes.level = "PEs";
-  pes.cluster = ClusterConstraintSpec{};
-  spec.levels = {pes};
+  const ConstraintSpec spec = test::cluster_level_on("PEs");
   const IncrementalCount c = check_incremental(op, arch, resolve(spec, op, arch), 20000);
   EXPECT_GT(c.mappings, 1000u);
   EXPECT_GT(c.order_only_changes, c.mappings / 2);
@@ -432,11 +428,7 @@ TEST(AnalysisIncremental, ToldWhatChangedEqualsTheFullAnalysisAlongTheStream) {
 TEST(AnalysisIncremental, ToldWhatChangedEqualsTheFullAnalysisWithAClusterLevel) {
   const Operator op = make_gemm("g", 4, 6, 8);
   const Architecture arch = chip({4}, 1 << 20);
-  ConstraintSpec spec;
-  LevelConstraintSpec pes;
-  pes.level = "PEs";
-  pes.cluster = ClusterConstraintSpec{};
-  spec.levels = {pes};
+  const ConstraintSpec spec = test::cluster_level_on("PEs");
   const IncrementalCount c = check_told(op, arch, resolve(spec, op, arch), 20000);
   EXPECT_GT(c.mappings, 1000u);
   EXPECT_GT(c.order_only_changes, c.mappings / 2);

@@ -1145,11 +1145,7 @@ TEST(MapspaceCursor, ReportedChangesAreTrueOverAWholeSpaceWithKeepChoices) {
 TEST(MapspaceCursor, ReportedChangesAreTrueWithAClusterLevel) {
   const Operator op = make_gemm("g", 4, 6, 8);
   const Architecture arch = chip({4}, 1 << 20);
-  ConstraintSpec spec;
-  LevelConstraintSpec pes;
-  pes.level = "PEs";
-  pes.cluster = ClusterConstraintSpec{};
-  spec.levels = {pes};
+  const ConstraintSpec spec = test::cluster_level_on("PEs");
   expect_truthful_changes(op, arch, resolve(spec, op, arch), 50000);
 }
 

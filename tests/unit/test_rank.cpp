@@ -95,11 +95,7 @@ TEST(Rank, KeepBypassChoicesAreTheOutermostDigit) {
 TEST(Rank, ClusterLevels) {
   const Operator op = make_gemm("g", 4, 2, 1);
   const Architecture arch = test::chip({4});
-  ConstraintSpec spec;
-  LevelConstraintSpec pes;
-  pes.level = "PEs";
-  pes.cluster = ClusterConstraintSpec{};
-  spec.levels = {pes};
+  const ConstraintSpec spec = test::cluster_level_on("PEs");
   MapspaceOptions o = resolve(spec, op, arch);
   o.check_capacity = false;
   const Mapspace space(op, arch, o);
