@@ -32,6 +32,56 @@ set -e
 [[ $status == 2 ]] || { echo "expected exit 2, got $status"; exit 1; }
 grep -q "kapla_summary.csv:2: reason_class must be one of" <<<"$err" || { echo "bad message: $err"; exit 1; }
 rm "$work/kapla_summary.csv"
+# The verdict on each row from the optional readings column (an older
+# summary without it, flash's above, stays readable): 25% or 3 points;
+# a reading within tolerance reaches it; readings on both sides bracket it;
+# opposite direction words flip a reading's sign; each " / " number is
+# judged on its own and the row takes the weakest.
+cat >"$work/maestro_summary.csv" <<'CSV'
+figure,quantity,paper,mapex,reproduced,reason_class,note,readings
+A,ratio in,10x,12.4x,yes,none,,
+B,ratio reached,10x,20x,partly,assumption,,small tile=7.6x; big tile=30x
+C,ratio bracketed,10x,20x,partly,assumption,,small tile=7.4x; big tile=30x
+D,ratio one side,10x,20x,partly,assumption,,small tile=12.6x; big tile=30x
+E,share points,50.0%,46.9%,partly,assumption,,
+F,share flipped,40% more,30% less,no,assumption,,x=38% less; y=45% more
+G,two numbers,50% / 20%,10% / 19%,no,assumption,,a=40% / 0%; b=45% / 1%
+H,weakest of two,50% / 20%,10% / 10%,no,assumption,,a=48% / 0%; b=60% / 30%
+I,qualitative,not bound,1.2x,partly,assumption,,
+CSV
+/usr/bin/python3 "$script" --docs "$work"
+row_verdict() {  # the verdict column (10th cell) of the row of figure $1
+  awk -F' \\| ' -v f="| $1" '$1 == f { print $9 }' "$index"
+}
+check_verdict() {
+  local got
+  got=$(row_verdict "$1")
+  [[ $got == "$2" ]] || { echo "row $1: expected verdict '$2', got '$got'"; exit 1; }
+}
+check_verdict A "within tolerance"
+check_verdict B "reached by a run"
+check_verdict C "bracketed by runs"
+check_verdict D "not explained"
+check_verdict E "not explained"
+check_verdict F "bracketed by runs"
+check_verdict G "not explained"
+check_verdict H "bracketed by runs"
+check_verdict I "no number to judge"
+grep -q '^| B | ratio reached | 10x | 20x | +100% | partly | an assumption the paper leaves unstated | small tile=7.6x; big tile=30x | reached by a run |' "$index" \
+  || { echo "readings not shown"; exit 1; }
+grep -q '\*\*Verdicts\*\* .*: 2 within tolerance, 1 reached by a run, 3 bracketed by runs, 5 not explained, 1 no number to judge\.' "$index" \
+  || { echo "verdict totals wrong"; exit 1; }
+# A reading without a number is refused with its file and line.
+printf 'figure,quantity,paper,mapex,reproduced,reason_class,note,readings\nX,q,1,2,no,assumption,,wide=none\n' \
+  >"$work/maestro_summary.csv"
+set +e
+err=$(/usr/bin/python3 "$script" --docs "$work" 2>&1 >/dev/null)
+status=$?
+set -e
+[[ $status == 2 ]] || { echo "expected exit 2 on a bad reading, got $status"; exit 1; }
+grep -q "maestro_summary.csv:2: readings: expected label=value with a number, got 'wide=none'" <<<"$err" \
+  || { echo "bad message: $err"; exit 1; }
+rm "$work/maestro_summary.csv"
 # scripts/results_all's measurements become the index's regeneration-time
 # section: per step, the run, and the CPU total over 2 cores (600 + 300 s of
 # CPU: at least 7.5 minutes).
