@@ -16,4 +16,10 @@ for needle in "# FLASH" "Table 5" "Fig. 7" "Fig. 8" "Fig. 9" "Fig. 10"; do
   grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
 done
 [[ -s "$work/flash_summary.csv" ]] || { echo "no flash_summary.csv beside the page"; exit 1; }
+# The readings column: the NoC sweep's values on the row it moves.
+summary="$work/flash_summary.csv"
+head -1 "$summary" | tr -d '\r' | grep -qx "figure,quantity,paper,mapex,reproduced,reason_class,note,readings" \
+  || { echo "summary header without readings"; head -1 "$summary"; exit 1; }
+grep -q "^Fig. 8,\"NVDLA-style runtime vs the others, workload I Edge\",.*,NoC 32 GB/s=[0-9.]*% lower;" "$summary" \
+  || { echo "no NoC readings on Fig. 8's workload I row"; cat "$summary"; exit 1; }
 echo "flash page built from $fixture"

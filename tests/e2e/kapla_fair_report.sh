@@ -19,7 +19,7 @@ for needle in "## Fig. 9: inference, multi-node chip, batch 64, goal energy" \
   grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
 done
 summary=$(cat "$work/summary.csv")
-for needle in "figure,quantity,paper,mapex,reproduced,reason_class,note" \
+for needle in "figure,quantity,paper,mapex,reproduced,reason_class,note,readings" \
     "Fig. 9,energy overhead of K over B (inference),7.7%," \
     "Fig. 9,scheduling speed-up K over B (inference),174x" "Fig. 10,energy overhead of K over B (edge),"; do
   grep -qF "$needle" <<<"$summary" || { echo "missing '$needle' in:"; echo "$summary"; exit 1; }

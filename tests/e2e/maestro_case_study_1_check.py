@@ -60,6 +60,13 @@ row = rf[(rf["kind"] == "early") & (rf["style"] == "KC-P")].iloc[0]
 # MACs, 36 words): (486 + 324) / (54 + 36) = 9 uses per filter word.
 check(abs(row["filt"] - 9) < 1e-9 and abs(row["filt_bound"] - 9) < 1e-9,
       f"KC-P's filter reuse is the bound, 9: {row.to_dict()}")
+# One level up: each of those 90 filter words is written into L2 once and
+# read from it once (KC-P keeps it in its PE), so L2 reads per L2 write = 1.
+check(abs(row["filt_l2"] - 1) < 1e-9,
+      f"KC-P's L2 filter reuse is 1: {row.to_dict()}")
+yrp = rf[(rf["kind"] == "early") & (rf["style"] == "YR-P")].iloc[0]
+check(abs(yrp["filt_l2_ratio"] - yrp["filt_l2"]) < 1e-9,
+      "YR-P's L2 filter factor over KC-P's (1) is the factor itself")
 g = cs1.gains(f, "runtime_cycles", "energy_total_macunits").iloc[0]
 per_layer_min = f.groupby("layer")["runtime_cycles"].min().sum()
 best_total = f.groupby("style")["runtime_cycles"].sum().min()

@@ -111,7 +111,7 @@ expected = {
                                 "## Which energy the paper reports",
                                 "## Reuse factors of YR-P and KC-P in VGG16",
                                 "## Searched mappings"],
-    "maestro_summary.csv": ["figure,quantity,paper,mapex,reproduced,reason_class,note"],
+    "maestro_summary.csv": ["figure,quantity,paper,mapex,reproduced,reason_class,note,readings"],
     "maestro_dse.png": [],
 }
 for page, needles in expected.items():

@@ -18,7 +18,7 @@ grep -q "Not run (marvel_fig12.h5 missing" "$doc" || { cat "$doc"; exit 1; }
 # with one row per headline (here Fig. 9's two speed-ups).
 grep -q "| marvel_fig9.h5 | [0-9]* | true |" "$doc" || { cat "$doc"; exit 1; }
 csv="$work/marvel_summary.csv"
-head -1 "$csv" | grep -qx "figure,quantity,paper,mapex,reproduced,reason_class,note" || { cat "$csv"; exit 1; }
+head -1 "$csv" | grep -qx "figure,quantity,paper,mapex,reproduced,reason_class,note,readings" || { cat "$csv"; exit 1; }
 [ "$(grep -c '^Fig. 9,' "$csv")" = 2 ] || { cat "$csv"; exit 1; }
 # The quality section from a small JSON of scripts/marvel_quality: the
 # evaluation ratio is against the exhaustive search's evaluations (100x
