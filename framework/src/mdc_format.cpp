@@ -21,8 +21,13 @@ namespace {
 /// to memcmp, a fifth of the parser's instructions.
 [[gnu::always_inline]] inline bool eq(std::string_view a, std::string_view b) {
   // Inlined where b is a literal, the memcmp of a known small size becomes
-  // a compare or two.
-  return a.size() == b.size() && __builtin_memcmp(a.data(), b.data(), b.size()) == 0;
+  // a compare or two. Where neither size is known (dimension names against
+  // dimension names), the first character decides most comparisons and
+  // all of one-character names without a call to memcmp.
+  if (a.size() != b.size()) return false;
+  if (b.empty()) return true;
+  return a[0] == b[0] &&
+         (b.size() == 1 || __builtin_memcmp(a.data() + 1, b.data() + 1, b.size() - 1) == 0);
 }
 
 /// The sizes of a layer's dimensions from one pass over its list (0 when
