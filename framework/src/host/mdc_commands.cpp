@@ -55,13 +55,14 @@ const Column kColumns[] = {
     {"compute_delay_avg", &mdc::Result::compute_delay_avg},
 };
 
+/// The longest number put_number writes ("-1.23456789012345e-308" is 22).
+constexpr std::size_t kNumberChars = 32;
+
 /// Writes `v` at `at` as `%.15g` prints it (what `<< std::setprecision(15)`
 /// gives) and returns the end: std::to_chars, without a stream per number.
-/// At most kNumberChars characters ("-1.23456789012345e-308" is 22).
 /// Most of MAESTRO's figures are whole numbers below 10^15, which `%.15g`
 /// prints as their digits: those take the integer conversion, several times
 /// cheaper than the floating-point one (-0 keeps its sign through the latter).
-constexpr std::size_t kNumberChars = 32;
 char* put_number(char* at, double v) {
   // The round trip through int64 tests for a whole number without a call to
   // libm's trunc (no SSE4.1 rounding instruction in the baseline x86-64).
