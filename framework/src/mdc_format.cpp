@@ -21,8 +21,13 @@ namespace {
 /// to memcmp, a fifth of the parser's instructions.
 [[gnu::always_inline]] inline bool eq(std::string_view a, std::string_view b) {
   // Inlined where b is a literal, the memcmp of a known small size becomes
-  // a compare or two.
-  return a.size() == b.size() && __builtin_memcmp(a.data(), b.data(), b.size()) == 0;
+  // a compare or two. Where neither size is known (dimension names against
+  // dimension names), the first character decides most comparisons and
+  // all of one-character names without a call to memcmp.
+  if (a.size() != b.size()) return false;
+  if (b.empty()) return true;
+  return a[0] == b[0] &&
+         (b.size() == 1 || __builtin_memcmp(a.data() + 1, b.data() + 1, b.size() - 1) == 0);
 }
 
 /// The sizes of a layer's dimensions from one pass over its list (0 when
@@ -178,6 +183,7 @@ enum CharClass : std::uint8_t {
   kNewline,
   kBrace,
   kMinus,
+  kNul,          // the end of the text, or a word character inside it
   kWordOrSlash,  // the classes from here on continue a word
   kSlash = kWordOrSlash,
   kWordChar,
@@ -192,6 +198,7 @@ struct CharClasses {
     of[static_cast<unsigned char>('}')] = kBrace;
     of[static_cast<unsigned char>('-')] = kMinus;  // a separator, or the sign of a number
     of[static_cast<unsigned char>('/')] = kSlash;  // a word character, or a comment
+    of[0] = kNul;
   }
   CharClass operator()(char c) const { return of[static_cast<unsigned char>(c)]; }
   /// A word character or '/' (inside a word, "//" is no comment).
@@ -201,67 +208,111 @@ constexpr CharClasses kClass{};
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-/// The end of the word starting at `i`: the next separator, newline or brace.
-std::size_t word_end(std::string_view text, std::size_t i) {
-  while (i < text.size() && kClass.in_word(text[i])) ++i;
-  return i;
-}
-
 // MAESTRO splits on blanks and the characters , - > ( ) : ; and a token
 // starting with // ends the line. Braces are kept as tokens of their own.
-std::vector<Token> tokenize(std::string_view text) {
-  std::vector<Token> out;
-  out.reserve(text.size() / 4 + 8);  // ResNet-50 files: one token per 5-6 characters
-  int line = 1;
-  std::size_t line_start = 0;
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  auto column = [&](std::size_t at) { return static_cast<int>(at - line_start) + 1; };
-  // A word ends at a separator; a '-' right after a word is only that (so
-  // Conv2d-1 gives Conv2d and 1, not a negative 1).
-  auto push_word = [&](std::size_t start, std::size_t word, bool negative) {
-    i = word_end(text, word);
-    out.push_back({text.substr(word, i - word), line, column(start), negative});
-    if (i < n && text[i] == '-') ++i;
-  };
-  while (i < n) {
-    switch (kClass(text[i])) {
-      case kSeparator:
-        // Blanks come in runs (indentation): skipped in one loop.
-        do ++i;
-        while (i < n && kClass(text[i]) == kSeparator);
-        break;
-      case kNewline:
-        ++line;
-        line_start = ++i;
-        break;
-      case kBrace:
-        out.push_back({text.substr(i, 1), line, column(i), false});
-        ++i;
-        break;
-      case kMinus:
-        // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
-        // remembers it so that a negative size or offset is reported.
-        if (i + 1 < n && is_digit(text[i + 1]))
-          push_word(i, i + 1, true);
-        else
-          ++i;
-        break;
-      case kSlash:
-        if (i + 1 < n && text[i + 1] == '/') {
-          // A comment: the rest of the line (its newline is counted above).
-          while (i < n && text[i] != '\n') ++i;
+// The words are made one at a time as the parser asks for them: a vector of
+// every token of a 66-layer file (4,000 tokens, 128 KiB) was written and
+// read back once, in fresh pages the kernel had to fault in and zero.
+class Lexer {
+ public:
+  /// `text` must be followed by a '\0' (as a std::string's text is): the
+  /// scan stops there without comparing its position to the end at every
+  /// character.
+  explicit Lexer(std::string_view text) : text_(text) { scan(); }
+
+  bool at_end() const { return !has_ahead_; }
+  /// The next token (valid unless at_end()).
+  const Token& ahead() const { return ahead_; }
+  /// The last token of the file once at_end() (where "unexpected end of
+  /// file" points), before then the last one made.
+  Token last() const { return made_any_ ? ahead_ : Token{"", 1, 1, false}; }
+  /// Moves past ahead().
+  void advance() { scan(); }
+  /// The text from ahead() on, up to the end of the file.
+  std::string_view rest() const {
+    return has_ahead_ ? text_.substr(static_cast<std::size_t>(ahead_.text.data() - text_.data()))
+                      : std::string_view{};
+  }
+
+ private:
+  const char* end() const { return text_.data() + text_.size(); }
+  int column(const char* at) const { return static_cast<int>(at - text_.data() - line_start_) + 1; }
+  void make(const char* word, const char* word_end, const char* start, bool negative) {
+    ahead_ = {std::string_view(word, static_cast<std::size_t>(word_end - word)), line_,
+              column(start), negative};
+    has_ahead_ = made_any_ = true;
+  }
+  // A word ends at a separator, newline, brace or the end of the text; a
+  // '-' right after a word is only that (so Conv2d-1 gives Conv2d and 1,
+  // not a negative 1). Returns where the scan goes on.
+  const char* make_word(const char* start, const char* word, bool negative) {
+    const char* p = word;
+    while (kClass.in_word(*p) || (*p == '\0' && p != end())) ++p;
+    make(word, p, start, negative);
+    return *p == '-' ? p + 1 : p;
+  }
+
+  /// Finds the token after the current one; at the end of the text, keeps
+  /// the last one in ahead_ for last().
+  void scan() {
+    has_ahead_ = false;
+    const char* p = text_.data() + i_;
+    for (;;) {
+      switch (kClass(*p)) {
+        case kSeparator:
+          // Blanks come in runs (indentation): skipped in one loop.
+          do ++p;
+          while (kClass(*p) == kSeparator);
           break;
-        }
-        push_word(i, i, false);
-        break;
-      case kWordChar:
-        push_word(i, i, false);
-        break;
+        case kNewline:
+          ++line_;
+          line_start_ = static_cast<std::size_t>(++p - text_.data());
+          break;
+        case kNul:
+          if (p == end()) {
+            i_ = text_.size();
+            return;
+          }
+          p = make_word(p, p, false);  // a '\0' inside the file is a word character
+          i_ = static_cast<std::size_t>(p - text_.data());
+          return;
+        case kBrace:
+          make(p, p + 1, p, false);
+          i_ = static_cast<std::size_t>(p + 1 - text_.data());
+          return;
+        case kMinus:
+          // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
+          // remembers it so that a negative size or offset is reported.
+          if (is_digit(p[1])) {
+            p = make_word(p, p + 1, true);
+            i_ = static_cast<std::size_t>(p - text_.data());
+            return;
+          }
+          ++p;
+          break;
+        case kSlash:
+          if (p[1] == '/') {
+            // A comment: the rest of the line (its newline is counted above).
+            while (*p != '\n' && p != end()) ++p;
+            break;
+          }
+          [[fallthrough]];
+        case kWordChar:
+          p = make_word(p, p, false);
+          i_ = static_cast<std::size_t>(p - text_.data());
+          return;
+      }
     }
   }
-  return out;
-}
+
+  std::string_view text_;
+  std::size_t i_ = 0;
+  int line_ = 1;
+  std::size_t line_start_ = 0;
+  Token ahead_;
+  bool has_ahead_ = false;
+  bool made_any_ = false;
+};
 
 /// The value of an integer token ([+-]digits), nothing when the token is
 /// not one, and `overflow` set when it is one but does not fit an int64
@@ -311,8 +362,8 @@ std::string str(std::string_view s) { return std::string(s); }
 
 class Parser {
  public:
-  Parser(std::string_view text, std::string origin)
-      : tokens_(tokenize(text)), origin_(std::move(origin)) {}
+  // A std::string: the lexer relies on the '\0' after its text.
+  Parser(const std::string& text, std::string origin) : lexer_(text), origin_(std::move(origin)) {}
 
   Network parse() {
     Network net;
@@ -370,32 +421,34 @@ class Parser {
                             const std::string& problem) const {
     throw InputError(SourceLocation{origin_, line, column}, key, problem);
   }
-  bool at_end() const { return pos_ >= tokens_.size(); }
-  Token last() const { return tokens_.empty() ? Token{"", 1, 1, false} : tokens_.back(); }
-  const Token& next() {
+  bool at_end() const { return lexer_.at_end(); }
+  Token last() const { return lexer_.last(); }
+  Token next() {
     if (at_end()) fail(last(), "", "unexpected end of file");
-    return tokens_[pos_++];
+    const Token t = lexer_.ahead();
+    lexer_.advance();
+    return t;
   }
   // The words these take are literals: string_view and const char* keep
   // a std::string from being built for every token (messages build theirs).
   [[gnu::always_inline]] bool peek_is(std::string_view s) const {
-    return !at_end() && eq(tokens_[pos_].text, s);
+    return !at_end() && eq(lexer_.ahead().text, s);
   }
-  const Token& expect_any(std::string_view what) {
+  Token expect_any(std::string_view what) {
     if (at_end()) fail(last(), "", "unexpected end of file; expected " + std::string(what));
-    const Token& t = tokens_[pos_];
+    const Token t = lexer_.ahead();
     if (eq(t.text, "{") || eq(t.text, "}"))
       fail(t, "", "expected " + std::string(what) + ", got '" + str(t.text) + "'");
-    ++pos_;
+    lexer_.advance();
     return t;
   }
   [[gnu::always_inline]] void expect(std::string_view s, std::string_view key) {
     if (at_end())
       fail(last(), std::string(key), "unexpected end of file; expected '" + std::string(s) + "'");
-    const Token& t = tokens_[pos_];
+    const Token& t = lexer_.ahead();
     if (!eq(t.text, s))
       fail(t, std::string(key), "expected '" + std::string(s) + "', got '" + str(t.text) + "'");
-    ++pos_;
+    lexer_.advance();
   }
   void skip_block(const Token& opener) {
     expect("{", opener.text);
@@ -408,12 +461,14 @@ class Parser {
     }
   }
 
-  /// The directives up to the next '}' (one allocation for the layer's list).
+  /// About the number of directives up to the next '}': the ';' that end
+  /// them in the text (one allocation for a layer's list; only a hint, so
+  /// a ';' inside a comment does no harm).
   std::size_t directives_ahead() const {
-    std::size_t n = 0;
-    for (std::size_t i = pos_; i < tokens_.size() && !eq(tokens_[i].text, "}"); ++i)
-      n += is_directive_word(tokens_[i].text) ? 1 : 0;
-    return n;
+    const std::string_view rest = lexer_.rest();
+    return static_cast<std::size_t>(std::count(
+        rest.begin(),
+        rest.begin() + static_cast<std::ptrdiff_t>(std::min(rest.find('}'), rest.size())), ';'));
   }
 
   static const std::vector<std::string_view>& allowed_dims(LayerType type) {
@@ -474,7 +529,7 @@ class Parser {
     layer.column = layer_token.column;
     // MAESTRO splits names on '-' and keeps the last piece (Conv2d-1 is 1).
     layer.name = expect_any("a layer name").text;
-    while (!at_end() && !peek_is("{") && !peek_is("}") && !is_section(tokens_[pos_].text))
+    while (!at_end() && !peek_is("{") && !peek_is("}") && !is_section(lexer_.ahead().text))
       layer.name = next().text;
     expect("{", "Layer");
     bool has_type = false, has_dims = false, has_dataflow = false;
@@ -642,9 +697,8 @@ class Parser {
     return d;
   }
 
-  std::vector<Token> tokens_;
+  Lexer lexer_;
   std::string origin_;
-  std::size_t pos_ = 0;
   std::map<std::string, std::int64_t, std::less<>> constants_;
 };
 

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -33,6 +35,38 @@ TEST(CliMaestro, CsvRowMatchesMaestro) {
   // 1806387 cycles, L2 requirement 4808.
   EXPECT_NE(r.out.find("resnet_3x3_s2,115605504,1806387,"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(",4808,"), std::string::npos) << r.out;
+}
+
+// Every number of the CSV is the text `%.15g` gives (what MAESTRO's own CSV
+// carries), whichever of the three conversions wrote it: on ResNet-50 under
+// xp_ws, 1,517 whole numbers, and 133 fractions such as energies and
+// average delays, most of them read back exactly from 15 digits or fewer.
+// A fraction printed in the other notation, or with more or fewer digits,
+// reads back as a double whose `%.15g` text differs.
+TEST(CliMaestro, CsvNumbersAreTheirPrintfG15Text) {
+  const std::string net = std::string(MAPEX_MAESTRO_REFDATA) + "/cases/N__Resnet50_xp_ws__acc1";
+  const auto r = run_cli(
+      {"evaluate", "--maestro", net + "/mapping.m", "--hw", net + "/hw.m", "--format", "csv"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream rows(r.out);
+  std::string row;
+  std::getline(rows, row);  // the header
+  int numbers = 0, fractions = 0;
+  while (std::getline(rows, row)) {
+    std::istringstream fields(row);
+    std::string field;
+    std::getline(fields, field, ',');  // the layer name
+    while (std::getline(fields, field, ',')) {
+      const double v = std::strtod(field.c_str(), nullptr);
+      char g15[64];
+      std::snprintf(g15, sizeof g15, "%.15g", v);
+      EXPECT_EQ(field, g15) << row;
+      ++numbers;
+      fractions += v != static_cast<double>(static_cast<long long>(v)) ? 1 : 0;
+    }
+  }
+  EXPECT_EQ(numbers, 66 * 25);
+  EXPECT_GT(fractions, 100);
 }
 
 TEST(CliMaestro, TableAndJson) {

@@ -4,13 +4,16 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
 #include <mapex/network.hpp>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string_view>
 
 #include "host/cli_args.hpp"
 #include "host/plugin_registry.hpp"
@@ -52,48 +55,56 @@ const Column kColumns[] = {
     {"compute_delay_avg", &mdc::Result::compute_delay_avg},
 };
 
-/// Appends `v` as `%.15g` prints it (what `<< std::setprecision(15)` gives):
-/// std::to_chars, without a stream per number.
+/// The longest number put_number writes ("-1.23456789012345e-308" is 22).
+constexpr std::size_t kNumberChars = 32;
+
+/// Writes `v` at `at` as `%.15g` prints it (what `<< std::setprecision(15)`
+/// gives) and returns the end: std::to_chars, without a stream per number.
 /// Most of MAESTRO's figures are whole numbers below 10^15, which `%.15g`
 /// prints as their digits: those take the integer conversion, several times
 /// cheaper than the floating-point one (-0 keeps its sign through the latter).
-void append_number(std::string& text, double v) {
-  char buffer[32];
+char* put_number(char* at, double v) {
   // The round trip through int64 tests for a whole number without a call to
   // libm's trunc (no SSE4.1 rounding instruction in the baseline x86-64).
   if (std::fabs(v) < 1e15 && static_cast<double>(static_cast<std::int64_t>(v)) == v &&
-      !(v == 0 && std::signbit(v))) {
-    const auto end = std::to_chars(buffer, buffer + sizeof buffer, static_cast<std::int64_t>(v));
-    text.append(buffer, end.ptr);
-    return;
-  }
-  const auto end = std::to_chars(buffer, buffer + sizeof buffer, v, std::chars_format::general, 15);
-  text.append(buffer, end.ptr);
+      !(v == 0 && std::signbit(v)))
+    return std::to_chars(at, at + kNumberChars, static_cast<std::int64_t>(v)).ptr;
+  return std::to_chars(at, at + kNumberChars, v, std::chars_format::general, 15).ptr;
 }
 
 std::string number(double v) {
-  std::string text;
-  append_number(text, v);
-  return text;
+  char buffer[kNumberChars];
+  return std::string(buffer, put_number(buffer, v));
 }
 
-/// The CSV table, built in one string and written at once.
+/// Copies `s` to `at` and returns the end.
+char* put(char* at, std::string_view s) {
+  std::memcpy(at, s.data(), s.size());
+  return at + s.size();
+}
+
+/// The CSV table, written into one buffer sized for its longest possible
+/// rows (a std::string append per number was a call and a copy each, a
+/// tenth of the per-layer work of a 66-layer file) and output at once.
 void print_csv(const std::vector<mdc::Result>& results, std::ostream& out) {
-  std::string text;
-  // About 12 characters a number: one allocation for the whole table.
-  text.reserve((results.size() + 1) * (std::size(kColumns) + 1) * 12);
-  text += "layer_name";
-  for (const auto& c : kColumns) (text += ',') += c.name;
-  text += '\n';
+  std::size_t bound = std::size("layer_name");
+  for (const auto& c : kColumns) bound += 1 + std::strlen(c.name);
+  for (const auto& r : results)
+    bound += r.layer_name.size() + std::size(kColumns) * (1 + kNumberChars) + 1;
+  // Not zeroed: only the pages written are touched.
+  const auto text = std::make_unique_for_overwrite<char[]>(bound);
+  char* at = put(text.get(), "layer_name");
+  for (const auto& c : kColumns) at = put(put(at, ","), c.name);
+  *at++ = '\n';
   for (const auto& r : results) {
-    text += r.layer_name;
+    at = put(at, r.layer_name);
     for (const auto& c : kColumns) {
-      text += ',';
-      append_number(text, r.*c.field);
+      *at++ = ',';
+      at = put_number(at, r.*c.field);
     }
-    text += '\n';
+    *at++ = '\n';
   }
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.write(text.get(), at - text.get());
 }
 
 }  // namespace
