@@ -762,16 +762,16 @@ class CaseOrder {
     }
   }
 
-  /// Points `c` at the next case (the first call gives case 0) and returns
-  /// how often that case occurs. A directive with one state keeps it (its
-  /// digit is always 0), so only the others are counted, and of those only
-  /// the ones from the last carry on change.
+  /// Points `c`'s states at the next case (the first call gives case 0)
+  /// and returns how often that case occurs. A directive with one state
+  /// keeps it (its digit is always 0), so only the others are counted, and
+  /// of those only the ones from the last carry on change. `begin` then
+  /// works out what the case needs, when its class (case_class) is new.
   std::int64_t next(Case& c) {
-    unsigned changed = 0;
     if (n_ == 0) {
       for (int i = 0; i < num_; ++i) c.st[i] = &lists_[i].s[0];
-      moving_mask_ = 0;
-      changed = ~0U;
+      moving_mask_ = edge_mask_ = 0;
+      changed_ = ~0U;
     } else {
       int from = 0;
       if (n_ > 1) {
@@ -781,19 +781,43 @@ class CaseOrder {
       for (int k = from; k < num_moving_; ++k) {
         const int i = moving_[k];
         const int at = raw_[k] + 1 == lists_[i].n ? 0 : raw_[k] + 1;
-        c.st[i] = &lists_[i].s[at];
+        const State* s = &lists_[i].s[at];
+        c.st[i] = s;
         // Every list starts with the Init state: past it is "moving".
         const unsigned bit = 1U << i;
         moving_mask_ = at != 0 ? moving_mask_ | bit : moving_mask_ & ~bit;
-        changed |= bit;
+        edge_mask_ = s->is_edge() ? edge_mask_ | bit : edge_mask_ & ~bit;
+        changed_ |= bit;
       }
     }
     ++n_;
     std::int64_t occ = fixed_occ_;
     for (int k = 0; k < num_moving_; ++k) occ *= c.st[moving_[k]]->occ;
-    // At Init and not unrolled: restartable (Case::begin).
-    c.begin(moving_mask_, init_not_unrolled_ & ~moving_mask_, changed);
     return occ;
+  }
+
+  /// Readies `c` for the states `next` set: the directive that moved, the
+  /// restartable ones (at Init and not unrolled) and those whose state
+  /// changed since the last `begin` (Case::begin).
+  void begin(Case& c) {
+    c.begin(moving_mask_, init_not_unrolled_ & ~moving_mask_, changed_);
+    changed_ = 0;
+  }
+
+  /// The class of the current case: cases of one class move and cost the
+  /// same and differ only in how often they occur (§IV-B's "few
+  /// representative cases", taken one step further). A case's numbers
+  /// depend on its states only through the innermost directive past Init
+  /// (Case::changing; every directive inside it is at Init, and which of
+  /// those restart is fixed per directive) and on which states are edges:
+  /// outside the moved directive an Init and a Steady state have the same
+  /// tiles, the same unique parts (pe_ingress, output_spatial,
+  /// reduction_spatial read `pos` only to tell an Init inside the moved
+  /// directive, or an edge, apart) and the same sub-level dimensions. A
+  /// list's Init state is an edge only when it is the list's one state, so
+  /// one bit per directive tells its edge state apart.
+  unsigned case_class() const {
+    return static_cast<unsigned>(std::bit_width(moving_mask_)) | (edge_mask_ << 5);
   }
 
  private:
@@ -808,23 +832,65 @@ class CaseOrder {
   std::int64_t fixed_occ_;          // occurrences of the others' single states
   int raw_[kMaxDirectives];         // the mixed-radix digits of n-1 over moving_, counted up
   unsigned moving_mask_ = 0;        // bit i: directive i is past Init
+  unsigned edge_mask_ = 0;          // bit i: directive i (of moving_) is at an edge state
+  unsigned changed_ = 0;            // bit i: directive i's state changed since the last begin
   unsigned init_not_unrolled_ = 0;  // bit i: directive i's Init state is not unrolled
 };
 
 // What one iteration case moves and costs at its level (§IV-A, §IV-B).
+// No default member values: a level keeps a table of them (CaseOutcomes),
+// and Analyser::evaluate sets every field a case reads.
 struct CaseFlow {
-  std::int64_t occ = 1;
-  std::int64_t psums_all = 0;      // MACs over all busy sub-units
-  std::int64_t egress = 0;         // output words leaving the sub-units
-  std::int64_t in_of[2] = {0, 0};  // words of each input tensor entering them
+  std::int64_t occ;
+  std::int64_t psums_all;  // MACs over all busy sub-units
+  std::int64_t egress;     // output words leaving the sub-units
+  std::int64_t in_of[2];   // words of each input tensor entering them
   // Words on the network: the same as egress and in_of with multicast and
   // reduction; without them each busy PE's own copies and partial sums
   // (fractional where the sub-levels' ratios enter).
   // Set by network_words only when a switch is off (no x87 stores per case).
   long double in_words[2], out_words;
-  std::int64_t noc_in = 0, noc_out = 0;
-  std::int64_t compute = 0;  // the sub-level's runtime, or the PE's MAC steps
-  std::int64_t in_delay = 0, out_delay = 0;
+  std::int64_t noc_in, noc_out;
+  std::int64_t compute;  // the sub-level's runtime, or the PE's MAC steps
+  std::int64_t in_delay, out_delay;
+};
+
+// A case's flow with what its level adds up besides: the partial sums on
+// the critical path (none: the case has no work), the busy PEs (innermost
+// level) or the sub-level's average active PEs (else), and the case's
+// delay before the off-chip refill is overlapped. The same for every case
+// of a class (CaseOrder::case_class); `flow.occ` is set per case.
+struct CaseOutcome {
+  CaseFlow flow;
+  std::int64_t psums_critical;
+  std::int64_t busy;
+  long double units;
+  std::int64_t delay;
+};
+
+// The outcomes of the case classes a level has met, so that a case of a
+// class already met is only counted, not analysed again (on the ResNet-50
+// dataflows about half of the cases). Direct-mapped: a class whose slot
+// another holds is analysed again into it.
+class CaseOutcomes {
+ public:
+  CaseOutcomes() {
+    for (unsigned& k : key_) k = kFree;
+  }
+  /// The slot of class `key`; `found` says whether it holds key's outcome
+  /// (else the caller fills it in, and it is key's from then on).
+  CaseOutcome& slot(unsigned key, bool& found) {
+    const unsigned i = (key * 0x9E3779B1U) >> (32 - kBits);
+    found = key_[i] == key;
+    key_[i] = key;
+    return outcome_[i];
+  }
+
+ private:
+  static constexpr int kBits = 4;
+  static constexpr unsigned kFree = ~0U;  // no class has every bit set (case_class)
+  unsigned key_[1 << kBits];
+  CaseOutcome outcome_[1 << kBits];
 };
 
 // The busy sub-units' share of one case: the slowest one's runtime, the PEs
@@ -1142,6 +1208,33 @@ struct Analyser {
                       : std::max(f.out_delay, std::max(f.compute, f.in_delay));
   }
 
+  // What case `c` of level `li` moves and costs, apart from how often it
+  // occurs (§IV-A, §IV-B): its flow, and with work the compute delay (the
+  // MAC steps of one PE at the innermost level, else recursively the
+  // sub-level's runtime), the PEs kept busy and the case's delay.
+  void evaluate(const Case& c, int li, bool innermost, CaseOutcome& o) {
+    const Level& L = c.L;
+    CaseFlow& f = o.flow;
+    f.psums_all = c.all_psums();
+    f.egress = c.egress();
+    for (int t = 0; t < 2; ++t) f.in_of[t] = c.ingress(t);
+    o.psums_critical = c.critical_psums();
+    if (o.psums_critical <= 0) return;
+    const State& spatial = *c.st[c.first_spatial()];
+    o.busy = spatial.is_edge() ? L.num_edge_sub : L.num_sub;
+    if (innermost) {
+      static constexpr long double kOwnWords[kNumTensors] = {1, 1, 1};
+      f.compute = ceil_div(o.psums_critical, P.hw.simd_lanes);
+      network_words(c, kOwnWords, f);
+    } else {
+      const SubWork sub = sub_work(c, li, spatial);
+      f.compute = sub.runtime;
+      o.units = sub.active == 0 ? static_cast<long double>(o.busy) : sub.active;
+      network_words(c, sub.unshared, f);
+    }
+    o.delay = case_delay(c.all_init(), f);
+  }
+
   // Level `li` on dimensions `dims`: its cases, each weighted by its
   // occurrences, give the runtime (double buffering hides communication
   // behind computation except in the first step, which must fill the
@@ -1156,48 +1249,38 @@ struct Analyser {
 
     CaseOrder order(P, L, dims);
     Case c(P, L);
+    CaseOutcomes outcomes;
     std::int64_t runtime = 0, occurrences = 0, busy_pes = 0;
     long double active_sum = 0;
     UnsharedWords unshared;
     for (std::int64_t n = 0; n < order.size(); ++n) {
-      CaseFlow f;
-      f.occ = order.next(c);
-      f.psums_all = c.all_psums();
-      f.egress = c.egress();
-      for (int t = 0; t < 2; ++t) f.in_of[t] = c.ingress(t);
-      const std::int64_t psums_critical = c.critical_psums();
+      const std::int64_t occ = order.next(c);
+      bool found = false;
+      CaseOutcome& o = outcomes.slot(order.case_class(), found);
+      if (!found) {
+        order.begin(c);
+        evaluate(c, li, innermost, o);
+      }
+      CaseFlow& f = o.flow;
+      f.occ = occ;
       if (accounts.is_first()) accounts.first_case(P, dims, f);
       accounts.outputs(f);
-      if (psums_critical <= 0) {
+      if (o.psums_critical <= 0) {
         // No work in this case: a tile larger than its dimension.
         accounts.skipped();
         continue;
       }
       accounts.inputs(f);
-
-      // The compute delay: the MAC steps of one PE at the innermost level,
-      // else recursively the sub-level's runtime; and the PEs kept busy.
-      const State& spatial = *c.st[c.first_spatial()];
-      const std::int64_t busy = spatial.is_edge() ? L.num_edge_sub : L.num_sub;
-      if (innermost) {
-        static constexpr long double kOwnWords[kNumTensors] = {1, 1, 1};
-        f.compute = ceil_div(psums_critical, P.hw.simd_lanes);
-        busy_pes += busy * f.occ;
-        network_words(c, kOwnWords, f);
-      } else {
-        const SubWork sub = sub_work(c, li, spatial);
-        f.compute = sub.runtime;
-        const long double units = sub.active == 0 ? static_cast<long double>(busy) : sub.active;
-        active_sum += units * static_cast<long double>(f.occ);
-        network_words(c, sub.unshared, f);
-      }
+      if (innermost)
+        busy_pes += o.busy * f.occ;
+      else
+        active_sum += o.units * static_cast<long double>(f.occ);
       if (!share) {
         unshared.add(f);
         accounts.unshared(P, f);
       }
       const std::int64_t compute_nz = std::max<std::int64_t>(f.compute, 1);
-      const std::int64_t outstanding =
-          accounts.overlap_offchip(P, case_delay(c.all_init(), f), compute_nz);
+      const std::int64_t outstanding = accounts.overlap_offchip(P, o.delay, compute_nz);
       runtime += f.occ * outstanding;
       accounts.counted(f, compute_nz);
       occurrences += f.occ;
