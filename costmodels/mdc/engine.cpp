@@ -39,34 +39,25 @@ constexpr const char* kDimNames[kNumDims] = {"N", "G", "K",  "C",  "R", "S",
 
 // By characters, not by comparing strings with each of kDimNames: the plan
 // is rebuilt for every layer, and the name compares were about a tenth of
-// it.
-int dim_id(const std::string& name, LayerType type) {
-  (void)type;
+// it. A table of the first character (-1: no dimension), read inline: the
+// switch was a call per name, 12 per layer.
+struct DimOfChar {
+  signed char id[256];
+  constexpr DimOfChar() : id{} {
+    for (signed char& v : id) v = -1;
+    const char names[] = "NGKCRSYXM";
+    const int ids[] = {kN, kG, kK, kC, kR, kS, kY, kX, kM};
+    for (int k = 0; k < 9; ++k)
+      id[static_cast<unsigned char>(names[k])] = static_cast<signed char>(ids[k]);
+  }
+};
+constexpr DimOfChar kDimOfChar;
+
+inline int dim_id(const std::string& name) {
+  if (name.size() == 1) return kDimOfChar.id[static_cast<unsigned char>(name[0])];
   if (name.size() == 2 && name[1] == '\'')
     return name[0] == 'Y' ? kYo : (name[0] == 'X' ? kXo : -1);
-  if (name.size() != 1) return -1;
-  switch (name[0]) {
-    case 'N':
-      return kN;
-    case 'G':
-      return kG;
-    case 'K':
-      return kK;
-    case 'C':
-      return kC;
-    case 'R':
-      return kR;
-    case 'S':
-      return kS;
-    case 'Y':
-      return kY;
-    case 'X':
-      return kX;
-    case 'M':
-      return kM;
-    default:
-      return -1;
-  }
+  return -1;
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
@@ -1365,7 +1356,7 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
 
   for (int d = 0; d < kNumDims; ++d) p.full_dims[d] = 0;
   for (const auto& [name, v] : layer.dims) {
-    const int d = dim_id(name, layer.type);
+    const int d = dim_id(name);
     if (d < 0) fail(layer.line, "unknown dimension '" + name + "'");
     p.full_dims[d] = v;
   }
@@ -1436,12 +1427,10 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
   int input_vars[kNumDims];
   int num_input_vars = 0;
   {
-    bool used[kNumDims] = {};
-    for (int t = 0; t < 2; ++t)
-      for (int k = 0; k < p.num_coupled[t]; ++k) used[p.coupled[t][k]] = true;
+    const unsigned used = p.coupled_mask[0] | p.coupled_mask[1];
     const int by_name[] = {kC, kG, kK, kM, kN, kR, kS, kX, kY};
     for (int d : by_name)
-      if (used[d]) input_vars[num_input_vars++] = d;
+      if ((used >> d) & 1U) input_vars[num_input_vars++] = d;
   }
 
   // Split the dataflow into cluster levels (outermost first).
@@ -1468,6 +1457,9 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
     L.num_dirs = 0;
     int line = layer.line;
     std::int64_t cluster_size = 1;
+    // Bit d: a directive maps dimension d (kept as directives are added or
+    // renamed, instead of a scan of the directives per question).
+    unsigned present = 0;
     auto push = [&](const Dir& d, int at_line) {
       if (L.num_dirs >= kMaxDirectives) fail(at_line, "too many directives in one cluster level");
       L.dirs[L.num_dirs++] = d;
@@ -1480,11 +1472,11 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
         ++next;
         break;
       }
-      const int id = dim_id(d.dim, layer.type);
+      const int id = dim_id(d.dim);
       if (id < 0) fail(d.line, "directive on unknown dimension '" + d.dim + "'");
-      for (int i = 0; i < L.num_dirs; ++i)
-        if (L.dirs[i].dim == id)
-          fail(d.line, "two directives on " + d.dim + " in one cluster level");
+      if ((present >> id) & 1U)
+        fail(d.line, "two directives on " + d.dim + " in one cluster level");
+      present |= 1U << id;
       push(Dir{d.kind == DirectiveKind::kSpatialMap, id, d.size, d.offset}, d.line);
     }
     // Output-row/column directives become input ones (tile + filter - 1).
@@ -1494,14 +1486,15 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
       return -1;
     };
     for (auto [o, in, s] : {std::tuple{kYo, kY, kR}, std::tuple{kXo, kX, kS}}) {
-      const int i = find(o);
-      if (i < 0) continue;
-      if (find(in) >= 0)
+      if (!((present >> o) & 1U)) continue;
+      if ((present >> in) & 1U)
         fail(line, std::string("directives on both ") + kDimNames[in] + " and " + kDimNames[o]);
+      const int i = find(o);
       const int is = find(s);
       const std::int64_t filter = is >= 0 ? L.dirs[is].size : level_dims[s];
       L.dirs[i].dim = in;
       L.dirs[i].size = L.dirs[i].size + filter - 1;
+      present = (present & ~(1U << o)) | (1U << in);
     }
     // Filling in (README "Filling in"): a dimension missing here inherits
     // the level above as a TemporalMap (each inserted at the front); one
@@ -1509,15 +1502,14 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
     if (g > 0) {
       const Level& up = p.levels[g - 1];
       for (int i = 0; i < up.num_dirs; ++i) {
-        if (find(up.dirs[i].dim) >= 0) continue;
+        if ((present >> up.dirs[i].dim) & 1U) continue;
         if (L.num_dirs >= kMaxDirectives) fail(line, "too many directives in one cluster level");
+        present |= 1U << up.dirs[i].dim;
         for (int k = L.num_dirs; k > 0; --k) L.dirs[k] = L.dirs[k - 1];
         L.dirs[0] = Dir{false, up.dirs[i].dim, up.dirs[i].size, up.dirs[i].offset};
         ++L.num_dirs;
       }
     }
-    unsigned present = 0;  // bit d: a directive maps dimension d (one scan, not one per var)
-    for (int i = 0; i < L.num_dirs; ++i) present |= 1U << L.dirs[i].dim;
     for (int k = 0; k < num_input_vars; ++k) {
       const int v = input_vars[k];
       if (!((present >> v) & 1U) && level_dims[v] > 0)
