@@ -109,6 +109,7 @@ Tiles tiles_of(const Level& L, const Dir& d, std::int64_t dim) {
   return tiles_of(dim, real_span(L, d), d.offset, min_work(L, d.dim), sliding_of(d.dim) >= 0);
 }
 
+void compute_directive_sizes(Level& L);
 void compute_mapping_sizes(Level& L, bool conv);
 
 // ---- iteration states (§IV-B) ------------------------------------------------
@@ -188,7 +189,9 @@ void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
 // `rows - filter + 1`, an edge tile exists only when it holds work, and a
 // spatial edge step has as many busy units as tiles with work remain.
 void true_tile_sizes(Level& L, bool conv) {
-  compute_mapping_sizes(L, conv);
+  // MAESTRO's output rows and columns (compute_mapping_sizes) are all
+  // replaced below: only the directives' own sizes are taken over.
+  compute_directive_sizes(L);
   for (int i = 0; i < L.num_dirs; ++i) {
     const Dir& d = L.dirs[i];
     const Tiles t = tiles_of(L, d, L.dims[d.dim]);
@@ -759,12 +762,14 @@ class CaseOrder {
   /// of those only the ones from the last carry on change. `begin` then
   /// works out what the case needs, when its class (case_class) is new.
   std::int64_t next(Case& c) {
+    int from = 0;
     if (n_ == 0) {
       for (int i = 0; i < num_; ++i) c.st[i] = &lists_[i].s[0];
       moving_mask_ = edge_mask_ = 0;
       changed_ = ~0U;
+      occ_before_[0] = fixed_occ_;
+      for (int k = 0; k < num_moving_; ++k) occ_before_[k + 1] = occ_before_[k];
     } else {
-      int from = 0;
       if (n_ > 1) {
         from = num_moving_ - 1;
         while (++raw_[from] == lists_[moving_[from]].n && from > 0) raw_[from--] = 0;
@@ -774,6 +779,7 @@ class CaseOrder {
         const int at = raw_[k] + 1 == lists_[i].n ? 0 : raw_[k] + 1;
         const State* s = &lists_[i].s[at];
         c.st[i] = s;
+        occ_before_[k + 1] = occ_before_[k] * s->occ;
         // Every list starts with the Init state: past it is "moving".
         const unsigned bit = 1U << i;
         moving_mask_ = at != 0 ? moving_mask_ | bit : moving_mask_ & ~bit;
@@ -782,9 +788,7 @@ class CaseOrder {
       }
     }
     ++n_;
-    std::int64_t occ = fixed_occ_;
-    for (int k = 0; k < num_moving_; ++k) occ *= c.st[moving_[k]]->occ;
-    return occ;
+    return occ_before_[num_moving_];
   }
 
   /// Readies `c` for the states `next` set: the directive that moved, the
@@ -820,8 +824,12 @@ class CaseOrder {
   std::int64_t n_;
   int moving_[kMaxDirectives];  // the directives with more than one state
   int num_moving_;
-  std::int64_t fixed_occ_;          // occurrences of the others' single states
-  int raw_[kMaxDirectives];         // the mixed-radix digits of n-1 over moving_, counted up
+  std::int64_t fixed_occ_;   // occurrences of the others' single states
+  int raw_[kMaxDirectives];  // the mixed-radix digits of n-1 over moving_, counted up
+  // occ_before_[k]: the occurrences of the fixed states times those of
+  // moving_[0..k-1]'s current states, so that a case multiplies only the
+  // states that changed (occ_before_[num_moving_] is the case's).
+  std::int64_t occ_before_[kMaxDirectives + 1];
   unsigned moving_mask_ = 0;        // bit i: directive i is past Init
   unsigned edge_mask_ = 0;          // bit i: directive i (of moving_) is at an edge state
   unsigned changed_ = 0;            // bit i: directive i's state changed since the last begin
@@ -857,6 +865,9 @@ struct CaseOutcome {
   std::int64_t busy;
   long double units;
   std::int64_t delay;
+  // The compute delay (at least 1, a divisor), the busier direction's NoC
+  // words and their rate per compute cycle.
+  std::int64_t compute_nz, traffic, rate;
 };
 
 // The outcomes of the case classes a level has met, so that a case of a
@@ -925,7 +936,7 @@ struct NoAccounts {
   std::int64_t overlap_offchip(const Plan&, std::int64_t outstanding, std::int64_t) {
     return outstanding;
   }
-  void counted(const CaseFlow&, std::int64_t) {}
+  void counted(const CaseOutcome&) {}
   void finish(const Plan&, std::int64_t) {}
 };
 
@@ -1023,14 +1034,14 @@ struct TopAccounts {
     }
     return std::max(in_refill, std::max(outstanding, out_refill));
   }
-  void counted(const CaseFlow& f, std::int64_t compute_nz) {
+  void counted(const CaseOutcome& o) {
+    const CaseFlow& f = o.flow;
     macs += f.occ * f.psums_all;
-    const std::int64_t traffic = std::max(f.noc_in, f.noc_out);
-    peak_bw = std::max(peak_bw, traffic / compute_nz);
-    bw_sum += f.occ * traffic / compute_nz;
+    peak_bw = std::max(peak_bw, o.rate);
+    bw_sum += f.occ * o.traffic / o.compute_nz;
     ingress_sum += f.occ * f.in_delay;
     egress_sum += f.occ * f.out_delay;
-    compute_sum += f.occ * compute_nz;
+    compute_sum += f.occ * o.compute_nz;
     ++num_counted;
   }
   void finish(const Plan& P, std::int64_t occurrences) {
@@ -1224,6 +1235,9 @@ struct Analyser {
       network_words(c, sub.unshared, f);
     }
     o.delay = case_delay(c.all_init(), f);
+    o.compute_nz = std::max<std::int64_t>(f.compute, 1);
+    o.traffic = std::max(f.noc_in, f.noc_out);
+    o.rate = o.traffic / o.compute_nz;
   }
 
   // Level `li` on dimensions `dims`: its cases, each weighted by its
@@ -1270,10 +1284,9 @@ struct Analyser {
         unshared.add(f);
         accounts.unshared(P, f);
       }
-      const std::int64_t compute_nz = std::max<std::int64_t>(f.compute, 1);
-      const std::int64_t outstanding = accounts.overlap_offchip(P, o.delay, compute_nz);
+      const std::int64_t outstanding = accounts.overlap_offchip(P, o.delay, o.compute_nz);
       runtime += f.occ * outstanding;
-      accounts.counted(f, compute_nz);
+      accounts.counted(o);
       occurrences += f.occ;
     }
     accounts.finish(P, occurrences);
@@ -1309,9 +1322,14 @@ std::int64_t true_macs(const Layer& layer, const std::int64_t* given) {
   return macs;
 }
 
-void compute_mapping_sizes(Level& L, bool conv) {
-  for (int d = 0; d < kNumDims; ++d)
-    L.mapped[d] = L.unique[d] = L.mapped_edge[d] = L.unique_edge[d] = 0;
+// MAESTRO's tile sizes along the dimensions the directives map.
+void compute_directive_sizes(Level& L) {
+  // memset: the four arrays of eleven in a few wide stores (an element
+  // loop was a tenth of building a level).
+  std::memset(L.mapped, 0, sizeof L.mapped);
+  std::memset(L.unique, 0, sizeof L.unique);
+  std::memset(L.mapped_edge, 0, sizeof L.mapped_edge);
+  std::memset(L.unique_edge, 0, sizeof L.unique_edge);
   for (int i = 0; i < L.num_dirs; ++i) {
     const Dir& d = L.dirs[i];
     const std::int64_t dim = L.dims[d.dim], map = d.size, ofs = d.offset;
@@ -1325,6 +1343,10 @@ void compute_mapping_sizes(Level& L, bool conv) {
     L.mapped_edge[d.dim] = has_edge ? edge_map : map;
     L.unique_edge[d.dim] = std::max<std::int64_t>(ofs - (map - edge_map), 0);
   }
+}
+
+void compute_mapping_sizes(Level& L, bool conv) {
+  compute_directive_sizes(L);
   if (!conv) return;
   // Output rows/columns of a sliding window: input tile - filter tile + 1.
   for (int i = 0; i < L.num_dirs; ++i) {
