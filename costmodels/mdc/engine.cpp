@@ -123,6 +123,10 @@ struct State {
   bool unrolled;
   bool init_edge;  // the first step already reaches past the dimension
   bool edge_pe;    // at a spatial edge, the last busy sub-unit has a partial tile
+  // What the state adds to a case's class (CaseOrder::case_class): bit i
+  // when directive i is past Init, bit 16 + i when it is at an edge. Set
+  // with the tiles (CaseOrder::set_tiles).
+  unsigned class_bits;
   std::int64_t occ;
   // The state's tile along its directive's dimension as the temporal
   // products of a case take it (Case::begin): for an input tensor, the
@@ -160,26 +164,26 @@ void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
   if (!d.spatial) {
     const std::int64_t span = real_span(L, d);
     if (dim <= span) {
-      out.s[out.n++] = State{kInit, true, dim < span, false, 1, 0, 0, 0};
+      out.s[out.n++] = State{kInit, true, dim < span, false, 0U, 1, 0, 0, 0};
       return;
     }
-    out.s[out.n++] = State{kInit, false, false, false, 1, 0, 0, 0};
-    if (t.full > 1) out.s[out.n++] = State{kSteady, false, false, false, t.full - 1, 0, 0, 0};
-    if (t.partial) out.s[out.n++] = State{kEdge, false, false, false, 1, 0, 0, 0};
+    out.s[out.n++] = State{kInit, false, false, false, 0U, 1, 0, 0, 0};
+    if (t.full > 1) out.s[out.n++] = State{kSteady, false, false, false, 0U, t.full - 1, 0, 0, 0};
+    if (t.partial) out.s[out.n++] = State{kEdge, false, false, false, 0U, 1, 0, 0, 0};
     return;
   }
   const std::int64_t n = L.num_sub;
   const std::int64_t coverage = real_span(L, d) + d.offset * (n - 1);
   if (dim <= coverage) {
     const bool edge = dim < coverage;
-    out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 1, 0, 0, 0};
+    out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 0U, 1, 0, 0, 0};
     return;
   }
   const std::int64_t steps = t.full / n;
-  out.s[out.n++] = State{kInit, false, false, false, 1, 0, 0, 0};
-  if (steps > 1) out.s[out.n++] = State{kSteady, false, false, false, steps - 1, 0, 0, 0};
+  out.s[out.n++] = State{kInit, false, false, false, 0U, 1, 0, 0, 0};
+  if (steps > 1) out.s[out.n++] = State{kSteady, false, false, false, 0U, steps - 1, 0, 0, 0};
   if (t.full + (t.partial ? 1 : 0) > steps * n)
-    out.s[out.n++] = State{kEdge, false, false, t.partial, 1, 0, 0, 0};
+    out.s[out.n++] = State{kEdge, false, false, t.partial, 0U, 1, 0, 0, 0};
   return;
 }
 
@@ -238,30 +242,30 @@ void directive_states(const Level& L, const Dir& d, std::int64_t dim, StateList&
   const std::int64_t map = d.size, ofs = d.offset;
   if (!d.spatial) {
     const bool init_edge = dim < map;
-    out.s[out.n++] = State{kInit, dim <= map, init_edge, false, 1, 0, 0, 0};
+    out.s[out.n++] = State{kInit, dim <= map, init_edge, false, 0U, 1, 0, 0, 0};
     const std::int64_t steady = (dim - map) / ofs;
     if (map < dim && steady > 0)
-      out.s[out.n++] = State{kSteady, false, false, false, steady, 0, 0, 0};
+      out.s[out.n++] = State{kSteady, false, false, false, 0U, steady, 0, 0, 0};
     if (!init_edge && steady * ofs + map < dim)
-      out.s[out.n++] = State{kEdge, false, false, false, 1, 0, 0, 0};
+      out.s[out.n++] = State{kEdge, false, false, false, 0U, 1, 0, 0, 0};
     return;
   }
   const std::int64_t n = L.num_sub;
   const std::int64_t coverage = map + ofs * (n - 1);
   const bool unroll = dim <= coverage;
   const bool init_edge = dim < coverage;
-  out.s[out.n++] = State{kInit, unroll, init_edge, init_edge, 1, 0, 0, 0};
+  out.s[out.n++] = State{kInit, unroll, init_edge, init_edge, 0U, 1, 0, 0, 0};
   // Steady steps move the whole array of sub-units by n * offset.
   const std::int64_t steady = ((dim - map) / ofs + 1) / n - 1;
   if (coverage < dim && steady > 0)
-    out.s[out.n++] = State{kSteady, false, false, false, steady, 0, 0, 0};
+    out.s[out.n++] = State{kSteady, false, false, false, 0U, steady, 0, 0, 0};
   const bool has_edge = !unroll && ((steady + 1) * (ofs * n) + coverage > dim) &&
                         (steady * (ofs * n) + coverage != dim);
   const std::int64_t remaining = dim - (steady + 1) * ofs * n;
   std::int64_t active = remaining < map ? 1 : (remaining - map) / ofs + 1;
   bool edge_pe = false;
   if ((active - 1) * ofs + map < remaining) edge_pe = true;
-  if (!init_edge && has_edge) out.s[out.n++] = State{kEdge, false, false, edge_pe, 1, 0, 0, 0};
+  if (!init_edge && has_edge) out.s[out.n++] = State{kEdge, false, false, edge_pe, 0U, 1, 0, 0, 0};
   return;
 }
 
@@ -717,6 +721,7 @@ class CaseOrder {
  public:
   CaseOrder(const Plan& P, const Level& L, const std::int64_t* dims)
       : num_(L.num_dirs), total_(1), n_(0), num_moving_(0), fixed_occ_(1) {
+    changes_from_[0] = 0;
     for (int i = 0; i < num_; ++i) {
       const std::int64_t dim = dims[L.dirs[i].dim];
       // Filled in place: a list returned by value was copied with wide
@@ -726,12 +731,15 @@ class CaseOrder {
         directive_states(L, L.dirs[i], dim, lists_[i]);
       else
         true_states(L, i, dim, lists_[i]);
-      set_tiles(P, L, L.dirs[i].dim, lists_[i]);
+      set_tiles(P, L, L.dirs[i].dim, i, lists_[i]);
       if (!lists_[i].s[0].unrolled) init_not_unrolled_ |= 1U << i;
       total_ *= lists_[i].n;
       if (lists_[i].n > 1) {
         raw_[num_moving_] = 0;
         moving_[num_moving_++] = i;
+        // Directive i changes state in every case whose carry reaches it.
+        for (int k = 0; k < num_moving_; ++k) changes_from_[k] |= 1U << i;
+        changes_from_[num_moving_] = 0;
       } else {
         fixed_occ_ *= lists_[i].s[0].occ;
       }
@@ -745,11 +753,14 @@ class CaseOrder {
   /// part, Case::ingress_temporal); the output's is the edge one at either
   /// edge, over output rows and columns for a convolution; the reduction's
   /// at either edge.
-  static void set_tiles(const Plan& P, const Level& L, int x, StateList& list) {
+  /// Also the states' class bits (State::class_bits) for directive i:
+  /// every list's first state is Init.
+  static void set_tiles(const Plan& P, const Level& L, int x, int i, StateList& list) {
     const int a = P.conv ? output_of(x) : x;
     for (int k = 0; k < list.n; ++k) {
       State& s = list.s[k];
       const bool edge = s.is_edge();
+      s.class_bits = (k != 0 ? 1U << i : 0U) | (edge ? 1U << (16 + i) : 0U);
       s.in_tile = s.pos == kInit && edge ? L.mapped_edge[x] : L.mapped[x];
       s.out_tile = (s.pos == kInit && edge) || s.pos == kEdge ? L.mapped_edge[a] : L.mapped[a];
       s.red_tile = edge ? L.mapped_edge[x] : L.mapped[x];
@@ -762,40 +773,44 @@ class CaseOrder {
   /// of those only the ones from the last carry on change. `begin` then
   /// works out what the case needs, when its class (case_class) is new.
   std::int64_t next(Case& c) {
-    int from = 0;
     if (n_ == 0) {
       for (int i = 0; i < num_; ++i) c.st[i] = &lists_[i].s[0];
-      moving_mask_ = edge_mask_ = 0;
       changed_ = ~0U;
       occ_before_[0] = fixed_occ_;
-      for (int k = 0; k < num_moving_; ++k) occ_before_[k + 1] = occ_before_[k];
+      bits_before_[0] = 0;
+      for (int k = 0; k < num_moving_; ++k) {
+        occ_before_[k + 1] = occ_before_[k];
+        bits_before_[k + 1] = 0;  // every state at Init, none at an edge
+      }
     } else {
+      int from = 0;
       if (n_ > 1) {
         from = num_moving_ - 1;
         while (++raw_[from] == lists_[moving_[from]].n && from > 0) raw_[from--] = 0;
       }
+      changed_ |= changes_from_[from];
       for (int k = from; k < num_moving_; ++k) {
         const int i = moving_[k];
         const int at = raw_[k] + 1 == lists_[i].n ? 0 : raw_[k] + 1;
         const State* s = &lists_[i].s[at];
         c.st[i] = s;
         occ_before_[k + 1] = occ_before_[k] * s->occ;
-        // Every list starts with the Init state: past it is "moving".
-        const unsigned bit = 1U << i;
-        moving_mask_ = at != 0 ? moving_mask_ | bit : moving_mask_ & ~bit;
-        edge_mask_ = s->is_edge() ? edge_mask_ | bit : edge_mask_ & ~bit;
-        changed_ |= bit;
+        bits_before_[k + 1] = bits_before_[k] | s->class_bits;
       }
     }
     ++n_;
     return occ_before_[num_moving_];
   }
+  // Directives past Init (bit i: directive i), and those at an edge state.
+  unsigned moving_mask() const { return bits_before_[num_moving_] & 0xFFFFU; }
+  unsigned edge_mask() const { return bits_before_[num_moving_] >> 16; }
 
   /// Readies `c` for the states `next` set: the directive that moved, the
   /// restartable ones (at Init and not unrolled) and those whose state
   /// changed since the last `begin` (Case::begin).
   void begin(Case& c) {
-    c.begin(moving_mask_, init_not_unrolled_ & ~moving_mask_, changed_);
+    const unsigned moving = moving_mask();
+    c.begin(moving, init_not_unrolled_ & ~moving, changed_);
     changed_ = 0;
   }
 
@@ -812,7 +827,7 @@ class CaseOrder {
   /// list's Init state is an edge only when it is the list's one state, so
   /// one bit per directive tells its edge state apart.
   unsigned case_class() const {
-    return static_cast<unsigned>(std::bit_width(moving_mask_)) | (edge_mask_ << 5);
+    return static_cast<unsigned>(std::bit_width(moving_mask())) | (edge_mask() << 5);
   }
 
  private:
@@ -830,8 +845,12 @@ class CaseOrder {
   // moving_[0..k-1]'s current states, so that a case multiplies only the
   // states that changed (occ_before_[num_moving_] is the case's).
   std::int64_t occ_before_[kMaxDirectives + 1];
-  unsigned moving_mask_ = 0;        // bit i: directive i is past Init
-  unsigned edge_mask_ = 0;          // bit i: directive i (of moving_) is at an edge state
+  // bits_before_[k]: the class bits (State::class_bits) of moving_[0..k-1]'s
+  // current states, kept like occ_before_.
+  unsigned bits_before_[kMaxDirectives + 1];
+  // changes_from_[k]: the directives moving_[k..] (the states a carry into
+  // digit k changes).
+  unsigned changes_from_[kMaxDirectives + 1];
   unsigned changed_ = 0;            // bit i: directive i's state changed since the last begin
   unsigned init_not_unrolled_ = 0;  // bit i: directive i's Init state is not unrolled
 };
@@ -960,6 +979,8 @@ struct TopAccounts {
   std::int64_t in_refill = 0, out_refill = 0;
   std::int64_t num_skipped = 0;
   std::int64_t num_counted = 0;
+  // The shortest compute delay (at least 1) of a counted case (true space).
+  std::int64_t shortest_compute = std::numeric_limits<std::int64_t>::max();
   // L2 traffic a network without multicast or reduction adds to MAESTRO's
   // counts (fractional where sub-levels' ratios enter).
   long double extra_l2_rd[3] = {0, 0, 0}, extra_l2_wr[3] = {0, 0, 0};
@@ -1020,17 +1041,18 @@ struct TopAccounts {
   // Off-chip traffic refills the (double-buffered) L2 tiles; the case lasts
   // at least as long as its refill.
   std::int64_t overlap_offchip(const Plan& P, std::int64_t outstanding, std::int64_t compute_nz) {
-    // max(a / c, b / c) with one division (c > 0: the quotient, rounded
-    // toward zero, grows with the dividend).
-    const std::int64_t req = std::max(l2_size[2], l2_size[0] + l2_size[1]) / compute_nz;
     if (P.maestro_compat) {
       // MAESTRO halves its running maximum once per case, so the result
-      // depends on the order of the cases.
+      // depends on the order of the cases. max(a / c, b / c) with one
+      // division (c > 0: the quotient, rounded toward zero, grows with the
+      // dividend).
+      const std::int64_t req = std::max(l2_size[2], l2_size[0] + l2_size[1]) / compute_nz;
       offchip = std::max(offchip, req) / 2;
     } else {
-      // The refill rate needed by the busiest case, halved once (finish)
-      // because the double-buffered L2 tile refills over two compute steps.
-      offchip = std::max(offchip, req);
+      // The refill rate needed by the busiest case (finish): the L2 sizes
+      // are fixed by the first counted case, so it is the one with the
+      // shortest compute.
+      shortest_compute = std::min(shortest_compute, compute_nz);
     }
     return std::max(in_refill, std::max(outstanding, out_refill));
   }
@@ -1054,6 +1076,11 @@ struct TopAccounts {
     ingress_avg = static_cast<long double>(ingress_sum);
     egress_avg = static_cast<long double>(egress_sum);
     compute_avg = static_cast<long double>(compute_sum);
+    // The refill rate the busiest case needs (a quotient rounded toward
+    // zero shrinks as the divisor grows), halved below because the
+    // double-buffered L2 tile refills over two compute steps.
+    if (!P.maestro_compat && num_counted > 0)
+      offchip = std::max(l2_size[2], l2_size[0] + l2_size[1]) / shortest_compute;
     if (occurrences <= 0) return;
     const auto n = static_cast<long double>(occurrences);
     avg_bw /= n;
