@@ -1289,7 +1289,7 @@ struct Analyser {
       const std::int64_t occ = order.next(c);
       bool found = false;
       CaseOutcome& o = outcomes.slot(order.case_class(), found);
-      if (!found) {
+      if (!found || !P.reuse_case_classes) {
         order.begin(c);
         evaluate(c, li, innermost, o);
       }

@@ -75,6 +75,11 @@ struct Plan {
   // spatial edge step keeps every unit that has work. true: MAESTRO's own
   // iteration space and numbers (README "Deviations from MAESTRO").
   bool maestro_compat = false;
+  // true (default): a case whose class its level met before takes that
+  // class's outcome instead of being analysed again (engine.cpp,
+  // CaseOrder::case_class). false: every case is analysed, so that tests
+  // can check the classes against a full analysis.
+  bool reuse_case_classes = true;
 };
 
 /// Builds the plan. `batch` says whether the tensors carry N (MAESTRO decides
