@@ -109,6 +109,10 @@ Tiles tiles_of(const Level& L, const Dir& d, std::int64_t dim) {
   return tiles_of(dim, real_span(L, d), d.offset, min_work(L, d.dim), sliding_of(d.dim) >= 0);
 }
 
+// MAESTRO's tile sizes: all cleared, then those along the dimension one
+// directive maps, then both for every directive of a level.
+void clear_sizes(Level& L);
+void set_directive_sizes(Level& L, const Dir& d);
 void compute_directive_sizes(Level& L);
 void compute_mapping_sizes(Level& L, bool conv);
 
@@ -195,10 +199,22 @@ void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
 void true_tile_sizes(Level& L, bool conv) {
   // MAESTRO's output rows and columns (compute_mapping_sizes) are all
   // replaced below: only the directives' own sizes are taken over.
-  compute_directive_sizes(L);
+  clear_sizes(L);
   for (int i = 0; i < L.num_dirs; ++i) {
     const Dir& d = L.dirs[i];
-    const Tiles t = tiles_of(L, d, L.dims[d.dim]);
+    set_directive_sizes(L, d);
+    // tiles_of(L, d, ...) in the same pass: the filter tile it reads
+    // (L.mapped of the sliding dimension) is the size of the filter's
+    // directive, which may come later in the level.
+    const int s = sliding_of(d.dim);
+    std::int64_t span = d.size, work = 1;
+    if (s >= 0) {
+      const int f = L.dir_of_dim[s];
+      work = std::max<std::int64_t>(f >= 0 ? L.dirs[f].size : 0, 1);
+      if (L.edge_stride[d.dim] != L.out_stride[d.dim])  // real_span
+        span = (std::max<std::int64_t>(d.size / work, 1) - 1) * L.edge_stride[d.dim] + work;
+    }
+    const Tiles t = tiles_of(L.dims[d.dim], span, d.offset, work, s >= 0);
     L.tiles[i] = t;
     if (t.partial) {
       L.mapped_edge[d.dim] = t.edge;
@@ -1350,26 +1366,31 @@ std::int64_t true_macs(const Layer& layer, const std::int64_t* given) {
 }
 
 // MAESTRO's tile sizes along the dimensions the directives map.
-void compute_directive_sizes(Level& L) {
+void clear_sizes(Level& L) {
   // memset: the four arrays of eleven in a few wide stores (an element
   // loop was a tenth of building a level).
   std::memset(L.mapped, 0, sizeof L.mapped);
   std::memset(L.unique, 0, sizeof L.unique);
   std::memset(L.mapped_edge, 0, sizeof L.mapped_edge);
   std::memset(L.unique_edge, 0, sizeof L.unique_edge);
-  for (int i = 0; i < L.num_dirs; ++i) {
-    const Dir& d = L.dirs[i];
-    const std::int64_t dim = L.dims[d.dim], map = d.size, ofs = d.offset;
-    const std::int64_t steady = std::max<std::int64_t>((dim - map) / ofs, 0);
-    const bool has_edge = (steady * ofs + map < dim) || (map > dim);
-    L.mapped[d.dim] = map;
-    L.unique[d.dim] = std::min(map, ofs);
-    if (!d.spatial && dim <= map) L.unique[d.dim] = 0;  // fully unrolled: nothing new
-    std::int64_t edge_map = dim - (steady + 1) * ofs;
-    if (edge_map < 0) edge_map = dim;
-    L.mapped_edge[d.dim] = has_edge ? edge_map : map;
-    L.unique_edge[d.dim] = std::max<std::int64_t>(ofs - (map - edge_map), 0);
-  }
+}
+
+void compute_directive_sizes(Level& L) {
+  clear_sizes(L);
+  for (int i = 0; i < L.num_dirs; ++i) set_directive_sizes(L, L.dirs[i]);
+}
+
+void set_directive_sizes(Level& L, const Dir& d) {
+  const std::int64_t dim = L.dims[d.dim], map = d.size, ofs = d.offset;
+  const std::int64_t steady = std::max<std::int64_t>((dim - map) / ofs, 0);
+  const bool has_edge = (steady * ofs + map < dim) || (map > dim);
+  L.mapped[d.dim] = map;
+  L.unique[d.dim] = std::min(map, ofs);
+  if (!d.spatial && dim <= map) L.unique[d.dim] = 0;  // fully unrolled: nothing new
+  std::int64_t edge_map = dim - (steady + 1) * ofs;
+  if (edge_map < 0) edge_map = dim;
+  L.mapped_edge[d.dim] = has_edge ? edge_map : map;
+  L.unique_edge[d.dim] = std::max<std::int64_t>(ofs - (map - edge_map), 0);
 }
 
 void compute_mapping_sizes(Level& L, bool conv) {
