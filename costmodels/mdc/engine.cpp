@@ -64,8 +64,12 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b !=
 
 // The sliding dimension (filter) of a reference dimension (input rows or
 // columns), and the output dimension it produces.
-int sliding_of(int d) { return d == kY ? kR : (d == kX ? kS : -1); }
-int output_of(int d) { return d == kY ? kYo : (d == kX ? kXo : d); }
+// By table: asked for every directive of every level several times.
+constexpr int kSlidingOf[kNumDims] = {-1, -1, -1, -1, -1, -1, kR, kS, -1, -1, -1};
+constexpr int kOutputOf[kNumDims] = {kN, kG, kK, kC, kR, kS, kYo, kXo, kYo, kXo, kM};
+static_assert(kY == 6 && kX == 7 && kYo == 8 && kXo == 9 && kM == 10 && kNumDims == 11);
+int sliding_of(int d) { return kSlidingOf[d]; }
+int output_of(int d) { return kOutputOf[d]; }
 
 // Output positions whose window lies in `rows` input rows (or columns) when
 // the filter tile is `filter` and consecutive windows start `stride` rows
@@ -90,6 +94,7 @@ Tiles tiles_of(std::int64_t dim, std::int64_t map, std::int64_t ofs, std::int64_
   Tiles t;
   t.full = dim >= map ? (dim - map) / ofs + 1 : 0;
   t.edge = dim - t.full * ofs;
+  t.span = map;
   const bool uncovered = t.full == 0 ? dim > 0 : (t.full - 1) * ofs + map < dim;
   t.partial = window ? t.edge >= work && t.edge > 0 && t.edge < map : uncovered;
   return t;
@@ -166,7 +171,7 @@ void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
   // On the level's own dimensions the tiles are those true_tile_sizes kept.
   const Tiles t = dim == L.dims[d.dim] ? L.tiles[i] : tiles_of(L, d, dim);
   if (!d.spatial) {
-    const std::int64_t span = real_span(L, d);
+    const std::int64_t span = t.span;
     if (dim <= span) {
       out.s[out.n++] = State{kInit, true, dim < span, false, 0U, 1, 0, 0, 0};
       return;
@@ -177,7 +182,7 @@ void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
     return;
   }
   const std::int64_t n = L.num_sub;
-  const std::int64_t coverage = real_span(L, d) + d.offset * (n - 1);
+  const std::int64_t coverage = t.span + d.offset * (n - 1);
   if (dim <= coverage) {
     const bool edge = dim < coverage;
     out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 0U, 1, 0, 0, 0};

@@ -30,6 +30,7 @@ struct Dir {
 struct Tiles {
   std::int64_t full;
   std::int64_t edge;  // indices from the next tile position to the end
+  std::int64_t span;  // indices one tile really spans (engine.cpp, real_span)
   bool partial;
 };
 
