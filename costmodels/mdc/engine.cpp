@@ -39,42 +39,37 @@ constexpr const char* kDimNames[kNumDims] = {"N", "G", "K",  "C",  "R", "S",
 
 // By characters, not by comparing strings with each of kDimNames: the plan
 // is rebuilt for every layer, and the name compares were about a tenth of
-// it.
-int dim_id(const std::string& name, LayerType type) {
-  (void)type;
+// it. A table of the first character (-1: no dimension), read inline: the
+// switch was a call per name, 12 per layer.
+struct DimOfChar {
+  signed char id[256];
+  constexpr DimOfChar() : id{} {
+    for (signed char& v : id) v = -1;
+    const char names[] = "NGKCRSYXM";
+    const int ids[] = {kN, kG, kK, kC, kR, kS, kY, kX, kM};
+    for (int k = 0; k < 9; ++k)
+      id[static_cast<unsigned char>(names[k])] = static_cast<signed char>(ids[k]);
+  }
+};
+constexpr DimOfChar kDimOfChar;
+
+inline int dim_id(const std::string& name) {
+  if (name.size() == 1) return kDimOfChar.id[static_cast<unsigned char>(name[0])];
   if (name.size() == 2 && name[1] == '\'')
     return name[0] == 'Y' ? kYo : (name[0] == 'X' ? kXo : -1);
-  if (name.size() != 1) return -1;
-  switch (name[0]) {
-    case 'N':
-      return kN;
-    case 'G':
-      return kG;
-    case 'K':
-      return kK;
-    case 'C':
-      return kC;
-    case 'R':
-      return kR;
-    case 'S':
-      return kS;
-    case 'Y':
-      return kY;
-    case 'X':
-      return kX;
-    case 'M':
-      return kM;
-    default:
-      return -1;
-  }
+  return -1;
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 // The sliding dimension (filter) of a reference dimension (input rows or
 // columns), and the output dimension it produces.
-int sliding_of(int d) { return d == kY ? kR : (d == kX ? kS : -1); }
-int output_of(int d) { return d == kY ? kYo : (d == kX ? kXo : d); }
+// By table: asked for every directive of every level several times.
+constexpr int kSlidingOf[kNumDims] = {-1, -1, -1, -1, -1, -1, kR, kS, -1, -1, -1};
+constexpr int kOutputOf[kNumDims] = {kN, kG, kK, kC, kR, kS, kYo, kXo, kYo, kXo, kM};
+static_assert(kY == 6 && kX == 7 && kYo == 8 && kXo == 9 && kM == 10 && kNumDims == 11);
+int sliding_of(int d) { return kSlidingOf[d]; }
+int output_of(int d) { return kOutputOf[d]; }
 
 // Output positions whose window lies in `rows` input rows (or columns) when
 // the filter tile is `filter` and consecutive windows start `stride` rows
@@ -99,6 +94,7 @@ Tiles tiles_of(std::int64_t dim, std::int64_t map, std::int64_t ofs, std::int64_
   Tiles t;
   t.full = dim >= map ? (dim - map) / ofs + 1 : 0;
   t.edge = dim - t.full * ofs;
+  t.span = map;
   const bool uncovered = t.full == 0 ? dim > 0 : (t.full - 1) * ofs + map < dim;
   t.partial = window ? t.edge >= work && t.edge > 0 && t.edge < map : uncovered;
   return t;
@@ -118,6 +114,11 @@ Tiles tiles_of(const Level& L, const Dir& d, std::int64_t dim) {
   return tiles_of(dim, real_span(L, d), d.offset, min_work(L, d.dim), sliding_of(d.dim) >= 0);
 }
 
+// MAESTRO's tile sizes: all cleared, then those along the dimension one
+// directive maps, then both for every directive of a level.
+void clear_sizes(Level& L);
+void set_directive_sizes(Level& L, const Dir& d);
+void compute_directive_sizes(Level& L);
 void compute_mapping_sizes(Level& L, bool conv);
 
 // ---- iteration states (§IV-B) ------------------------------------------------
@@ -131,6 +132,10 @@ struct State {
   bool unrolled;
   bool init_edge;  // the first step already reaches past the dimension
   bool edge_pe;    // at a spatial edge, the last busy sub-unit has a partial tile
+  // What the state adds to a case's class (CaseOrder::case_class): bit i
+  // when directive i is past Init, bit 16 + i when it is at an edge. Set
+  // with the tiles (CaseOrder::set_tiles).
+  unsigned class_bits;
   std::int64_t occ;
   // The state's tile along its directive's dimension as the temporal
   // products of a case take it (Case::begin): for an input tensor, the
@@ -166,28 +171,28 @@ void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
   // On the level's own dimensions the tiles are those true_tile_sizes kept.
   const Tiles t = dim == L.dims[d.dim] ? L.tiles[i] : tiles_of(L, d, dim);
   if (!d.spatial) {
-    const std::int64_t span = real_span(L, d);
+    const std::int64_t span = t.span;
     if (dim <= span) {
-      out.s[out.n++] = State{kInit, true, dim < span, false, 1, 0, 0, 0};
+      out.s[out.n++] = State{kInit, true, dim < span, false, 0U, 1, 0, 0, 0};
       return;
     }
-    out.s[out.n++] = State{kInit, false, false, false, 1, 0, 0, 0};
-    if (t.full > 1) out.s[out.n++] = State{kSteady, false, false, false, t.full - 1, 0, 0, 0};
-    if (t.partial) out.s[out.n++] = State{kEdge, false, false, false, 1, 0, 0, 0};
+    out.s[out.n++] = State{kInit, false, false, false, 0U, 1, 0, 0, 0};
+    if (t.full > 1) out.s[out.n++] = State{kSteady, false, false, false, 0U, t.full - 1, 0, 0, 0};
+    if (t.partial) out.s[out.n++] = State{kEdge, false, false, false, 0U, 1, 0, 0, 0};
     return;
   }
   const std::int64_t n = L.num_sub;
-  const std::int64_t coverage = real_span(L, d) + d.offset * (n - 1);
+  const std::int64_t coverage = t.span + d.offset * (n - 1);
   if (dim <= coverage) {
     const bool edge = dim < coverage;
-    out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 1, 0, 0, 0};
+    out.s[out.n++] = State{kInit, true, edge, edge && t.partial, 0U, 1, 0, 0, 0};
     return;
   }
   const std::int64_t steps = t.full / n;
-  out.s[out.n++] = State{kInit, false, false, false, 1, 0, 0, 0};
-  if (steps > 1) out.s[out.n++] = State{kSteady, false, false, false, steps - 1, 0, 0, 0};
+  out.s[out.n++] = State{kInit, false, false, false, 0U, 1, 0, 0, 0};
+  if (steps > 1) out.s[out.n++] = State{kSteady, false, false, false, 0U, steps - 1, 0, 0, 0};
   if (t.full + (t.partial ? 1 : 0) > steps * n)
-    out.s[out.n++] = State{kEdge, false, false, t.partial, 1, 0, 0, 0};
+    out.s[out.n++] = State{kEdge, false, false, t.partial, 0U, 1, 0, 0, 0};
   return;
 }
 
@@ -197,10 +202,24 @@ void true_states(const Level& L, int i, std::int64_t dim, StateList& out) {
 // `rows - filter + 1`, an edge tile exists only when it holds work, and a
 // spatial edge step has as many busy units as tiles with work remain.
 void true_tile_sizes(Level& L, bool conv) {
-  compute_mapping_sizes(L, conv);
+  // MAESTRO's output rows and columns (compute_mapping_sizes) are all
+  // replaced below: only the directives' own sizes are taken over.
+  clear_sizes(L);
   for (int i = 0; i < L.num_dirs; ++i) {
     const Dir& d = L.dirs[i];
-    const Tiles t = tiles_of(L, d, L.dims[d.dim]);
+    set_directive_sizes(L, d);
+    // tiles_of(L, d, ...) in the same pass: the filter tile it reads
+    // (L.mapped of the sliding dimension) is the size of the filter's
+    // directive, which may come later in the level.
+    const int s = sliding_of(d.dim);
+    std::int64_t span = d.size, work = 1;
+    if (s >= 0) {
+      const int f = L.dir_of_dim[s];
+      work = std::max<std::int64_t>(f >= 0 ? L.dirs[f].size : 0, 1);
+      if (L.edge_stride[d.dim] != L.out_stride[d.dim])  // real_span
+        span = (std::max<std::int64_t>(d.size / work, 1) - 1) * L.edge_stride[d.dim] + work;
+    }
+    const Tiles t = tiles_of(L.dims[d.dim], span, d.offset, work, s >= 0);
     L.tiles[i] = t;
     if (t.partial) {
       L.mapped_edge[d.dim] = t.edge;
@@ -244,30 +263,30 @@ void directive_states(const Level& L, const Dir& d, std::int64_t dim, StateList&
   const std::int64_t map = d.size, ofs = d.offset;
   if (!d.spatial) {
     const bool init_edge = dim < map;
-    out.s[out.n++] = State{kInit, dim <= map, init_edge, false, 1, 0, 0, 0};
+    out.s[out.n++] = State{kInit, dim <= map, init_edge, false, 0U, 1, 0, 0, 0};
     const std::int64_t steady = (dim - map) / ofs;
     if (map < dim && steady > 0)
-      out.s[out.n++] = State{kSteady, false, false, false, steady, 0, 0, 0};
+      out.s[out.n++] = State{kSteady, false, false, false, 0U, steady, 0, 0, 0};
     if (!init_edge && steady * ofs + map < dim)
-      out.s[out.n++] = State{kEdge, false, false, false, 1, 0, 0, 0};
+      out.s[out.n++] = State{kEdge, false, false, false, 0U, 1, 0, 0, 0};
     return;
   }
   const std::int64_t n = L.num_sub;
   const std::int64_t coverage = map + ofs * (n - 1);
   const bool unroll = dim <= coverage;
   const bool init_edge = dim < coverage;
-  out.s[out.n++] = State{kInit, unroll, init_edge, init_edge, 1, 0, 0, 0};
+  out.s[out.n++] = State{kInit, unroll, init_edge, init_edge, 0U, 1, 0, 0, 0};
   // Steady steps move the whole array of sub-units by n * offset.
   const std::int64_t steady = ((dim - map) / ofs + 1) / n - 1;
   if (coverage < dim && steady > 0)
-    out.s[out.n++] = State{kSteady, false, false, false, steady, 0, 0, 0};
+    out.s[out.n++] = State{kSteady, false, false, false, 0U, steady, 0, 0, 0};
   const bool has_edge = !unroll && ((steady + 1) * (ofs * n) + coverage > dim) &&
                         (steady * (ofs * n) + coverage != dim);
   const std::int64_t remaining = dim - (steady + 1) * ofs * n;
   std::int64_t active = remaining < map ? 1 : (remaining - map) / ofs + 1;
   bool edge_pe = false;
   if ((active - 1) * ofs + map < remaining) edge_pe = true;
-  if (!init_edge && has_edge) out.s[out.n++] = State{kEdge, false, false, edge_pe, 1, 0, 0, 0};
+  if (!init_edge && has_edge) out.s[out.n++] = State{kEdge, false, false, edge_pe, 0U, 1, 0, 0, 0};
   return;
 }
 
@@ -723,6 +742,7 @@ class CaseOrder {
  public:
   CaseOrder(const Plan& P, const Level& L, const std::int64_t* dims)
       : num_(L.num_dirs), total_(1), n_(0), num_moving_(0), fixed_occ_(1) {
+    changes_from_[0] = 0;
     for (int i = 0; i < num_; ++i) {
       const std::int64_t dim = dims[L.dirs[i].dim];
       // Filled in place: a list returned by value was copied with wide
@@ -732,12 +752,15 @@ class CaseOrder {
         directive_states(L, L.dirs[i], dim, lists_[i]);
       else
         true_states(L, i, dim, lists_[i]);
-      set_tiles(P, L, L.dirs[i].dim, lists_[i]);
+      set_tiles(P, L, L.dirs[i].dim, i, lists_[i]);
       if (!lists_[i].s[0].unrolled) init_not_unrolled_ |= 1U << i;
       total_ *= lists_[i].n;
       if (lists_[i].n > 1) {
         raw_[num_moving_] = 0;
         moving_[num_moving_++] = i;
+        // Directive i changes state in every case whose carry reaches it.
+        for (int k = 0; k < num_moving_; ++k) changes_from_[k] |= 1U << i;
+        changes_from_[num_moving_] = 0;
       } else {
         fixed_occ_ *= lists_[i].s[0].occ;
       }
@@ -751,49 +774,81 @@ class CaseOrder {
   /// part, Case::ingress_temporal); the output's is the edge one at either
   /// edge, over output rows and columns for a convolution; the reduction's
   /// at either edge.
-  static void set_tiles(const Plan& P, const Level& L, int x, StateList& list) {
+  /// Also the states' class bits (State::class_bits) for directive i:
+  /// every list's first state is Init.
+  static void set_tiles(const Plan& P, const Level& L, int x, int i, StateList& list) {
     const int a = P.conv ? output_of(x) : x;
     for (int k = 0; k < list.n; ++k) {
       State& s = list.s[k];
       const bool edge = s.is_edge();
+      s.class_bits = (k != 0 ? 1U << i : 0U) | (edge ? 1U << (16 + i) : 0U);
       s.in_tile = s.pos == kInit && edge ? L.mapped_edge[x] : L.mapped[x];
       s.out_tile = (s.pos == kInit && edge) || s.pos == kEdge ? L.mapped_edge[a] : L.mapped[a];
       s.red_tile = edge ? L.mapped_edge[x] : L.mapped[x];
     }
   }
 
-  /// Points `c` at the next case (the first call gives case 0) and returns
-  /// how often that case occurs. A directive with one state keeps it (its
-  /// digit is always 0), so only the others are counted, and of those only
-  /// the ones from the last carry on change.
+  /// Points `c`'s states at the next case (the first call gives case 0)
+  /// and returns how often that case occurs. A directive with one state
+  /// keeps it (its digit is always 0), so only the others are counted, and
+  /// of those only the ones from the last carry on change. `begin` then
+  /// works out what the case needs, when its class (case_class) is new.
   std::int64_t next(Case& c) {
-    unsigned changed = 0;
     if (n_ == 0) {
       for (int i = 0; i < num_; ++i) c.st[i] = &lists_[i].s[0];
-      moving_mask_ = 0;
-      changed = ~0U;
+      changed_ = ~0U;
+      occ_before_[0] = fixed_occ_;
+      bits_before_[0] = 0;
+      for (int k = 0; k < num_moving_; ++k) {
+        occ_before_[k + 1] = occ_before_[k];
+        bits_before_[k + 1] = 0;  // every state at Init, none at an edge
+      }
     } else {
       int from = 0;
       if (n_ > 1) {
         from = num_moving_ - 1;
         while (++raw_[from] == lists_[moving_[from]].n && from > 0) raw_[from--] = 0;
       }
+      changed_ |= changes_from_[from];
       for (int k = from; k < num_moving_; ++k) {
         const int i = moving_[k];
         const int at = raw_[k] + 1 == lists_[i].n ? 0 : raw_[k] + 1;
-        c.st[i] = &lists_[i].s[at];
-        // Every list starts with the Init state: past it is "moving".
-        const unsigned bit = 1U << i;
-        moving_mask_ = at != 0 ? moving_mask_ | bit : moving_mask_ & ~bit;
-        changed |= bit;
+        const State* s = &lists_[i].s[at];
+        c.st[i] = s;
+        occ_before_[k + 1] = occ_before_[k] * s->occ;
+        bits_before_[k + 1] = bits_before_[k] | s->class_bits;
       }
     }
     ++n_;
-    std::int64_t occ = fixed_occ_;
-    for (int k = 0; k < num_moving_; ++k) occ *= c.st[moving_[k]]->occ;
-    // At Init and not unrolled: restartable (Case::begin).
-    c.begin(moving_mask_, init_not_unrolled_ & ~moving_mask_, changed);
-    return occ;
+    return occ_before_[num_moving_];
+  }
+  // Directives past Init (bit i: directive i), and those at an edge state.
+  unsigned moving_mask() const { return bits_before_[num_moving_] & 0xFFFFU; }
+  unsigned edge_mask() const { return bits_before_[num_moving_] >> 16; }
+
+  /// Readies `c` for the states `next` set: the directive that moved, the
+  /// restartable ones (at Init and not unrolled) and those whose state
+  /// changed since the last `begin` (Case::begin).
+  void begin(Case& c) {
+    const unsigned moving = moving_mask();
+    c.begin(moving, init_not_unrolled_ & ~moving, changed_);
+    changed_ = 0;
+  }
+
+  /// The class of the current case: cases of one class move and cost the
+  /// same and differ only in how often they occur (§IV-B's "few
+  /// representative cases", taken one step further). A case's numbers
+  /// depend on its states only through the innermost directive past Init
+  /// (Case::changing; every directive inside it is at Init, and which of
+  /// those restart is fixed per directive) and on which states are edges:
+  /// outside the moved directive an Init and a Steady state have the same
+  /// tiles, the same unique parts (pe_ingress, output_spatial,
+  /// reduction_spatial read `pos` only to tell an Init inside the moved
+  /// directive, or an edge, apart) and the same sub-level dimensions. A
+  /// list's Init state is an edge only when it is the list's one state, so
+  /// one bit per directive tells its edge state apart.
+  unsigned case_class() const {
+    return static_cast<unsigned>(std::bit_width(moving_mask())) | (edge_mask() << 5);
   }
 
  private:
@@ -805,26 +860,79 @@ class CaseOrder {
   std::int64_t n_;
   int moving_[kMaxDirectives];  // the directives with more than one state
   int num_moving_;
-  std::int64_t fixed_occ_;          // occurrences of the others' single states
-  int raw_[kMaxDirectives];         // the mixed-radix digits of n-1 over moving_, counted up
-  unsigned moving_mask_ = 0;        // bit i: directive i is past Init
+  std::int64_t fixed_occ_;   // occurrences of the others' single states
+  int raw_[kMaxDirectives];  // the mixed-radix digits of n-1 over moving_, counted up
+  // occ_before_[k]: the occurrences of the fixed states times those of
+  // moving_[0..k-1]'s current states, so that a case multiplies only the
+  // states that changed (occ_before_[num_moving_] is the case's).
+  std::int64_t occ_before_[kMaxDirectives + 1];
+  // bits_before_[k]: the class bits (State::class_bits) of moving_[0..k-1]'s
+  // current states, kept like occ_before_.
+  unsigned bits_before_[kMaxDirectives + 1];
+  // changes_from_[k]: the directives moving_[k..] (the states a carry into
+  // digit k changes).
+  unsigned changes_from_[kMaxDirectives + 1];
+  unsigned changed_ = 0;            // bit i: directive i's state changed since the last begin
   unsigned init_not_unrolled_ = 0;  // bit i: directive i's Init state is not unrolled
 };
 
 // What one iteration case moves and costs at its level (§IV-A, §IV-B).
+// No default member values: a level keeps a table of them (CaseOutcomes),
+// and Analyser::evaluate sets every field a case reads.
 struct CaseFlow {
-  std::int64_t occ = 1;
-  std::int64_t psums_all = 0;      // MACs over all busy sub-units
-  std::int64_t egress = 0;         // output words leaving the sub-units
-  std::int64_t in_of[2] = {0, 0};  // words of each input tensor entering them
+  std::int64_t occ;
+  std::int64_t psums_all;  // MACs over all busy sub-units
+  std::int64_t egress;     // output words leaving the sub-units
+  std::int64_t in_of[2];   // words of each input tensor entering them
   // Words on the network: the same as egress and in_of with multicast and
   // reduction; without them each busy PE's own copies and partial sums
   // (fractional where the sub-levels' ratios enter).
   // Set by network_words only when a switch is off (no x87 stores per case).
   long double in_words[2], out_words;
-  std::int64_t noc_in = 0, noc_out = 0;
-  std::int64_t compute = 0;  // the sub-level's runtime, or the PE's MAC steps
-  std::int64_t in_delay = 0, out_delay = 0;
+  std::int64_t noc_in, noc_out;
+  std::int64_t compute;  // the sub-level's runtime, or the PE's MAC steps
+  std::int64_t in_delay, out_delay;
+};
+
+// A case's flow with what its level adds up besides: the partial sums on
+// the critical path (none: the case has no work), the busy PEs (innermost
+// level) or the sub-level's average active PEs (else), and the case's
+// delay before the off-chip refill is overlapped. The same for every case
+// of a class (CaseOrder::case_class); `flow.occ` is set per case.
+struct CaseOutcome {
+  CaseFlow flow;
+  std::int64_t psums_critical;
+  std::int64_t busy;
+  long double units;
+  std::int64_t delay;
+  // The compute delay (at least 1, a divisor), the busier direction's NoC
+  // words and their rate per compute cycle.
+  std::int64_t compute_nz, traffic, rate;
+};
+
+// The outcomes of the case classes a level has met, so that a case of a
+// class already met is only counted, not analysed again (on the ResNet-50
+// dataflows about half of the cases). Direct-mapped: a class whose slot
+// another holds is analysed again into it.
+class CaseOutcomes {
+ public:
+  CaseOutcomes() {
+    for (unsigned& k : key_) k = kFree;
+  }
+  /// The slot of class `key`; `found` says whether it holds key's outcome
+  /// (else the caller fills it in, and it is key's from then on).
+  CaseOutcome& slot(unsigned key, bool& found) {
+    const unsigned i = (key * 0x9E3779B1U) >> (32 - kBits);
+    found = key_[i] == key;
+    key_[i] = key;
+    return outcome_[i];
+  }
+
+ private:
+  static constexpr int kBits = 4;
+  static constexpr unsigned kFree = ~0U;  // no class has every bit set (case_class)
+  unsigned key_[1 << kBits];
+  CaseOutcome outcome_[1 << kBits];
 };
 
 // The busy sub-units' share of one case: the slowest one's runtime, the PEs
@@ -868,7 +976,7 @@ struct NoAccounts {
   std::int64_t overlap_offchip(const Plan&, std::int64_t outstanding, std::int64_t) {
     return outstanding;
   }
-  void counted(const CaseFlow&, std::int64_t) {}
+  void counted(const CaseOutcome&) {}
   void finish(const Plan&, std::int64_t) {}
 };
 
@@ -892,6 +1000,8 @@ struct TopAccounts {
   std::int64_t in_refill = 0, out_refill = 0;
   std::int64_t num_skipped = 0;
   std::int64_t num_counted = 0;
+  // The shortest compute delay (at least 1) of a counted case (true space).
+  std::int64_t shortest_compute = std::numeric_limits<std::int64_t>::max();
   // L2 traffic a network without multicast or reduction adds to MAESTRO's
   // counts (fractional where sub-levels' ratios enter).
   long double extra_l2_rd[3] = {0, 0, 0}, extra_l2_wr[3] = {0, 0, 0};
@@ -952,28 +1062,29 @@ struct TopAccounts {
   // Off-chip traffic refills the (double-buffered) L2 tiles; the case lasts
   // at least as long as its refill.
   std::int64_t overlap_offchip(const Plan& P, std::int64_t outstanding, std::int64_t compute_nz) {
-    // max(a / c, b / c) with one division (c > 0: the quotient, rounded
-    // toward zero, grows with the dividend).
-    const std::int64_t req = std::max(l2_size[2], l2_size[0] + l2_size[1]) / compute_nz;
     if (P.maestro_compat) {
       // MAESTRO halves its running maximum once per case, so the result
-      // depends on the order of the cases.
+      // depends on the order of the cases. max(a / c, b / c) with one
+      // division (c > 0: the quotient, rounded toward zero, grows with the
+      // dividend).
+      const std::int64_t req = std::max(l2_size[2], l2_size[0] + l2_size[1]) / compute_nz;
       offchip = std::max(offchip, req) / 2;
     } else {
-      // The refill rate needed by the busiest case, halved once (finish)
-      // because the double-buffered L2 tile refills over two compute steps.
-      offchip = std::max(offchip, req);
+      // The refill rate needed by the busiest case (finish): the L2 sizes
+      // are fixed by the first counted case, so it is the one with the
+      // shortest compute.
+      shortest_compute = std::min(shortest_compute, compute_nz);
     }
     return std::max(in_refill, std::max(outstanding, out_refill));
   }
-  void counted(const CaseFlow& f, std::int64_t compute_nz) {
+  void counted(const CaseOutcome& o) {
+    const CaseFlow& f = o.flow;
     macs += f.occ * f.psums_all;
-    const std::int64_t traffic = std::max(f.noc_in, f.noc_out);
-    peak_bw = std::max(peak_bw, traffic / compute_nz);
-    bw_sum += f.occ * traffic / compute_nz;
+    peak_bw = std::max(peak_bw, o.rate);
+    bw_sum += f.occ * o.traffic / o.compute_nz;
     ingress_sum += f.occ * f.in_delay;
     egress_sum += f.occ * f.out_delay;
-    compute_sum += f.occ * compute_nz;
+    compute_sum += f.occ * o.compute_nz;
     ++num_counted;
   }
   void finish(const Plan& P, std::int64_t occurrences) {
@@ -986,6 +1097,11 @@ struct TopAccounts {
     ingress_avg = static_cast<long double>(ingress_sum);
     egress_avg = static_cast<long double>(egress_sum);
     compute_avg = static_cast<long double>(compute_sum);
+    // The refill rate the busiest case needs (a quotient rounded toward
+    // zero shrinks as the divisor grows), halved below because the
+    // double-buffered L2 tile refills over two compute steps.
+    if (!P.maestro_compat && num_counted > 0)
+      offchip = std::max(l2_size[2], l2_size[0] + l2_size[1]) / shortest_compute;
     if (occurrences <= 0) return;
     const auto n = static_cast<long double>(occurrences);
     avg_bw /= n;
@@ -1142,6 +1258,36 @@ struct Analyser {
                       : std::max(f.out_delay, std::max(f.compute, f.in_delay));
   }
 
+  // What case `c` of level `li` moves and costs, apart from how often it
+  // occurs (§IV-A, §IV-B): its flow, and with work the compute delay (the
+  // MAC steps of one PE at the innermost level, else recursively the
+  // sub-level's runtime), the PEs kept busy and the case's delay.
+  void evaluate(const Case& c, int li, bool innermost, CaseOutcome& o) {
+    const Level& L = c.L;
+    CaseFlow& f = o.flow;
+    f.psums_all = c.all_psums();
+    f.egress = c.egress();
+    for (int t = 0; t < 2; ++t) f.in_of[t] = c.ingress(t);
+    o.psums_critical = c.critical_psums();
+    if (o.psums_critical <= 0) return;
+    const State& spatial = *c.st[c.first_spatial()];
+    o.busy = spatial.is_edge() ? L.num_edge_sub : L.num_sub;
+    if (innermost) {
+      static constexpr long double kOwnWords[kNumTensors] = {1, 1, 1};
+      f.compute = ceil_div(o.psums_critical, P.hw.simd_lanes);
+      network_words(c, kOwnWords, f);
+    } else {
+      const SubWork sub = sub_work(c, li, spatial);
+      f.compute = sub.runtime;
+      o.units = sub.active == 0 ? static_cast<long double>(o.busy) : sub.active;
+      network_words(c, sub.unshared, f);
+    }
+    o.delay = case_delay(c.all_init(), f);
+    o.compute_nz = std::max<std::int64_t>(f.compute, 1);
+    o.traffic = std::max(f.noc_in, f.noc_out);
+    o.rate = o.traffic / o.compute_nz;
+  }
+
   // Level `li` on dimensions `dims`: its cases, each weighted by its
   // occurrences, give the runtime (double buffering hides communication
   // behind computation except in the first step, which must fill the
@@ -1156,50 +1302,39 @@ struct Analyser {
 
     CaseOrder order(P, L, dims);
     Case c(P, L);
+    CaseOutcomes outcomes;
     std::int64_t runtime = 0, occurrences = 0, busy_pes = 0;
     long double active_sum = 0;
     UnsharedWords unshared;
     for (std::int64_t n = 0; n < order.size(); ++n) {
-      CaseFlow f;
-      f.occ = order.next(c);
-      f.psums_all = c.all_psums();
-      f.egress = c.egress();
-      for (int t = 0; t < 2; ++t) f.in_of[t] = c.ingress(t);
-      const std::int64_t psums_critical = c.critical_psums();
+      const std::int64_t occ = order.next(c);
+      bool found = false;
+      CaseOutcome& o = outcomes.slot(order.case_class(), found);
+      if (!found || !P.reuse_case_classes) {
+        order.begin(c);
+        evaluate(c, li, innermost, o);
+      }
+      CaseFlow& f = o.flow;
+      f.occ = occ;
       if (accounts.is_first()) accounts.first_case(P, dims, f);
       accounts.outputs(f);
-      if (psums_critical <= 0) {
+      if (o.psums_critical <= 0) {
         // No work in this case: a tile larger than its dimension.
         accounts.skipped();
         continue;
       }
       accounts.inputs(f);
-
-      // The compute delay: the MAC steps of one PE at the innermost level,
-      // else recursively the sub-level's runtime; and the PEs kept busy.
-      const State& spatial = *c.st[c.first_spatial()];
-      const std::int64_t busy = spatial.is_edge() ? L.num_edge_sub : L.num_sub;
-      if (innermost) {
-        static constexpr long double kOwnWords[kNumTensors] = {1, 1, 1};
-        f.compute = ceil_div(psums_critical, P.hw.simd_lanes);
-        busy_pes += busy * f.occ;
-        network_words(c, kOwnWords, f);
-      } else {
-        const SubWork sub = sub_work(c, li, spatial);
-        f.compute = sub.runtime;
-        const long double units = sub.active == 0 ? static_cast<long double>(busy) : sub.active;
-        active_sum += units * static_cast<long double>(f.occ);
-        network_words(c, sub.unshared, f);
-      }
+      if (innermost)
+        busy_pes += o.busy * f.occ;
+      else
+        active_sum += o.units * static_cast<long double>(f.occ);
       if (!share) {
         unshared.add(f);
         accounts.unshared(P, f);
       }
-      const std::int64_t compute_nz = std::max<std::int64_t>(f.compute, 1);
-      const std::int64_t outstanding =
-          accounts.overlap_offchip(P, case_delay(c.all_init(), f), compute_nz);
+      const std::int64_t outstanding = accounts.overlap_offchip(P, o.delay, o.compute_nz);
       runtime += f.occ * outstanding;
-      accounts.counted(f, compute_nz);
+      accounts.counted(o);
       occurrences += f.occ;
     }
     accounts.finish(P, occurrences);
@@ -1235,22 +1370,36 @@ std::int64_t true_macs(const Layer& layer, const std::int64_t* given) {
   return macs;
 }
 
+// MAESTRO's tile sizes along the dimensions the directives map.
+void clear_sizes(Level& L) {
+  // memset: the four arrays of eleven in a few wide stores (an element
+  // loop was a tenth of building a level).
+  std::memset(L.mapped, 0, sizeof L.mapped);
+  std::memset(L.unique, 0, sizeof L.unique);
+  std::memset(L.mapped_edge, 0, sizeof L.mapped_edge);
+  std::memset(L.unique_edge, 0, sizeof L.unique_edge);
+}
+
+void compute_directive_sizes(Level& L) {
+  clear_sizes(L);
+  for (int i = 0; i < L.num_dirs; ++i) set_directive_sizes(L, L.dirs[i]);
+}
+
+void set_directive_sizes(Level& L, const Dir& d) {
+  const std::int64_t dim = L.dims[d.dim], map = d.size, ofs = d.offset;
+  const std::int64_t steady = std::max<std::int64_t>((dim - map) / ofs, 0);
+  const bool has_edge = (steady * ofs + map < dim) || (map > dim);
+  L.mapped[d.dim] = map;
+  L.unique[d.dim] = std::min(map, ofs);
+  if (!d.spatial && dim <= map) L.unique[d.dim] = 0;  // fully unrolled: nothing new
+  std::int64_t edge_map = dim - (steady + 1) * ofs;
+  if (edge_map < 0) edge_map = dim;
+  L.mapped_edge[d.dim] = has_edge ? edge_map : map;
+  L.unique_edge[d.dim] = std::max<std::int64_t>(ofs - (map - edge_map), 0);
+}
+
 void compute_mapping_sizes(Level& L, bool conv) {
-  for (int d = 0; d < kNumDims; ++d)
-    L.mapped[d] = L.unique[d] = L.mapped_edge[d] = L.unique_edge[d] = 0;
-  for (int i = 0; i < L.num_dirs; ++i) {
-    const Dir& d = L.dirs[i];
-    const std::int64_t dim = L.dims[d.dim], map = d.size, ofs = d.offset;
-    const std::int64_t steady = std::max<std::int64_t>((dim - map) / ofs, 0);
-    const bool has_edge = (steady * ofs + map < dim) || (map > dim);
-    L.mapped[d.dim] = map;
-    L.unique[d.dim] = std::min(map, ofs);
-    if (!d.spatial && dim <= map) L.unique[d.dim] = 0;  // fully unrolled: nothing new
-    std::int64_t edge_map = dim - (steady + 1) * ofs;
-    if (edge_map < 0) edge_map = dim;
-    L.mapped_edge[d.dim] = has_edge ? edge_map : map;
-    L.unique_edge[d.dim] = std::max<std::int64_t>(ofs - (map - edge_map), 0);
-  }
+  compute_directive_sizes(L);
   if (!conv) return;
   // Output rows/columns of a sliding window: input tile - filter tile + 1.
   for (int i = 0; i < L.num_dirs; ++i) {
@@ -1282,7 +1431,7 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
 
   for (int d = 0; d < kNumDims; ++d) p.full_dims[d] = 0;
   for (const auto& [name, v] : layer.dims) {
-    const int d = dim_id(name, layer.type);
+    const int d = dim_id(name);
     if (d < 0) fail(layer.line, "unknown dimension '" + name + "'");
     p.full_dims[d] = v;
   }
@@ -1353,12 +1502,10 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
   int input_vars[kNumDims];
   int num_input_vars = 0;
   {
-    bool used[kNumDims] = {};
-    for (int t = 0; t < 2; ++t)
-      for (int k = 0; k < p.num_coupled[t]; ++k) used[p.coupled[t][k]] = true;
+    const unsigned used = p.coupled_mask[0] | p.coupled_mask[1];
     const int by_name[] = {kC, kG, kK, kM, kN, kR, kS, kX, kY};
     for (int d : by_name)
-      if (used[d]) input_vars[num_input_vars++] = d;
+      if ((used >> d) & 1U) input_vars[num_input_vars++] = d;
   }
 
   // Split the dataflow into cluster levels (outermost first).
@@ -1385,6 +1532,9 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
     L.num_dirs = 0;
     int line = layer.line;
     std::int64_t cluster_size = 1;
+    // Bit d: a directive maps dimension d (kept as directives are added or
+    // renamed, instead of a scan of the directives per question).
+    unsigned present = 0;
     auto push = [&](const Dir& d, int at_line) {
       if (L.num_dirs >= kMaxDirectives) fail(at_line, "too many directives in one cluster level");
       L.dirs[L.num_dirs++] = d;
@@ -1397,11 +1547,11 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
         ++next;
         break;
       }
-      const int id = dim_id(d.dim, layer.type);
+      const int id = dim_id(d.dim);
       if (id < 0) fail(d.line, "directive on unknown dimension '" + d.dim + "'");
-      for (int i = 0; i < L.num_dirs; ++i)
-        if (L.dirs[i].dim == id)
-          fail(d.line, "two directives on " + d.dim + " in one cluster level");
+      if ((present >> id) & 1U)
+        fail(d.line, "two directives on " + d.dim + " in one cluster level");
+      present |= 1U << id;
       push(Dir{d.kind == DirectiveKind::kSpatialMap, id, d.size, d.offset}, d.line);
     }
     // Output-row/column directives become input ones (tile + filter - 1).
@@ -1411,14 +1561,15 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
       return -1;
     };
     for (auto [o, in, s] : {std::tuple{kYo, kY, kR}, std::tuple{kXo, kX, kS}}) {
-      const int i = find(o);
-      if (i < 0) continue;
-      if (find(in) >= 0)
+      if (!((present >> o) & 1U)) continue;
+      if ((present >> in) & 1U)
         fail(line, std::string("directives on both ") + kDimNames[in] + " and " + kDimNames[o]);
+      const int i = find(o);
       const int is = find(s);
       const std::int64_t filter = is >= 0 ? L.dirs[is].size : level_dims[s];
       L.dirs[i].dim = in;
       L.dirs[i].size = L.dirs[i].size + filter - 1;
+      present = (present & ~(1U << o)) | (1U << in);
     }
     // Filling in (README "Filling in"): a dimension missing here inherits
     // the level above as a TemporalMap (each inserted at the front); one
@@ -1426,15 +1577,14 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
     if (g > 0) {
       const Level& up = p.levels[g - 1];
       for (int i = 0; i < up.num_dirs; ++i) {
-        if (find(up.dirs[i].dim) >= 0) continue;
+        if ((present >> up.dirs[i].dim) & 1U) continue;
         if (L.num_dirs >= kMaxDirectives) fail(line, "too many directives in one cluster level");
+        present |= 1U << up.dirs[i].dim;
         for (int k = L.num_dirs; k > 0; --k) L.dirs[k] = L.dirs[k - 1];
         L.dirs[0] = Dir{false, up.dirs[i].dim, up.dirs[i].size, up.dirs[i].offset};
         ++L.num_dirs;
       }
     }
-    unsigned present = 0;  // bit d: a directive maps dimension d (one scan, not one per var)
-    for (int i = 0; i < L.num_dirs; ++i) present |= 1U << L.dirs[i].dim;
     for (int k = 0; k < num_input_vars; ++k) {
       const int v = input_vars[k];
       if (!((present >> v) & 1U) && level_dims[v] > 0)

@@ -30,6 +30,7 @@ struct Dir {
 struct Tiles {
   std::int64_t full;
   std::int64_t edge;  // indices from the next tile position to the end
+  std::int64_t span;  // indices one tile really spans (engine.cpp, real_span)
   bool partial;
 };
 
@@ -75,6 +76,11 @@ struct Plan {
   // spatial edge step keeps every unit that has work. true: MAESTRO's own
   // iteration space and numbers (README "Deviations from MAESTRO").
   bool maestro_compat = false;
+  // true (default): a case whose class its level met before takes that
+  // class's outcome instead of being analysed again (engine.cpp,
+  // CaseOrder::case_class). false: every case is analysed, so that tests
+  // can check the classes against a full analysis.
+  bool reuse_case_classes = true;
 };
 
 /// Builds the plan. `batch` says whether the tensors carry N (MAESTRO decides
