@@ -67,6 +67,11 @@ check(abs(row["filt_l2"] - 1) < 1e-9,
 yrp = rf[(rf["kind"] == "early") & (rf["style"] == "YR-P")].iloc[0]
 check(abs(yrp["filt_l2_ratio"] - yrp["filt_l2"]) < 1e-9,
       "YR-P's L2 filter factor over KC-P's (1) is the factor itself")
+# The late-layer comparison: the larger |ratio - 1| of the two tensors, in
+# percent (activation 1.05x, filter 0.8x: 20%); KC-P against itself is 0.
+check(abs(cs1.largest_difference(1.05, 0.8) - 20) < 1e-9, "largest |ratio - 1| in percent")
+check(list(cs1.late_layer_differences(f, "KC-P", "tiny")) == [0.0], "KC-P against itself, per layer")
+check(cs1.per_dram_fetch_difference(f, "late", "KC-P", "tiny") == 0.0, "KC-P against itself, per fetch")
 g = cs1.gains(f, "runtime_cycles", "energy_total_macunits").iloc[0]
 per_layer_min = f.groupby("layer")["runtime_cycles"].min().sum()
 best_total = f.groupby("style")["runtime_cycles"].sum().min()

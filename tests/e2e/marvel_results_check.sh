@@ -38,4 +38,21 @@ grep -q "within 5% of the exhaustive optimum: met" "$doc" || { cat "$doc"; exit 
 grep -q "fewer evaluations than the exhaustive search: not met (0 of 1 layers" "$doc" || { cat "$doc"; exit 1; }
 grep -q "all 53 CONV2D layers of ResNet50 on P2 together" "$doc" || { cat "$doc"; exit 1; }
 grep -q "latency: 61.0 s (not met)" "$doc" || { cat "$doc"; exit 1; }
+# The off-chip-candidates run (fig9_offchip_candidates.yaml): here the same
+# jobs stand in for it, so its geometric-mean speed-ups, per platform and
+# as the summary's readings, must equal the headline's.
+cp "$work/marvel_fig9.h5" "$work/marvel_fig9_offchip.h5"
+/usr/bin/python3 "$script" --results "$work" --notes /nonexistent -o "$work/offchip.md" \
+  --csv "$work/offchip_summary.csv"
+doc="$work/offchip.md"
+grep -q "^| tiny | [0-9]* candidates | [0-9.]*x | [0-9.]*x | [0-9.]*x | [0-9.]*x | [0-9.]*x |" "$doc" \
+  || { cat "$doc"; exit 1; }
+/usr/bin/python3 - "$work/offchip_summary.csv" <<'PY' || { cat "$work/offchip_summary.csv"; exit 1; }
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["figure"] == "Fig. 9"]
+assert len(rows) == 2, rows
+for r in rows:
+    label, _, value = r["readings"].partition("=")
+    assert "(TINY)" in label and value == r["mapex"], r
+PY
 echo "marvel results document written from $work/marvel_fig9.h5"

@@ -48,6 +48,9 @@ F,share flipped,40% more,30% less,no,assumption,,x=38% less; y=45% more
 G,two numbers,50% / 20%,10% / 19%,no,assumption,,a=40% / 0%; b=45% / 1%
 H,weakest of two,50% / 20%,10% / 10%,no,assumption,,a=48% / 0%; b=60% / 30%
 I,qualitative,not bound,1.2x,partly,assumption,,
+J,bound met,differ < 11%,0.3%,yes,none,,
+K,bound reached,differ < 11%,48%,partly,assumption,,a=13.5%; b=2000%
+L,bound missed,differ < 11%,48%,no,assumption,,a=14.5%; b=30%
 CSV
 /usr/bin/python3 "$script" --docs "$work"
 row_verdict() {  # the verdict column (10th cell) of the row of figure $1
@@ -67,9 +70,12 @@ check_verdict F "bracketed by runs"
 check_verdict G "not explained"
 check_verdict H "bracketed by runs"
 check_verdict I "no number to judge"
+check_verdict J "within tolerance"
+check_verdict K "reached by a run"
+check_verdict L "not explained"
 grep -q '^| B | ratio reached | 10x | 20x | +100% | partly | an assumption the paper leaves unstated | small tile=7.6x; big tile=30x | reached by a run |' "$index" \
   || { echo "readings not shown"; exit 1; }
-grep -q '\*\*Verdicts\*\* .*: 2 within tolerance, 1 reached by a run, 3 bracketed by runs, 5 not explained, 1 no number to judge\.' "$index" \
+grep -q '\*\*Verdicts\*\* .*: 3 within tolerance, 2 reached by a run, 3 bracketed by runs, 6 not explained, 1 no number to judge\.' "$index" \
   || { echo "verdict totals wrong"; exit 1; }
 # A reading without a number is refused with its file and line.
 printf 'figure,quantity,paper,mapex,reproduced,reason_class,note,readings\nX,q,1,2,no,assumption,,wide=none\n' \
