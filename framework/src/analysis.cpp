@@ -767,7 +767,10 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
   for (size_t t = 0; t < nt; ++t) {
     const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
     const std::uint64_t tensor_bit = std::uint64_t{1} << std::min<size_t>(t, 63);
-    bool changed = keep_changed;
+    // Whether a recomputed boundary of t crosses a network: only then are
+    // t's network sums added up again (in the same order, so they are the
+    // same numbers); the words of the others are written where they are.
+    bool networks = keep_changed;
     for (Boundary& b : memo.boundaries[t]) {
       // Of the orders, the scan reads only its stop level's (low == L: no
       // order changed).
@@ -776,19 +779,14 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
         rebuild_boundary(cx, *scans, t, b);
       else if (!reorder_boundary(cx, t, b))
         continue;
-      changed = true;
+      networks = networks || !b.cumulative.empty();
+      (b.child < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(b.child)][t]) = b.traffic;
       for (int i = std::max(b.child, 0); i <= b.parent; ++i)
         memo.stale[static_cast<size_t>(i)] |= tensor_bit;
     }
-    if (!changed) continue;
+    if (!networks) continue;
     for (size_t i = 0; i < Lu; ++i) a.noc_down[i][t] = a.noc_up[i][t] = 0;
-    for (const Boundary& b : memo.boundaries[t]) {
-      add_noc_traffic(b, is_output, t, a);
-      if (b.child < 0)
-        a.mac_traffic[t] = b.traffic;
-      else
-        a.traffic[static_cast<size_t>(b.child)][t] = b.traffic;
-    }
+    for (const Boundary& b : memo.boundaries[t]) add_noc_traffic(b, is_output, t, a);
   }
   // The level accounts, for level_costs.
   if (keep_changed) memo.below_valid = false;
