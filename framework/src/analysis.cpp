@@ -557,44 +557,55 @@ void analyse_tiling_into(const Operator& op, const Architecture& arch, const Map
 
 namespace {
 
-// One level's accounts (level_metrics): the reads and writes of each tensor,
-// handed to `on_access(tensor, reads, writes)`, and the level's energy and
-// transfer cycles. `below[t]` is the data level under this one that keeps
-// tensor t (-1: the MACs); a level that bypasses t has no access to it.
-template <class OnAccess>
-LevelCost account_level(const NestAnalysis& a, int level, const TrafficMemo::LevelConstants& k,
-                        const int* below, OnAccess&& on_access) {
-  const size_t nt = k.word_bytes.size();
+// One tensor's part of one level's accounts (level_metrics): its reads and
+// writes, the energy they cost and the bytes they move. `below` is the data
+// level under this one that keeps the tensor (-1: the MACs); a level that
+// bypasses it has no access to it.
+TensorTerms account_tensor(const NestAnalysis& a, int level, const TrafficMemo::LevelConstants& k,
+                           int below, size_t t) {
   const auto iu = static_cast<size_t>(level);
-  LevelCost cost;
+  TensorTerms out;
+  double reads = 0, writes = 0;
+  if (k.kind == LevelKind::kSpatial) {
+    reads = a.noc_down[iu][t];
+    writes = a.noc_up[iu][t];
+    out.energy_pj = (reads + writes) * k.hop_energy_pj;
+  } else if (a.keeps[iu][t]) {
+    // As the parent of the level below that keeps t (or of the MACs).
+    const TensorTraffic& child =
+        below < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(below)][t];
+    reads += child.parent_reads;
+    writes += child.parent_writes;
+    // As the child of the level above.
+    if (k.kind != LevelKind::kDram) {
+      const TensorTraffic& own = a.traffic[iu][t];
+      writes += own.fills;
+      reads += own.updates;
+    }
+    // A partitioned level charges each tensor its partition's energies.
+    out.energy_pj = reads * k.read_energy_pj[t] + writes * k.write_energy_pj[t];
+  }
   // Bytes, not words: tensors may have their own word widths (WordWidths).
+  const double width = k.word_bytes[t];
+  out.reads = reads;
+  out.writes = writes;
+  out.bytes = (reads + writes) * width;
+  out.read_bytes = reads * width;
+  out.write_bytes = writes * width;
+  return out;
+}
+
+// A level's energy and transfer cycles from its tensors' terms, summed in
+// tensor order (so a level accounted tensor by tensor, or with some
+// tensors' terms kept from before, gives the same numbers).
+LevelCost level_total(const TrafficMemo::LevelConstants& k, const TensorTerms* terms, size_t nt) {
+  LevelCost cost;
   double bytes = 0, read_bytes = 0, write_bytes = 0;
   for (size_t t = 0; t < nt; ++t) {
-    double reads = 0, writes = 0;
-    if (k.kind == LevelKind::kSpatial) {
-      reads = a.noc_down[iu][t];
-      writes = a.noc_up[iu][t];
-      cost.energy_pj += (reads + writes) * k.hop_energy_pj;
-    } else if (a.keeps[iu][t]) {
-      // As the parent of the level below that keeps t (or of the MACs).
-      const TensorTraffic& child =
-          below[t] < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(below[t])][t];
-      reads += child.parent_reads;
-      writes += child.parent_writes;
-      // As the child of the level above.
-      if (k.kind != LevelKind::kDram) {
-        const TensorTraffic& own = a.traffic[iu][t];
-        writes += own.fills;
-        reads += own.updates;
-      }
-      // A partitioned level charges each tensor its partition's energies.
-      cost.energy_pj += reads * k.read_energy_pj[t] + writes * k.write_energy_pj[t];
-    }
-    const double width = k.word_bytes[t];
-    bytes += (reads + writes) * width;
-    read_bytes += reads * width;
-    write_bytes += writes * width;
-    on_access(t, reads, writes);
+    cost.energy_pj += terms[t].energy_pj;
+    bytes += terms[t].bytes;
+    read_bytes += terms[t].read_bytes;
+    write_bytes += terms[t].write_bytes;
   }
   // Cycles through each port shared by the instances; a network without a
   // bandwidth never bounds the latency. Separate read and write ports
@@ -605,6 +616,21 @@ LevelCost account_level(const NestAnalysis& a, int level, const TrafficMemo::Lev
   if (k.has_write_port)
     cost.transfer_cycles = std::max(cost.transfer_cycles, write_bytes / k.write_port);
   return cost;
+}
+
+// One level's accounts: each tensor's reads and writes, handed to
+// `on_access(tensor, reads, writes)`, and the level's energy and transfer
+// cycles. `below[t]` is the data level under this one that keeps tensor t.
+template <class OnAccess>
+LevelCost account_level(const NestAnalysis& a, int level, const TrafficMemo::LevelConstants& k,
+                        const int* below, OnAccess&& on_access) {
+  const size_t nt = k.word_bytes.size();
+  boost::container::small_vector<TensorTerms, 8> terms(nt);
+  for (size_t t = 0; t < nt; ++t) {
+    terms[t] = account_tensor(a, level, k, below[t], t);
+    on_access(t, terms[t].reads, terms[t].writes);
+  }
+  return level_total(k, terms.data(), nt);
 }
 
 // Advances `below` past level i: the tensors it keeps are now held there.
@@ -728,15 +754,23 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
     reshape(a.noc_up, Lu, nt, 0.0);
     a.mac_traffic.resize(nt);
   }
-  // Levels whose accounts a recomputed boundary touches: its child, its
-  // parent and the networks in between (bit i: level i).
-  std::uint64_t touched = keep_changed ? ~std::uint64_t{0} : 0;
+  // The tensors whose accounts a recomputed boundary touches, per level: its
+  // child, its parent and the networks in between, for its own tensor only
+  // (TrafficMemo::stale).
+  if (keep_changed)
+    memo.stale.assign(Lu, ~std::uint64_t{0});
+  else if (memo.stale.size() < Lu)
+    memo.stale.resize(Lu, ~std::uint64_t{0});
   // A new tiling or keep chain: every level's scan for every boundary.
   const std::optional<LevelScans> scans =
       keep_changed ? std::optional<LevelScans>(std::in_place, cx, 0) : std::nullopt;
   for (size_t t = 0; t < nt; ++t) {
     const bool is_output = op.tensors()[t].role == TensorRole::kOutput;
-    bool changed = keep_changed;
+    const std::uint64_t tensor_bit = std::uint64_t{1} << std::min<size_t>(t, 63);
+    // Whether a recomputed boundary of t crosses a network: only then are
+    // t's network sums added up again (in the same order, so they are the
+    // same numbers); the words of the others are written where they are.
+    bool networks = keep_changed;
     for (Boundary& b : memo.boundaries[t]) {
       // Of the orders, the scan reads only its stop level's (low == L: no
       // order changed).
@@ -745,23 +779,17 @@ void traffic_from(const Context& cx, NestAnalysis& a, bool keep_changed, int low
         rebuild_boundary(cx, *scans, t, b);
       else if (!reorder_boundary(cx, t, b))
         continue;
-      changed = true;
-      for (int i = std::max(b.child, 0); i <= b.parent && i < 64; ++i)
-        touched |= std::uint64_t{1} << i;
+      networks = networks || !b.cumulative.empty();
+      (b.child < 0 ? a.mac_traffic[t] : a.traffic[static_cast<size_t>(b.child)][t]) = b.traffic;
+      for (int i = std::max(b.child, 0); i <= b.parent; ++i)
+        memo.stale[static_cast<size_t>(i)] |= tensor_bit;
     }
-    if (!changed) continue;
+    if (!networks) continue;
     for (size_t i = 0; i < Lu; ++i) a.noc_down[i][t] = a.noc_up[i][t] = 0;
-    for (const Boundary& b : memo.boundaries[t]) {
-      add_noc_traffic(b, is_output, t, a);
-      if (b.child < 0)
-        a.mac_traffic[t] = b.traffic;
-      else
-        a.traffic[static_cast<size_t>(b.child)][t] = b.traffic;
-    }
+    for (const Boundary& b : memo.boundaries[t]) add_noc_traffic(b, is_output, t, a);
   }
   // The level accounts, for level_costs.
   if (keep_changed) memo.below_valid = false;
-  memo.stale |= touched;
 }
 
 }  // namespace
@@ -788,13 +816,14 @@ void level_costs(const Operator& op, const Architecture& arch, const NestAnalysi
     }
     return;
   }
-  // Along the stream: only the levels whose inputs changed since the last
-  // call (TrafficMemo::stale) are accounted again.
+  // Along the stream: only the tensors of the levels whose inputs changed
+  // since the last call (TrafficMemo::stale) are accounted again; a move of
+  // DRAM's order changes only some tensors' boundaries.
   if (!m.levels_valid) {
     m.levels.resize(Lu);
     for (int i = 0; i < L; ++i) m.levels[static_cast<size_t>(i)] = level_constants(op, arch, i);
     m.levels_valid = true;
-    m.stale = ~std::uint64_t{0};
+    m.stale.assign(Lu, ~std::uint64_t{0});
   }
   if (!m.below_valid) {
     m.below.assign(Lu * nt, -1);
@@ -805,15 +834,22 @@ void level_costs(const Operator& op, const Architecture& arch, const NestAnalysi
       step_below(arch, a, i, below);
     }
     m.costs.resize(Lu);
+    m.terms.resize(Lu * nt);
     m.below_valid = true;
-    m.stale = ~std::uint64_t{0};
+    m.stale.assign(Lu, ~std::uint64_t{0});
   }
-  for (int i = 0; i < L; ++i)
-    if (i >= 64 || (m.stale >> i & 1))  // more than 64 levels: every one
-      m.costs[static_cast<size_t>(i)] = account_level(a, i, m.levels[static_cast<size_t>(i)],
-                                                      m.below.data() + static_cast<size_t>(i) * nt,
-                                                      [](size_t, double, double) {});
-  m.stale = 0;
+  for (size_t i = 0; i < Lu; ++i) {
+    const std::uint64_t stale = m.stale[i];
+    if (stale == 0) continue;
+    const TrafficMemo::LevelConstants& k = m.levels[i];
+    const int* below = m.below.data() + i * nt;
+    TensorTerms* terms = m.terms.data() + i * nt;
+    for (size_t t = 0; t < nt; ++t)
+      if (t >= 63 || (stale >> t & 1))  // bit 63 stands for tensors 63 and up
+        terms[t] = account_tensor(a, static_cast<int>(i), k, below[t], t);
+    m.costs[i] = level_total(k, terms, nt);
+    m.stale[i] = 0;
+  }
   out.assign(m.costs.begin(), m.costs.end());
 }
 

@@ -10,6 +10,7 @@
 #include <mapex/generators.hpp>
 #include <mapex/search.hpp>
 #include <set>
+#include <stdexcept>
 
 #include "test_chips.hpp"
 
@@ -237,6 +238,62 @@ TEST(SearchContext, SpaceSweepEqualsSerialEvaluationAtAnyThreadCount) {
         EXPECT_EQ(got, std::set<std::uint64_t>(front.begin(), front.end()));
       });
     }
+  }
+}
+
+// Budgets that end inside a chunk, at the last mapping, one short of it and
+// beyond it, at more threads than a round of chunks once held: the workers
+// take chunks as they become free and stop where the budget must have
+// ended, and the merge keeps exactly the first `budget` mappings.
+TEST(SearchContext, BudgetEndsWhereItShouldAtAnyThreadCount) {
+  const Operator op = make_gemm("g", 4, 6, 2);
+  const Architecture arch = chip({2, 2}, 64);
+  const Mapspace space(op, arch);
+  TradeOffModel model;
+  const Serial ref = serial(space, model);
+  const std::uint64_t size = ref.mappings.size();
+  for (const std::uint64_t budget :
+       {std::uint64_t{1}, std::uint64_t{2049}, size / 2 + 7, size - 1, size, size + 5}) {
+    const std::uint64_t n = std::min(budget, size);
+    std::size_t best = 0;
+    for (std::size_t i = 1; i < n; ++i)
+      if (ref.metrics[i].latency_cycles < ref.metrics[best].latency_cycles) best = i;
+    for (int threads : {1, 2, 4}) {
+      SCOPED_TRACE("budget " + std::to_string(budget) + ", threads " + std::to_string(threads));
+      tbb::task_arena arena(threads);
+      arena.execute([&] {
+        SearchContext ctx(op, arch, space, model, Objective::kLatency, 1, Budget{budget, 0});
+        const auto sweep = ctx.evaluate_space(space);
+        EXPECT_EQ(sweep.complete, budget >= size);
+        EXPECT_EQ(sweep.evaluated, n);
+        EXPECT_EQ(ctx.evaluations(), n);
+        ASSERT_TRUE(ctx.best_mapping());
+        EXPECT_EQ(*ctx.best_mapping(), ref.mappings[best]);
+        EXPECT_EQ(ctx.trace().back().evaluation, best + 1);
+      });
+    }
+  }
+}
+
+// A progress callback that throws (the host abandons a job that way) ends
+// the sweep with its exception while other workers still stream chunks.
+TEST(SearchContext, SweepRethrowsWhatTheProgressCallbackThrows) {
+  const Operator op = make_gemm("g", 4, 6, 2);
+  const Architecture arch = chip({2, 2}, 64);
+  const Mapspace space(op, arch);
+  TradeOffModel model;
+  for (int threads : {1, 2}) {
+    tbb::task_arena arena(threads);
+    arena.execute([&] {
+      SearchContext ctx(op, arch, space, model, Objective::kLatency, 1, Budget{});
+      int calls = 0;
+      ctx.set_progress_callback([&](std::uint64_t) {
+        ++calls;
+        throw std::runtime_error("abandoned");
+      });
+      EXPECT_THROW(ctx.evaluate_space(space), std::runtime_error);
+      EXPECT_EQ(calls, 1);
+    });
   }
 }
 

@@ -42,6 +42,15 @@ struct LevelCost {
   double energy_pj = 0;
 };
 
+/// One tensor's part of a level's accounts (level_costs): its reads and
+/// writes at the level, their energy and the bytes they move through the
+/// level's ports.
+struct TensorTerms {
+  double reads = 0, writes = 0;
+  double energy_pj = 0;
+  double bytes = 0, read_bytes = 0, write_bytes = 0;
+};
+
 /// What analyse_traffic_into keeps on a NestAnalysis between two calls, so
 /// that the next mapping of the enumeration stream (same tiling, another
 /// loop order) recomputes only the boundaries whose reuse scan reads a
@@ -114,13 +123,16 @@ struct TrafficMemo {
   /// the members below are mutable: a NestAnalysis is not shared between
   /// threads. `levels` is rebuilt per tiling, `below[i * tensors + t]` (the
   /// data level under level i that keeps t, -1: the MACs) per keep choice;
-  /// `stale` bit i: level i's costs need recomputing (a recomputed boundary
-  /// touched its child, its parent or a network in between).
+  /// `terms[i * tensors + t]` is tensor t's part of level i's accounts, and
+  /// `stale[i]` bit t says it needs recomputing (a recomputed boundary of t
+  /// touched its child, its parent or a network in between; bit 63 stands
+  /// for tensors 63 and up).
   mutable std::vector<LevelConstants> levels;
   mutable std::vector<int> below;
+  mutable std::vector<TensorTerms> terms;
   mutable std::vector<LevelCost> costs;
+  mutable std::vector<std::uint64_t> stale;
   mutable bool levels_valid = false, below_valid = false;
-  mutable std::uint64_t stale = ~std::uint64_t{0};
 };
 
 struct NestAnalysis {
