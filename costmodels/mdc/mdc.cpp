@@ -162,7 +162,7 @@ class BoundMdc final : public mapex::BoundCostModel {
     if (auto exact = exact_bound(partial)) return exact;
     const double compute = std::max({mapex::compute_cycles_bound(op_, arch_, partial),
                                      noc_floor_cycles_ + first_step_compute_cycles(partial),
-                                     step_bound_cycles(partial)});
+                                     step_bound_cycles(partial), fewest_steps_cycles(partial)});
     mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
     const double output_writes = output_writes_above_floor_pj(partial);
     if (std::isinf(output_writes)) return mapex::Score{true, output_writes, output_writes};
@@ -353,6 +353,74 @@ class BoundMdc final : public mapex::BoundCostModel {
       if (split[d] > 1 && !window_filter_[d]) ++regions;
     if (regions < 2) return 0;
     return l1_tile_cycles(partial) + static_cast<double>(hw_.noc_latency);
+  }
+
+  /// The per-step bound of nested regions (nested_step_cycles) before L1's
+  /// tile is fixed, over every completion whose spans divide the layer
+  /// (PartialMapping::divisor_spans). Once the tiles are fixed, a split over
+  /// two regions or more takes at least fill + steps x (c + latency), c the
+  /// L1 tile's MAC steps (step_bound_cycles); its MACs times the steps are
+  /// at least the non-filter MACs over the non-filter PEs (at most L2's
+  /// non-filter tiles and the fan-out; steps =
+  /// prod B/span, span = split x tile at most, over the non-filter
+  /// dimensions), and a span is at most L2's tile (it lies inside it), so
+  /// there are at least prod ceil(B/T) steps whatever the L1 tile. Hence
+  /// fill + max(compute, steps x latency + non-filter MACs / (PEs x lanes)).
+  /// With the split still free, a completion with one region or none (at
+  /// most one non-filter dimension split) engages at most the largest
+  /// non-filter L2 tile times the filter tiles of PEs and has at least the
+  /// MACs over those plus the least fill; the bound is the lower of the two
+  /// cases. The fill is at least the NoC delay of one word per input once
+  /// the split is free, the first fill of the split (step_bound_cycles)
+  /// once it is fixed. 0 where step_bound_cycles claims nothing.
+  double fewest_steps_cycles(const mapex::PartialMapping& partial) const {
+    if (!partial.divisor_spans || partial.first_fixed < 1 || partial.first_fixed > 2 || l1_ != 0 ||
+        l2_ != l1_ + 2 || arch_.levels()[1].kind != mapex::LevelKind::kSpatial)
+      return 0;
+    const auto& dims = op_.dims();
+    const auto& l2_tile = partial.mapping->level(2).tile;
+    double steps = 1, macs_non_filter = 1, widest = 1, filter_units = 1, non_filter_units = 1;
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      const std::int64_t tile = std::max<std::int64_t>(1, std::min(l2_tile[d], dims[d].bound));
+      if (window_filter_[d]) {
+        filter_units *= static_cast<double>(tile);
+        continue;
+      }
+      steps *= static_cast<double>((dims[d].bound + tile - 1) / tile);
+      macs_non_filter *= static_cast<double>(dims[d].bound);
+      widest = std::max(widest, static_cast<double>(tile));
+      non_filter_units *= static_cast<double>(tile);
+    }
+    const double lanes = static_cast<double>(std::max<std::int64_t>(1, hw_.simd_lanes));
+    const double latency = static_cast<double>(hw_.noc_latency);
+    const double fanout = static_cast<double>(arch_.levels()[1].fanout());
+    if (partial.first_fixed == 1) {
+      const auto& split = partial.mapping->level(1).split;
+      double units = 1;
+      int regions = 0;
+      for (std::size_t d = 0; d < split.size(); ++d)
+        if (!window_filter_[d] && split[d] > 1) {
+          units *= static_cast<double>(split[d]);
+          ++regions;
+        }
+      if (regions < 2) return 0;
+      const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
+      const double fill = std::max(0.0, step_bound_cycles(partial) - compute);
+      return fill + std::max(compute, steps * latency + macs_non_filter / (units * lanes));
+    }
+    std::int64_t inputs = 0;
+    for (const auto& t : op_.tensors())
+      if (t.role != mapex::TensorRole::kOutput) ++inputs;
+    const double least_fill = static_cast<double>(
+        std::max<std::int64_t>(0, hw_.noc_latency + (inputs + hw_.noc_bw - 1) / hw_.noc_bw - 1));
+    const double macs = static_cast<double>(op_.macs());
+    const double peak = arch_.macs_per_pe();
+    const double one_region = macs / (std::min(fanout, widest * filter_units) * peak) + least_fill;
+    const double units = std::min(fanout, non_filter_units);
+    const double regions =
+        least_fill +
+        std::max(macs / (fanout * peak), steps * latency + macs_non_filter / (units * lanes));
+    return std::min(one_region, regions);
   }
 
   /// What the first step computes beside its fill (engine.cpp, case_delay:

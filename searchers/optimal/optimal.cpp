@@ -124,8 +124,8 @@ class BranchAndBound {
   double root_bound() const {
     const int L = arch_.num_levels();
     Mapping m = Mapping::trivial(op_, arch_);
-    const auto b = ctx_.model().lower_bound(
-        mapex::PartialMapping{&m, L - 1, std::vector<char>(static_cast<size_t>(L), 0)});
+    const auto b = ctx_.model().lower_bound(mapex::PartialMapping{
+        &m, L - 1, std::vector<char>(static_cast<size_t>(L), 0), divisor_spans()});
     return b ? mapex::objective_value(*b, ctx_.objective()) : 0;
   }
 
@@ -301,6 +301,14 @@ class BranchAndBound {
       values_of(arch_, m, s.level) = c.values;
   }
 
+  /// Whether every mapping of the space has tiles and spans that divide the
+  /// layer and no cluster tile (PartialMapping::divisor_spans): a
+  /// factors-only space, which the search only enters without cluster
+  /// levels (run).
+  bool divisor_spans() const {
+    return space_.options().factors_only && space_.supports_level_enumeration();
+  }
+
   /// The model's bound of each child as an objective value, in parallel
   /// (each on its own copy of the mapping); 0 when the model has none.
   void bound_children(const Mapping& m, const Stage& s, int first_fixed,
@@ -310,8 +318,8 @@ class BranchAndBound {
       thread_local Mapping scratch;
       scratch = m;
       apply(scratch, s, children[k]);
-      const auto b =
-          ctx_.model().lower_bound(mapex::PartialMapping{&scratch, first_fixed, order_fixed});
+      const auto b = ctx_.model().lower_bound(
+          mapex::PartialMapping{&scratch, first_fixed, order_fixed, divisor_spans()});
       children[k].bound = b ? mapex::objective_value(*b, ctx_.objective()) : 0;
     });
     std::stable_sort(children.begin(), children.end(),

@@ -130,12 +130,16 @@ TEST(LevelEnumeration, LevelOrdersAreTheDistinctOrdersOfTheFreeLoops) {
 /// With `every_l2_order`, every order of L2's loops is a completion too
 /// (the places of one-trip loops mdc tells apart, rule 4), not only the
 /// space's form.
+/// With `factors_only`, the space has only tiles and splits that divide the
+/// layer and the bounds are told so (PartialMapping::divisor_spans).
 void expect_bounds_below_completions(const std::string& model_name, const Operator& op,
                                      const Architecture& arch = small_chip(),
-                                     bool every_l2_order = false) {
+                                     bool every_l2_order = false, bool factors_only = false) {
   const auto model = registry().make_costmodel(model_name, {});
   const auto bound_model = model->bind(op, arch);
-  const Mapspace space(op, arch);
+  MapspaceOptions options;
+  options.factors_only = factors_only;
+  const Mapspace space(op, arch, options);
   std::vector<std::map<std::string, std::pair<double, double>>> best(kPrefixes.size());
   std::vector<std::map<std::string, Mapping>> member(kPrefixes.size());
   Mapspace::Cursor cursor(space);
@@ -168,8 +172,8 @@ void expect_bounds_below_completions(const std::string& model_name, const Operat
   int tight = 0;
   for (size_t p = 0; p < kPrefixes.size(); ++p)
     for (const auto& [key, lowest] : best[p]) {
-      const auto b = bound_model->lower_bound(
-          PartialMapping{&member[p].at(key), kPrefixes[p].first, kPrefixes[p].second});
+      const auto b = bound_model->lower_bound(PartialMapping{&member[p].at(key), kPrefixes[p].first,
+                                                             kPrefixes[p].second, factors_only});
       ASSERT_TRUE(b) << model_name;
       EXPECT_LE(b->latency_cycles, lowest.first * (1 + 1e-9)) << model_name << " prefix " << p;
       EXPECT_LE(b->energy_pj, lowest.second * (1 + 1e-9)) << model_name << " prefix " << p;
@@ -194,6 +198,13 @@ TEST(OptimalBounds, MdcNeverAboveTheBestCompletion) {
       {test::buffer("L1", 64, 1, 2), pes, test::buffer("L2", 1 << 20, 10, 10), test::dram(100)});
   expect_bounds_below_completions("mdc", small_gemm(), slow_noc, true);
   expect_bounds_below_completions("mdc", make_gemm("g2", 8, 4, 6), slow_noc, true);
+  // Spaces of divisors only, where the fewest steps are claimed before the
+  // L1 tile and the split are fixed (fewest_steps_cycles).
+  expect_bounds_below_completions("mdc", small_conv(), small_chip(), false, true);
+  expect_bounds_below_completions("mdc", small_gemm(), small_chip(), false, true);
+  expect_bounds_below_completions("mdc", small_gemm(), slow_noc, true, true);
+  expect_bounds_below_completions("mdc", make_gemm("g2", 8, 4, 6), slow_noc, true, true);
+  expect_bounds_below_completions("mdc", make_gemm("g3", 16, 8, 4), slow_noc, true, true);
 }
 TEST(OptimalBounds, TensorCentricNeverAboveTheBestCompletion) {
   expect_bounds_below_completions("tensor_centric", small_conv());
@@ -447,6 +458,49 @@ TEST(OptimalBounds, MdcStepsOfNestedRegionsTakeTheNocLatency) {
   EXPECT_LT(one_region->latency_cycles, 196.0 * 256 * 64 + 256 * 64);
 }
 
+/// mdc's fewest steps before the L1 tile is fixed, hand-counted on the same
+/// 1x1 layer (fewest_steps_cycles; the NoC of P2: latency 1, 128 words a
+/// cycle). An L2 tile of K 16, C 128, P 7, Q 7 leaves at least 1024/16 *
+/// 256/128 * 14/7 * 14/7 = 512 steps in every completion whose spans
+/// divide the layer; with two regions the runtime is then at least the
+/// least fill (one word per input: 1 cycle) + 512 x 1 + 51380224 MACs /
+/// 1024 PEs = 50689, above the optimum 50489; with one region at most 128
+/// PEs work (C's tile, the widest), 401409 cycles or more. So the L2 tile
+/// is closed at 50689 where the compute bound left it open at 50176. The
+/// optimum's own L2 tile (K 64, C 128, P 14, Q 14; 4 x 8 = 32 steps)
+/// stays below it: 1 + 32 + 50176. With its split fixed (K 16 x C 64),
+/// the fill is the split's first tiles: 64 input words and 16 x 64
+/// weights, 1088 words, 9 cycles: 9 + 32 + 50176. Without divisor spans
+/// nothing is claimed before the L1 tile.
+TEST(OptimalBounds, MdcFewestStepsBeforeTheL1Tile) {
+  const Architecture arch =
+      Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/marvel_p2.yaml");
+  const Operator op = make_conv2d("pw", Conv2dShape{1, 256, 1024, 14, 14, 1, 1});
+  const auto bound = registry().make_costmodel("mdc", {})->bind(op, arch);
+  Mapping m = Mapping::trivial(op, arch);
+  m.level(2).tile = {1, 16, 128, 7, 7, 1, 1};
+  const auto closed = bound->lower_bound(PartialMapping{&m, 2, {0, 0, 0, 0}, true});
+  ASSERT_TRUE(closed);
+  EXPECT_EQ(closed->latency_cycles, 1 + 512 + 50176);
+  const auto unclaimed = bound->lower_bound(PartialMapping{&m, 2, {0, 0, 0, 0}, false});
+  ASSERT_TRUE(unclaimed);
+  EXPECT_EQ(unclaimed->latency_cycles, 50176);
+  m.level(2).tile = {1, 64, 128, 14, 14, 1, 1};
+  const auto optimum_tile = bound->lower_bound(PartialMapping{&m, 2, {0, 0, 0, 1}, true});
+  ASSERT_TRUE(optimum_tile);
+  EXPECT_EQ(optimum_tile->latency_cycles, 1 + 32 + 50176);
+  m.level(1).split = {1, 16, 64, 1, 1, 1, 1};
+  const auto split_fixed = bound->lower_bound(PartialMapping{&m, 1, {0, 0, 0, 1}, true});
+  ASSERT_TRUE(split_fixed);
+  EXPECT_EQ(split_fixed->latency_cycles, 9 + 32 + 50176);
+  // One region (C alone split over every PE): no step is claimed.
+  m.level(1).split = {1, 1, 1024, 1, 1, 1, 1};
+  m.level(2).tile = {1, 16, 1024, 7, 7, 1, 1};
+  const auto one_region = bound->lower_bound(PartialMapping{&m, 1, {0, 0, 0, 1}, true});
+  ASSERT_TRUE(one_region);
+  EXPECT_LT(one_region->latency_cycles, 50176 + 512);
+}
+
 /// Real-sized layers, where exhaustive cannot go: for uniformly drawn
 /// mappings of Marvel-style spaces, and for the local optima greedy descent
 /// reaches from some of them (where the bound comes close: first fills,
@@ -472,7 +526,8 @@ void expect_bounds_below_sampled(const std::string& model_name, const Operator& 
   auto check = [&](const Mapping& m, const Score& s) {
     ++checked;
     for (const auto& [first_fixed, orders] : kPrefixes) {
-      const auto b = bound_model->lower_bound(PartialMapping{&m, first_fixed, orders});
+      const auto b =
+          bound_model->lower_bound(PartialMapping{&m, first_fixed, orders, factors_only});
       ASSERT_TRUE(b);
       EXPECT_LE(b->latency_cycles, s.latency_cycles * (1 + 1e-9))
           << op.name() << " " << first_fixed;

@@ -23,6 +23,11 @@ struct PartialMapping {
   const Mapping* mapping = nullptr;
   int first_fixed = 0;
   std::vector<char> order_fixed;
+  /// Whether every completion's tiles and spans divide the operator's
+  /// bounds and no spatial level has a cluster tile (a factors-only
+  /// mapspace without cluster levels). A bound that counts whole steps can
+  /// then claim them before the tiles that make the steps are fixed.
+  bool divisor_spans = false;
 };
 
 /// The data levels (and spatial levels) whose traffic a partial mapping
