@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <mapex/plugin.hpp>
 #include <mapex/version.hpp>
+#include <string_view>
 
 #include "host/cli_args.hpp"
 #include "host/mdc_commands.hpp"
@@ -61,7 +62,66 @@ std::map<std::string, std::string> parse_params(const std::vector<std::string>& 
   }
   return out;
 }
+namespace {
+
+/// The option a plain argument list may name, and where its value goes.
+std::string* plain_option_value(EvaluateOptions& o, std::string_view name) {
+  if (name == "maestro") return &o.maestro;
+  if (name == "hw") return &o.hw;
+  if (name == "format") return &o.format;
+  if (name == "costmodel") return &o.costmodel;
+  return nullptr;
+}
+
+}  // namespace
+
+std::optional<EvaluateOptions> parse_plain_maestro_options(const std::vector<std::string>& args) {
+  EvaluateOptions o;
+  o.format = "table";
+  o.costmodel = "roofline";
+  std::vector<std::string_view> seen;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string_view arg = args[i];
+    if (arg.size() < 3 || arg.substr(0, 2) != "--") return std::nullopt;
+    std::string_view name = arg.substr(2);
+    const auto eq = name.find('=');
+    if (eq != std::string_view::npos) name = name.substr(0, eq);
+    if (name != "param") {
+      for (const auto& earlier : seen)
+        if (earlier == name) return std::nullopt;
+      seen.push_back(name);
+    }
+    if (name == "maestro-compat") {
+      if (eq != std::string_view::npos) return std::nullopt;
+      o.maestro_compat = true;
+      continue;
+    }
+    std::string* value = plain_option_value(o, name);
+    if (value == nullptr && name != "param") return std::nullopt;
+    std::string_view text;
+    if (eq != std::string_view::npos) {
+      text = arg.substr(2 + eq + 1);
+    } else {
+      if (i + 1 == args.size()) return std::nullopt;
+      text = args[++i];
+    }
+    if (text.empty() || text.front() == '-') return std::nullopt;
+    if (value == nullptr)
+      o.params.emplace_back(text);
+    else
+      value->assign(text);
+    if (name == "costmodel") o.costmodel_defaulted = false;
+  }
+  if (o.maestro.empty() || o.hw.empty()) return std::nullopt;
+  return o;
+}
+
 EvaluateOptions parse_evaluate_options(const std::vector<std::string>& args) {
+  if (auto plain = parse_plain_maestro_options(args)) return *std::move(plain);
+  return parse_evaluate_options_in_full(args);
+}
+
+EvaluateOptions parse_evaluate_options_in_full(const std::vector<std::string>& args) {
   EvaluateOptions o;
   po::options_description desc("mapex evaluate");
   desc.add_options()("help,h", "show this help")("workload", po::value(&o.workload),

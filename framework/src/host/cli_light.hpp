@@ -50,6 +50,21 @@ struct EvaluateOptions {
 /// Parses `mapex evaluate`'s arguments; bad usage throws InputError.
 EvaluateOptions parse_evaluate_options(const std::vector<std::string>& args);
 
+/// The common `evaluate --maestro F --hw H [--format X] [--costmodel C]
+/// [--param k=v]... [--maestro-compat]` read without Boost.ProgramOptions,
+/// whose option table and parser took 160k of the 4.2M instructions of a
+/// 66-layer run (issue 20). Only exact long options, each once (--param
+/// any number of times), as `--name value` or `--name=value` with a
+/// non-empty value that does not start with '-'. nullopt for anything else
+/// (help, abbreviations, repeats, unknown or positional arguments), which
+/// parse_evaluate_options hands to the full parser and its messages; where
+/// this accepts, the result is the full parser's.
+std::optional<EvaluateOptions> parse_plain_maestro_options(const std::vector<std::string>& args);
+
+/// parse_evaluate_options without the plain reader: Boost.ProgramOptions
+/// for every argument list (what the plain reader must agree with).
+EvaluateOptions parse_evaluate_options_in_full(const std::vector<std::string>& args);
+
 /// Runs `evaluate --help` or `evaluate --maestro F --hw H`; nullopt for the
 /// YAML form, which the full CLI runs.
 std::optional<int> evaluate_without_yaml(const EvaluateOptions& options, std::ostream& out);
