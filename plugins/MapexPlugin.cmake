@@ -15,6 +15,10 @@ function(mapex_add_plugin name)
   endif()
   add_library(${name} MODULE ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE mapex::core)
+  # mapex::core is two libraries (libmapex, libmapex_io with yaml-cpp and
+  # TBB): the plugin records only the one it calls, so a cost model such as
+  # mdc loads without the YAML reader and the task scheduler.
+  target_link_options(${name} PRIVATE LINKER:--as-needed)
   if(TARGET mapex_warnings)
     target_link_libraries(${name} PRIVATE mapex_warnings)
   else()
@@ -34,7 +38,7 @@ function(mapex_add_plugin name)
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     LIBRARY_OUTPUT_DIRECTORY ${out}
-    BUILD_RPATH "$ORIGIN/../..;$<TARGET_FILE_DIR:mapex::core>"
+    BUILD_RPATH "$ORIGIN/../..;$<TARGET_FILE_DIR:mapex::base>"
     INSTALL_RPATH "$ORIGIN/../..")
   if(NOT ARG_NO_INSTALL)
     install(TARGETS ${name} LIBRARY DESTINATION lib/mapex/plugins)

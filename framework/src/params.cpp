@@ -2,9 +2,8 @@
 #include <cmath>
 #include <mapex/error.hpp>
 #include <mapex/params.hpp>
+#include <optional>
 #include <sstream>
-
-#include "yaml_reader.hpp"
 
 namespace mapex {
 

@@ -25,6 +25,7 @@
 #include <sstream>
 
 #include "host/cli_args.hpp"
+#include "host/cli_light.hpp"
 #include "host/experiment.hpp"
 #include "host/json_output.hpp"
 #include "host/mdc_commands.hpp"
@@ -40,62 +41,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailed = 1;
-constexpr int kExitBadInput = 2;
-
-/// Bad usage: the message goes out as it is, with exit status 2.
-class UsageError : public InputError {
- public:
-  explicit UsageError(const std::string& message) : InputError(message) {}
-};
-
-const char* const kUsage =
-    "usage: mapex <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  run EXPERIMENT.yaml [-o results.h5] [-j N] [--resume] [--shard i/N] [--quiet]\n"
-    "      (under mpirun: ranks share the jobs, rank 0 writes the file)\n"
-    "  merge RESULTS.h5 ... -o ALL.h5\n"
-    "  evaluate --workload W --arch A --mapping M|--directives D [--layer L]\n"
-    "           [--costmodel roofline]\n"
-    "           [--param k=v ...] [--format table|csv|json]\n"
-    "  evaluate --maestro MAPPING.m --hw HW.m [--costmodel mdc] [--format table|csv|json]\n"
-    "           [--maestro-compat]\n"
-    "  check    --workload W [--layer L]\n"
-    "  import   nn_dataflow RESULT.json --workload W --arch A -o DIR\n"
-    "  import   timeloop FILE.yaml [FILE.yaml ...] -o DIR\n"
-    "  export   timeloop --workload W --arch A --mapping M [--layer L] [-o FILE]\n"
-    "  import   onnx MODEL.onnx -o NET.yaml [--batch N]\n"
-    "  search   --workload W --arch A --searcher S [--layer L] [--param k=v ...]\n"
-    "           [--costmodel roofline] [--objective latency|energy|edp] [--seed N]\n"
-    "           [--max-evaluations N] [--max-seconds S] [-j N] [--format table|json]\n"
-    "  mapspace --workload W --arch A [--layer L]\n"
-    "  schedule --workload NET --arch A [--k-s 4] [--max-segment-layers 4]\n"
-    "           [--objective energy|latency] [--costmodel tensor_centric] [--format table|json]\n"
-    "           [--inter-layer pruned|exhaustive] [--allocation-probability P]\n"
-    "           [--intra-searcher S] [--intra-param k=v ...] [--intra-max-evaluations N]\n"
-    "           [--intra-max-seconds S] [--no-layer-by-layer] [--no-calibration]\n"
-    "           [--seed N] [-j N] [-o SCHEDULE.h5]\n"
-    "  directives --workload W --arch A [--layer L] --mapping M|--directives D\n"
-    "      (KAPLA tensor-centric directives from a mapping, or the mapping they give)\n"
-    "  plugins\n"
-    "  report   RESULTS.h5 [--format markdown|csv] [--table all|jobs|summary|dse]\n"
-    "           [--baseline searcher=NAME|costmodel=NAME|architecture=NAME]\n"
-    "  version\n"
-    "\n"
-    "Run `mapex <command> --help` for the options of a command.\n";
-
-std::map<std::string, std::string> parse_params(const std::vector<std::string>& items) {
-  std::map<std::string, std::string> out;
-  for (const auto& item : items) {
-    const auto eq = item.find('=');
-    if (eq == std::string::npos || eq == 0)
-      throw UsageError("--param expects key=value, got '" + item + "'");
-    out[item.substr(0, eq)] = item.substr(eq + 1);
-  }
-  return out;
-}
+const char* const kUsage = cli_usage();
 
 po::variables_map parse(const po::options_description& desc,
                         const po::positional_options_description& positional,
@@ -394,37 +340,16 @@ int cmd_directives(const std::vector<std::string>& args, std::ostream& out) {
 }
 
 int cmd_evaluate(const std::vector<std::string>& args, std::ostream& out) {
-  po::options_description desc("mapex evaluate");
-  std::string workload, arch_path, mapping_path, directives_path, layer, costmodel, format, maestro,
-      hw;
-  std::vector<std::string> params;
-  desc.add_options()("help,h", "show this help")("workload", po::value(&workload),
-                                                 "workload (network or operator) YAML")(
-      "layer", po::value(&layer), "layer of the workload (needed when it has several)")(
-      "arch", po::value(&arch_path), "architecture YAML")("mapping", po::value(&mapping_path),
-                                                          "mapping YAML")(
-      "directives", po::value(&directives_path),
-      "KAPLA tensor-centric directives of the layer (instead of --mapping)")(
-      "maestro", po::value(&maestro), "MAESTRO mapping file (instead of --workload/--mapping)")(
-      "hw", po::value(&hw), "MAESTRO hardware file (with --maestro)")(
-      "costmodel", po::value(&costmodel)->default_value("roofline"), "cost model plugin")(
-      "param", po::value(&params)->composing(), "cost model parameter key=value (repeatable)")(
-      "format", po::value(&format)->default_value("table"), "table, csv or json")(
-      "maestro-compat",
-      "with --maestro: reproduce MAESTRO's own numbers (its iteration space, including its "
-      "miscounts on strided layers) instead of the true ones");
-  const auto vm = parse(desc, {}, args);
-  if (vm.count("help")) {
-    out << desc;
-    return kExitOk;
-  }
-  if (!maestro.empty() || !hw.empty()) {
-    if (maestro.empty() || hw.empty()) throw UsageError("--maestro and --hw go together");
-    auto model_params = parse_params(params);
-    if (vm.count("maestro-compat")) model_params["maestro_compat"] = "true";
-    return evaluate_maestro(maestro, hw, vm["costmodel"].defaulted() ? "mdc" : costmodel, format,
-                            model_params, out);
-  }
+  const EvaluateOptions options = parse_evaluate_options(args);
+  if (auto status = evaluate_without_yaml(options, out)) return *status;
+  const std::string& workload = options.workload;
+  const std::string& arch_path = options.arch_path;
+  const std::string& mapping_path = options.mapping_path;
+  const std::string& directives_path = options.directives_path;
+  const std::string& layer = options.layer;
+  const std::string& costmodel = options.costmodel;
+  const std::string& format = options.format;
+  const std::vector<std::string>& params = options.params;
   if (!mapping_path.empty() && !directives_path.empty())
     throw UsageError("give the scheme once: --mapping or --directives, not both");
   if (workload.empty() || arch_path.empty() || (mapping_path.empty() && directives_path.empty()))
@@ -918,15 +843,13 @@ int cmd_plugins(const std::vector<std::string>& args, std::ostream& out, std::os
 
 }  // namespace
 
-const char* cli_usage() { return kUsage; }
-
 bool is_store_command(const std::string& command) {
   return command == "run" || command == "merge" || command == "report" || command == "schedule";
 }
 
 int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  try {
-    if (argc < 2) throw UsageError(std::string("no command given\n") + kUsage);
+  return run_guarded(err, [&] {
+    if (auto status = run_light_command(argc, argv, out)) return *status;
     const std::string command = argv[1];
     const std::vector<std::string> args(argv + 2, argv + argc);
     if (is_store_command(command)) return call_store_command(command, args, out, err);
@@ -940,22 +863,8 @@ int main_cli(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (command == "export") return cmd_export(args, out);
     if (command == "check") return cmd_check(args, out);
     if (command == "plugins") return cmd_plugins(args, out, err);
-    if (command == "version" || command == "--version") {
-      out << "mapex " << version() << " (plugin ABI " << kPluginAbiVersion << ")\n";
-      return kExitOk;
-    }
-    if (command == "help" || command == "--help" || command == "-h") {
-      out << kUsage;
-      return kExitOk;
-    }
     throw UsageError("unknown command '" + command + "'\n" + kUsage);
-  } catch (const InputError& e) {
-    err << "mapex: error: " << e.what() << "\n";
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    err << "mapex: error: " << e.what() << "\n";
-    return kExitFailed;
-  }
+  });
 }
 
 }  // namespace mapex::host
