@@ -310,6 +310,29 @@ struct IncrementalCount {
   std::uint64_t order_only_changes = 0;
 };
 
+// A keep/bypass switch as the cursor tells it: every boundary is rebuilt,
+// no loop order moved.
+MappingChange keep_switched(const Architecture& arch) {
+  MappingChange change;
+  change.tiling = false;
+  change.keep = true;
+  change.lowest_order = arch.num_levels();
+  return change;
+}
+
+// One random neighbour along the stream: the loop order of one of `levels`
+// shuffled, told as the lowest level whose order moved.
+MappingChange shuffle_one_order(std::mt19937_64& rng, Mapping& m, const std::vector<int>& levels) {
+  MappingChange change;
+  change.tiling = false;
+  change.keep = false;
+  const int level = levels[uniform_below(rng, levels.size())];
+  auto& order = m.level(level).order;
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[uniform_below(rng, i)]);
+  change.lowest_order = level;
+  return change;
+}
+
 void expect_same_traffic(const Operator& op, const Architecture& arch, const NestAnalysis& kept,
                          const NestAnalysis& full, const std::string& where) {
   // The level accounts kept along the stream against those of the full
@@ -455,20 +478,13 @@ TEST(AnalysisIncremental, ToldWhatChangedEqualsTheFullAnalysisOnRandomNeighbours
     analyse_into(op, arch, m, kept);
     for (int step = 0; step < 60 && !::testing::Test::HasFailure(); ++step) {
       MappingChange change;
-      change.tiling = false;
-      change.keep = false;
       if (uniform_below(rng, 16) == 0) {
         // L1 keeps or bypasses the weights: every boundary is rebuilt.
         m.level(0).keep = {true, m.level(0).keep.empty() ? false : !m.level(0).keep[1], true};
-        change.keep = true;
-        change.lowest_order = arch.num_levels();
+        change = keep_switched(arch);
         ++keep_moves;
       } else {
-        const int level = data_levels[uniform_below(rng, data_levels.size())];
-        auto& order = m.level(level).order;
-        for (size_t i = order.size(); i > 1; --i)
-          std::swap(order[i - 1], order[uniform_below(rng, i)]);
-        change.lowest_order = level;
+        change = shuffle_one_order(rng, m, data_levels);
       }
       analyse_traffic_into(op, arch, m, kept, change);
       expect_same_traffic(op, arch, kept, analyse(op, arch, m), m.summary(op, arch));
@@ -507,19 +523,12 @@ TEST(AnalysisIncremental, LevelAccountsKeptPerTensorEqualTheFullAnalysisOnRandom
     analyse_into(op, arch, m, kept);
     for (int step = 0; step < 60 && !::testing::Test::HasFailure(); ++step) {
       MappingChange change;
-      change.tiling = false;
-      change.keep = false;
       if (uniform_below(rng, 20) == 0) {
         // L2 keeps or bypasses the inputs: every boundary is rebuilt.
         m.level(2).keep = {m.level(2).keep.empty() ? false : !m.level(2).keep[0], true, true};
-        change.keep = true;
-        change.lowest_order = arch.num_levels();
+        change = keep_switched(arch);
       } else {
-        const int level = data_levels[uniform_below(rng, data_levels.size())];
-        auto& order = m.level(level).order;
-        for (size_t i = order.size(); i > 1; --i)
-          std::swap(order[i - 1], order[uniform_below(rng, i)]);
-        change.lowest_order = level;
+        change = shuffle_one_order(rng, m, data_levels);
       }
       analyse_traffic_into(op, arch, m, kept, change);
       if (uniform_below(rng, 3) == 0) {
