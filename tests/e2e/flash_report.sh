@@ -22,4 +22,15 @@ head -1 "$summary" | tr -d '\r' | grep -qx "figure,quantity,paper,mapex,reproduc
   || { echo "summary header without readings"; head -1 "$summary"; exit 1; }
 grep -q "^Fig. 8,\"NVDLA-style runtime vs the others, workload I Edge\",.*,NoC 32 GB/s=[0-9.]*% lower;" "$summary" \
   || { echo "no NoC readings on Fig. 8's workload I row"; cat "$summary"; exit 1; }
+# --no-run runs nothing: a missing result file is named, with exit 2.
+rm "$work/flash/fig7_random_sampling.h5"
+set +e
+err=$(/usr/bin/python3 "$report" --no-run --results "$work/flash" --out "$work/again.md" 2>&1 >/dev/null)
+code=$?
+set -e
+[[ $code -eq 2 ]] || { echo "--no-run with a missing study exited $code, expected 2"; exit 1; }
+grep -qF "no result file for fig7_random_sampling" <<<"$err" \
+  || { echo "--no-run's error does not name the missing study: $err"; exit 1; }
+[[ ! -e "$work/flash/fig7_random_sampling.h5" && ! -e "$work/again.md" ]] \
+  || { echo "--no-run ran a study or wrote a page"; exit 1; }
 echo "flash page built from $fixture"
