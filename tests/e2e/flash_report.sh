@@ -22,6 +22,28 @@ head -1 "$summary" | tr -d '\r' | grep -qx "figure,quantity,paper,mapex,reproduc
   || { echo "summary header without readings"; head -1 "$summary"; exit 1; }
 grep -q "^Fig. 8,\"NVDLA-style runtime vs the others, workload I Edge\",.*,NoC 32 GB/s=[0-9.]*% lower;" "$summary" \
   || { echo "no NoC readings on Fig. 8's workload I row"; cat "$summary"; exit 1; }
+# The readings of what an S2 access is: mdc's own count (words) on the page's
+# table gives the same Fig. 9 drop as the page's S2 energy, the readings that
+# Table 5's energies leave possible reach the Fig. 9 and §5.4 rows, and the
+# ones 2x or more off on a Table 5 row do not.
+grep -qF "### How S2 accesses are counted" <<<"$page" || { echo "no S2 counting section"; exit 1; }
+drop=$(grep -o "the S2 energy drops [0-9.]*%" <<<"$page" | grep -o "[0-9.]*%")
+words=$(grep "^| words read and written" <<<"$page" | awk -F' [|] ' '{print $3}')
+[[ -n "$drop" && "$drop" == "$words" ]] \
+  || { echo "words count's Fig. 9 drop '$words' is not the page's S2 energy drop '$drop'"; exit 1; }
+fig9=$(grep "^Fig. 9,\"energy drop" "$summary")
+grep -qE "S2 counted: C read and written per K step=[0-9.]+%" <<<"$fig9" \
+  || { echo "no S2 counting reading on Fig. 9's energy row: $fig9"; exit 1; }
+for arch in flash_edge flash_cloud; do
+  row=$(grep "^§5.4,\"flexible vs fixed loop order, runtime / energy ($arch)\"" "$summary")
+  grep -qE "S2 counted: per cluster reached=[0-9.]+% / [0-9.]+%" <<<"$row" \
+    || { echo "no per-cluster reading on §5.4's $arch row: $row"; exit 1; }
+done
+per_pe=$(grep "^| a multicast word counted once per PE" <<<"$page" | awk -F' [|] ' '{print $2}')
+if awk -v f="${per_pe%x}" 'BEGIN { exit !(f >= 2) }'; then
+  ! grep -q "S2 counted: per PE reached=" "$summary" \
+    || { echo "a counting 2x off on Table 5 (${per_pe}) gave readings"; exit 1; }
+fi
 # --no-run runs nothing: a missing result file is named, with exit 2.
 rm "$work/flash/fig7_random_sampling.h5"
 set +e
