@@ -90,10 +90,13 @@ class SkipConv {
     for (int m0 = 0; m0 < 8; ++m0)
       for (int m1 = 0; m1 < 8; ++m1)
         for (int m2 = 0; m2 < 8; ++m2) {
-          int n = 0;
+          Pairs& kept =
+              pairs_[static_cast<size_t>(m0)][static_cast<size_t>(m1)][static_cast<size_t>(m2)];
           for (size_t o0 = 0; o0 < 6; ++o0)
-            for (size_t o1 = 0; o1 < 6; ++o1) n += keeps({m0, m1, m2}, o0, o1) ? 1 : 0;
-          pairs_[static_cast<size_t>(m0)][static_cast<size_t>(m1)][static_cast<size_t>(m2)] = n;
+            for (size_t o1 = 0; o1 < 6; ++o1)
+              if (keeps({m0, m1, m2}, o0, o1))
+                kept.pair[static_cast<size_t>(kept.count++)] =
+                    static_cast<std::uint8_t>(o0 * 6 + o1);
         }
   }
   /// The table, built once: it depends on nothing.
@@ -114,8 +117,13 @@ class SkipConv {
     const int outer = l1.inner >= 0 ? l1.inner : l0.inner;
     return !(outer >= 0 && (nt[2] >> outer & 1));
   }
-  /// How many order pairs skip_conv keeps for the non-trivial masks `nt`.
-  int kept_pairs(const std::array<int, 3>& nt) const {
+  /// The order pairs skip_conv keeps for the non-trivial masks `nt`, in
+  /// enumeration order: `count` of them, each as o0 * 6 + o1.
+  struct Pairs {
+    int count = 0;
+    std::array<std::uint8_t, 36> pair{};
+  };
+  const Pairs& kept_pairs(const std::array<int, 3>& nt) const {
     return pairs_[static_cast<size_t>(nt[0])][static_cast<size_t>(nt[1])]
                  [static_cast<size_t>(nt[2])];
   }
@@ -133,7 +141,7 @@ class SkipConv {
 
  private:
   std::array<std::array<LevelOrder, 6>, 8> lo_{};
-  std::array<std::array<std::array<int, 8>, 8>, 8> pairs_{};
+  std::array<std::array<std::array<Pairs, 8>, 8>, 8> pairs_{};
 };
 
 /// A blocking kept for a pass, with what its total cost needs besides the
@@ -336,7 +344,7 @@ std::uint64_t regular_blockings(const std::array<std::vector<std::array<std::int
           nt[static_cast<size_t>(bl)] = (q0 >> bl & 1) | (q1 >> bl & 1) << 1 | (q2 >> bl & 1) << 2;
         total += count[0][static_cast<size_t>(q0)] * count[1][static_cast<size_t>(q1)] *
                  count[2][static_cast<size_t>(q2)] *
-                 static_cast<std::uint64_t>(table.kept_pairs(nt));
+                 static_cast<std::uint64_t>(table.kept_pairs(nt).count);
       }
   return total;
 }
@@ -408,23 +416,33 @@ void search_pass_exhaustive(const Hardware& hw, const Options& options,
             for (size_t bl = 0; bl < 3; ++bl)
               nt[bl] = (fi[bl] > 1 ? 1 : 0) | (fo[bl] > 1 ? 2 : 0) | (fb[bl] > 1 ? 4 : 0);
             if (skip) {
-              const auto here = static_cast<std::uint64_t>(table.kept_pairs(nt));
+              // Straight to the kept places among this factorisation's
+              // order pairs, if any.
+              const SkipConv::Pairs& pairs = table.kept_pairs(nt);
+              const auto here = static_cast<std::uint64_t>(pairs.count);
               if (index + here <= next) {
                 index += here;
                 continue;
               }
+              for (size_t bl = 0; bl < 3; ++bl) b.t[bl] = {fi[bl], fo[bl], fb[bl]};
+              while (next < index + here) {
+                const std::uint64_t at = next;
+                const std::uint8_t pair = pairs.pair[static_cast<size_t>(at - index)];
+                next = at + 1 + skip_gap(so, stream, at);
+                ++reached;
+                if (!score(pair / 6u, pair % 6u)) {
+                  index = at + 1;
+                  return;
+                }
+              }
+              index += here;
+              continue;
             }
             for (size_t bl = 0; bl < 3; ++bl) b.t[bl] = {fi[bl], fo[bl], fb[bl]};
             for (size_t o0 = 0; o0 < 6; ++o0) {
               for (size_t o1 = 0; o1 < 6; ++o1) {
                 if (!table.keeps(nt, o0, o1)) continue;
-                bool kept;
-                if (skip) {
-                  kept = index == next;
-                  if (kept) next = index + 1 + skip_gap(so, stream, index);
-                } else {
-                  kept = sampled_in(so, stream, index);
-                }
+                const bool kept = sampled_in(so, stream, index);
                 ++index;
                 if (!kept) continue;
                 ++reached;

@@ -461,7 +461,9 @@ TEST(RandomBlocking, PerMemoryLevelKeepsNestedTiles) {
   ASSERT_FALSE(all.tops.empty());
   EXPECT_EQ(all.tops.front().cost, b.tops.front().cost);
   int compared = 0;
-  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+  // The one partition itself is kept with the same probability: enough
+  // seeds that several keep it at p = 0.1.
+  for (std::uint64_t seed = 1; seed <= 80; ++seed) {
     const auto low = one_partition(0.1, seed, true, false);
     const auto high = one_partition(0.3, seed, true, false);
     if (low.stats.blockings == 0) continue;  // the partition itself left out at 0.1
