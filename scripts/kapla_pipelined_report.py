@@ -303,8 +303,9 @@ def gap_sweep(runs):
                            f"{each_over_this} | {', '.join(failed) or '-'} |")
     return (["## R drawing the gaps between kept blockings", "",
              "R above decides each loop blocking by a hash of its place, so it visits every "
-             "blocking of B's enumeration to score about p of them; on alexnet_towers at p = 0.1 "
-             "(callgrind, one thread) that walk took 89% of R's instructions and scoring 3.7%. "
+             "blocking of B's enumeration in the partitions it keeps to score about p of them; "
+             "on alexnet_towers at p = 0.1 (callgrind, one thread) visiting and drawing take "
+             "79% of R's instructions and scoring 6.7%. "
              "§V's R \"evaluates candidates ... with a given probability\": with runs `Rg<p>` "
              "(`--intra-param keep_draw=gap`) R draws, per processing pass, the gap to the next "
              "kept blocking (geometric with p, from a hash of the seed, the pass and the last "
