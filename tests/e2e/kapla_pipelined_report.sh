@@ -25,6 +25,8 @@ run Rp1 --inter-layer exhaustive --allocation-probability 1 --intra-param keep_p
 run Kk1 --intra-param loop_blocking=kapla --k-s 1
 run Rg0.8 --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8 \
   --intra-param keep_draw=gap
+run Rl0.8 --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8 \
+  --intra-param keep_per=memory_level
 /usr/bin/python3 "$report" "$work/runs" -o "$work/kapla_pipelined.md" >/dev/null
 /usr/bin/python3 "$report" "$work/runs" --sweeps -o "$work/kapla_sweeps.md" >/dev/null
 page=$(cat "$work/kapla_pipelined.md")
@@ -53,6 +55,24 @@ assert "keep_probability=0.8" in str(a["intra_params"]).split(), dict(a)
 assert str(a["costmodel_params"]) == "model=nn_dataflow", dict(a)
 g = h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_Rg0.8.h5", "r").attrs
 assert "keep_draw=gap" in str(g["intra_params"]).split(), dict(g)
+PY
+# The index rows of R read those sections back: the gap draw's R / K and
+# energy, and R per memory level's R / K, are readings the index parses.
+/usr/bin/python3 - "$work" "$(dirname "$report")" <<'PY'
+import sys
+from importlib.machinery import SourceFileLoader
+work, scripts = sys.argv[1:3]
+sys.path.insert(0, scripts)
+fair = SourceFileLoader("fair", f"{scripts}/kapla_fair_report.py").load_module()
+index = SourceFileLoader("index", f"{scripts}/results_index").load_module()
+pipe = fair.pipelined(work)
+time_row, energy_row = fair.random_time_row(pipe), fair.random_energy_row(pipe)
+t = dict(index.parse_readings(time_row[-1]))
+e = dict(index.parse_readings(energy_row[-1]))
+assert t["p=0.8 drawing the gaps between kept blockings"].endswith("x"), time_row[-1]
+assert t["p=0.8 drawn per memory level, every seed"].endswith("x"), time_row[-1]
+assert e["p=0.8 drawing the gaps between kept blockings"] == "+0.0%", energy_row[-1]
+assert "spend their time on what they evaluate" in time_row[6], time_row[6]
 PY
 mkdir -p "$work/bad" && cp "$work/runs/inference_kapla_mlp_K".{h5,time} "$work/bad/"
 /usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); f.attrs['kind']='run'" \
