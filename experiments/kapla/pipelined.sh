@@ -25,15 +25,25 @@
 #      the paper states only a lower bound on R's probability ("no less
 #      than 0.1"), so how much of B's space R visits is an assumption that
 #      moves both its energy and its time;
+#   Rg<P> R with keep probability P drawing, per pass, the gap to the next
+#      kept loop blocking instead of one draw per blocking (R_GAP,
+#      keep_draw=gap): each blocking is still kept with probability P, but
+#      the ones between are passed over unvisited, so R's time follows what
+#      it evaluates, as §V's "evaluates candidates ... with a given
+#      probability" reads when enumeration costs nothing; a seed keeps
+#      other blockings than R's;
 #   Kk<N> K with k_S = N instead of 4 (KS_SWEEP, Fig. 11).
-# Environment: NETWORKS, RUNS, LONG, THREADS, MAX_SEGMENT (segments of at
+# Environment: NETWORKS, SOLVERS (of K, B and R, those run on NETWORKS,
+# default all three), RUNS, LONG, THREADS, MAX_SEGMENT (segments of at
 # most this many layers, default 4), TABLE5 (1: GoogLeNet on Table V's
 # chips), SEGMENT_SWEEP (networks also run with segments of up to 5 layers),
 # R_SWEEP (R's other keep probabilities, default 0.01 0.03 0.3; 0.3 only on
 # R_WIDE_NETWORKS, default alexnet_towers vgg16 kapla_mlp, as it takes
 # minutes per network), KS_SWEEP (K's other k_S, default 1 2 8), R_LEVEL
 # (keep probabilities of R drawn per memory level, runs Rl<P>, default 0.1)
-# and R_LEVEL_SEEDS (its other seeds, runs Rl<P>s<SEED>, default 2 3).
+# and R_LEVEL_SEEDS (its other seeds, runs Rl<P>s<SEED>, default 2 3); R
+# per memory level walks only the tiles it keeps, so its time too follows
+# what it evaluates; R_GAP (keep probabilities of Rg<P>, default 0.1).
 # --reuse keeps result files already written.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -43,6 +53,7 @@ out="${OUT:-$root/results/kapla_pipelined}"
 # nests) have layers nn_dataflow's model does not take; AlexNet is run as
 # nn_dataflow lists it (towers instead of channel groups).
 networks="${NETWORKS:-alexnet_towers vgg16 googlenet resnet50 kapla_mlp}"
+solvers="${SOLVERS:-K B R}"
 runs="${RUNS:-3}"
 long="${LONG:-10}"
 threads="${THREADS:-2}"
@@ -54,6 +65,7 @@ r_wide_networks="${R_WIDE_NETWORKS-alexnet_towers vgg16 kapla_mlp}"
 ks_sweep="${KS_SWEEP-1 2 8}"
 r_level="${R_LEVEL-0.1}"
 r_level_seeds="${R_LEVEL_SEEDS-2 3}"
+r_gap="${R_GAP-0.1}"
 reuse=0
 [[ "${1:-}" == "--reuse" ]] && reuse=1
 [[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
@@ -83,6 +95,12 @@ level_random_args() {
   echo "$(random_args "$1") --intra-param keep_per=memory_level"
 }
 
+# gap_random_args P: R as random_args P, but drawing the gap to the next
+# kept loop blocking (keep_draw=gap) instead of one draw per blocking.
+gap_random_args() {
+  echo "$(random_args "$1") --intra-param keep_draw=gap"
+}
+
 solver_args() {
   case "$1" in
     K) echo "--intra-param loop_blocking=kapla" ;;
@@ -92,7 +110,8 @@ solver_args() {
     Rp[0-9.]*) random_args "${1#Rp}" ;;
     Rl[0-9.]*s[0-9]*) level_random_args "$(sed 's/^Rl//; s/s.*//' <<<"$1")" && echo "--seed ${1##*s}" ;;
     Rl[0-9.]*) level_random_args "${1#Rl}" ;;
-    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P> Rl<P> Rl<P>s<SEED>)" >&2; exit 2 ;;
+    Rg[0-9.]*) gap_random_args "${1#Rg}" ;;
+    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P> Rl<P> Rl<P>s<SEED> Rg<P>)" >&2; exit 2 ;;
   esac
 }
 
@@ -122,7 +141,7 @@ run() {
 arch="$root/experiments/architectures/kapla_multinode.yaml"
 for net in $networks; do
   wl="$(workload "$net" 64)"
-  for solver in K B R; do run "inference_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
+  for solver in $solvers; do run "inference_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
 done
 
 # R's keep probability (KAPLA §V gives only its lower bound, 0.1) and K's
@@ -148,6 +167,13 @@ for net in $networks; do
   for sd in $r_level_seeds; do
     run "inference_${net}" "$wl" "$arch" "Rl${r_level%% *}s$sd" "$max_segment" 1
   done
+done
+
+# R drawing the gaps between kept loop blockings (the blockings between
+# never visited) at R_GAP's probabilities.
+for net in $networks; do
+  wl="$out/workloads/${net}_b64.yaml"
+  for p in $r_gap; do run "inference_${net}" "$wl" "$arch" "Rg$p" "$max_segment"; done
 done
 
 # Segments of up to 5 layers, the pipelining degree KAPLA's inference options

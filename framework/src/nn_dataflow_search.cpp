@@ -87,6 +87,22 @@ class SkipConv {
   SkipConv() {
     for (int m = 0; m < 8; ++m)
       for (size_t o = 0; o < 6; ++o) lo_[static_cast<size_t>(m)][o] = level_order(m, kOrders[o]);
+    for (int m0 = 0; m0 < 8; ++m0)
+      for (int m1 = 0; m1 < 8; ++m1)
+        for (int m2 = 0; m2 < 8; ++m2) {
+          Pairs& kept =
+              pairs_[static_cast<size_t>(m0)][static_cast<size_t>(m1)][static_cast<size_t>(m2)];
+          for (size_t o0 = 0; o0 < 6; ++o0)
+            for (size_t o1 = 0; o1 < 6; ++o1)
+              if (keeps({m0, m1, m2}, o0, o1))
+                kept.pair[static_cast<size_t>(kept.count++)] =
+                    static_cast<std::uint8_t>(o0 * 6 + o1);
+        }
+  }
+  /// The table, built once: it depends on nothing.
+  static const SkipConv& instance() {
+    static const SkipConv table;
+    return table;
   }
   /// Whether skip_conv keeps the blocking whose non-trivial masks are `nt`
   /// with orders `o0`, `o1` (indices into kOrders).
@@ -100,6 +116,16 @@ class SkipConv {
     if (l0.inner >= 0 && l0.inner != l1.inner && (nt[1] >> l0.inner & 1)) return false;
     const int outer = l1.inner >= 0 ? l1.inner : l0.inner;
     return !(outer >= 0 && (nt[2] >> outer & 1));
+  }
+  /// The order pairs skip_conv keeps for the non-trivial masks `nt`, in
+  /// enumeration order: `count` of them, each as o0 * 6 + o1.
+  struct Pairs {
+    int count = 0;
+    std::array<std::uint8_t, 36> pair{};
+  };
+  const Pairs& kept_pairs(const std::array<int, 3>& nt) const {
+    return pairs_[static_cast<size_t>(nt[0])][static_cast<size_t>(nt[1])]
+                 [static_cast<size_t>(nt[2])];
   }
   /// The regular order (index) that stands for `o` at a level whose
   /// non-trivial loops are `mask`: the one with the same innermost
@@ -115,6 +141,7 @@ class SkipConv {
 
  private:
   std::array<std::array<LevelOrder, 6>, 8> lo_{};
+  std::array<std::array<std::array<Pairs, 8>, 8>, 8> pairs_{};
 };
 
 /// A blocking kept for a pass, with what its total cost needs besides the
@@ -211,23 +238,115 @@ bool sampled_in(const SearchOptions& so, std::uint64_t stream, std::uint64_t ind
   return static_cast<double>(h >> 11) * 0x1.0p-53 < so.keep_probability;
 }
 
-/// SearchOptions::keep_per_memory_level: whether R keeps the blocking of
-/// tiles `t` (per blocking level, as Blocking::t) and orders `o0` (DRAM
-/// level) and `o1` (GBUF level), one draw per memory level from the top of
-/// the tree down: the REGF tile, then the GBUF tile and its order given
-/// the REGF tile, then the DRAM order given both (the DRAM tile is what
-/// is left). Blockings sharing a level's choice share its draw.
-bool levels_sampled_in(const SearchOptions& so, std::uint64_t stream,
-                       const std::array<std::array<std::int64_t, 3>, 3>& t, size_t o0, size_t o1) {
-  std::uint64_t path = 0;
-  auto step = [&](std::uint64_t v) { path = splitmix64(path ^ v); };
-  for (std::int64_t v : t[2]) step(static_cast<std::uint64_t>(v));
-  if (!sampled_in(so, stream ^ 0x52, path)) return false;
-  for (std::int64_t v : t[1]) step(static_cast<std::uint64_t>(v));
-  step(o1);
-  if (!sampled_in(so, stream ^ 0x47, path)) return false;
-  step(o0);
-  return sampled_in(so, stream ^ 0x44, path);
+/// SearchOptions::skip_sampling: how many candidates R leaves out before
+/// the next one it keeps, a geometric draw with the keep probability from
+/// a hash of the seed, the stream and `index` (the place of the last kept
+/// candidate, or ~0 before the first). Each candidate is then kept with
+/// the keep probability, independently of the others, as with sampled_in,
+/// but the ones in the gap need not be visited.
+std::uint64_t skip_gap(const SearchOptions& so, std::uint64_t stream, std::uint64_t index) {
+  if (so.keep_probability >= 1) return 0;
+  const std::uint64_t h = splitmix64(splitmix64(splitmix64(so.seed) ^ stream ^ 0x5b) ^ index);
+  const double u = (static_cast<double>(h >> 11) + 1) * 0x1.0p-53;  // in (0, 1]
+  const double gap = std::floor(std::log(u) / std::log1p(-so.keep_probability));
+  // Capped far beyond any pass's size, so that adding it cannot overflow.
+  return gap < 0x1.0p62 ? static_cast<std::uint64_t>(gap) : std::uint64_t{1} << 62;
+}
+
+/// The place of a blocking in the exhaustive enumeration's order (the
+/// ifmap, ofmap and batch factorisations, each lexicographic over the
+/// blocking levels, then the DRAM and GBUF orders): scoring blockings in
+/// this order meets them as the exhaustive loops do, so ties go the same
+/// way.
+using Place = std::array<std::int64_t, 11>;
+
+Place place_of(const std::array<std::array<std::int64_t, 3>, 3>& t, size_t o0, size_t o1) {
+  Place p{};
+  for (size_t l = 0; l < 3; ++l)
+    for (size_t bl = 0; bl < 3; ++bl) p[3 * l + bl] = t[bl][l];
+  p[9] = static_cast<std::int64_t>(o0);
+  p[10] = static_cast<std::int64_t>(o1);
+  return p;
+}
+
+std::vector<std::int64_t> divisors(std::int64_t n) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 1; d <= n; ++d)
+    if (n % d == 0) out.push_back(d);
+  return out;
+}
+
+/// SearchOptions::keep_per_memory_level: the blockings R keeps, in
+/// enumeration order, drawn once per memory level from the top of the tree
+/// down (KAPLA §V, "evaluates candidates at each level with a given
+/// probability"): each REGF tile, then under a kept one each GBUF tile with
+/// its loop order, then under a kept one each DRAM order (the DRAM tile is
+/// what is left). Blockings sharing a level's choice share its draw, a
+/// hash of the seed, the stream and the path of choices down to it. The
+/// walk descends only into kept choices, so what a dropped tile would have
+/// led to is never visited: the cost is that of the tiles drawn and the
+/// blockings kept, not of the pass's whole space.
+std::vector<Place> levels_kept(const SearchOptions& so, std::uint64_t stream,
+                               const std::array<std::int64_t, 3>& loopcnt, const SkipConv& table) {
+  std::vector<Place> kept;
+  auto step = [](std::uint64_t path, std::uint64_t v) { return splitmix64(path ^ v); };
+  const std::array<std::vector<std::int64_t>, 3> dv{divisors(loopcnt[0]), divisors(loopcnt[1]),
+                                                    divisors(loopcnt[2])};
+  std::array<std::array<std::int64_t, 3>, 3> t{};
+  for (std::int64_t r0 : dv[0])
+    for (std::int64_t r1 : dv[1])
+      for (std::int64_t r2 : dv[2]) {
+        t[2] = {r0, r1, r2};
+        std::uint64_t regf = 0;
+        for (std::int64_t v : t[2]) regf = step(regf, static_cast<std::uint64_t>(v));
+        if (!sampled_in(so, stream ^ 0x52, regf)) continue;
+        const std::array<std::vector<std::int64_t>, 3> gv{
+            divisors(loopcnt[0] / r0), divisors(loopcnt[1] / r1), divisors(loopcnt[2] / r2)};
+        for (std::int64_t g0 : gv[0])
+          for (std::int64_t g1 : gv[1])
+            for (std::int64_t g2 : gv[2]) {
+              t[1] = {g0, g1, g2};
+              std::uint64_t gbuf_tile = regf;
+              for (std::int64_t v : t[1])
+                gbuf_tile = step(gbuf_tile, static_cast<std::uint64_t>(v));
+              std::array<int, 3> nt{};
+              for (size_t l = 0; l < 3; ++l) t[0][l] = loopcnt[l] / (t[1][l] * t[2][l]);
+              for (size_t bl = 0; bl < 3; ++bl)
+                nt[bl] = (t[bl][0] > 1 ? 1 : 0) | (t[bl][1] > 1 ? 2 : 0) | (t[bl][2] > 1 ? 4 : 0);
+              for (size_t o1 = 0; o1 < 6; ++o1) {
+                const std::uint64_t gbuf = step(gbuf_tile, o1);
+                if (!sampled_in(so, stream ^ 0x47, gbuf)) continue;
+                for (size_t o0 = 0; o0 < 6; ++o0)
+                  if (sampled_in(so, stream ^ 0x44, step(gbuf, o0)) && table.keeps(nt, o0, o1))
+                    kept.push_back(place_of(t, o0, o1));
+              }
+            }
+      }
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+/// How many blockings of a pass skip_conv keeps, from how many
+/// factorisations of each loop are non-trivial at which blocking levels
+/// (`fac`, per loop), without walking them.
+std::uint64_t regular_blockings(const std::array<std::vector<std::array<std::int64_t, 4>>, 3>& fac,
+                                const SkipConv& table) {
+  std::array<std::array<std::uint64_t, 8>, 3> count{};
+  for (size_t l = 0; l < 3; ++l)
+    for (const auto& f : fac[l])
+      ++count[l][static_cast<size_t>((f[0] > 1 ? 1 : 0) | (f[1] > 1 ? 2 : 0) | (f[2] > 1 ? 4 : 0))];
+  std::uint64_t total = 0;
+  for (int q0 = 0; q0 < 8; ++q0)
+    for (int q1 = 0; q1 < 8; ++q1)
+      for (int q2 = 0; q2 < 8; ++q2) {
+        std::array<int, 3> nt{};
+        for (int bl = 0; bl < 3; ++bl)
+          nt[static_cast<size_t>(bl)] = (q0 >> bl & 1) | (q1 >> bl & 1) << 1 | (q2 >> bl & 1) << 2;
+        total += count[0][static_cast<size_t>(q0)] * count[1][static_cast<size_t>(q1)] *
+                 count[2][static_cast<size_t>(q2)] *
+                 static_cast<std::uint64_t>(table.kept_pairs(nt).count);
+      }
+  return total;
 }
 
 /// The enumeration stream of one pass's blockings for sampled_in: the
@@ -249,53 +368,91 @@ void search_pass_exhaustive(const Hardware& hw, const Options& options,
                             SearchStats& stats, Limits& limits) {
   const LoopDesc& nld = pass.nld;
   const std::uint64_t stream = pass_stream(pass);
-  std::uint64_t index = 0;
   std::array<std::vector<std::array<std::int64_t, 4>>, 3> fac;
   for (size_t l = 0; l < 3; ++l) fac[l] = factorize(nld.loopcnt[l], 3);
-  const SkipConv table;
+  const SkipConv& table = SkipConv::instance();
   TopN<Candidate> top(so.ntops);
   Blocking b;
   BlockingStats s;
-  // A lambda so that a reached limit leaves all the loops at once.
-  [&] {
-    for (const auto& fi : fac[0])
-      for (const auto& fo : fac[1])
-        for (const auto& fb : fac[2]) {
-          std::array<int, 3> nt{};
-          for (size_t bl = 0; bl < 3; ++bl) {
-            b.t[bl] = {fi[bl], fo[bl], fb[bl]};
-            nt[bl] = (fi[bl] > 1 ? 1 : 0) | (fo[bl] > 1 ? 2 : 0) | (fb[bl] > 1 ? 4 : 0);
-          }
-          for (size_t o0 = 0; o0 < 6; ++o0) {
-            for (size_t o1 = 0; o1 < 6; ++o1) {
-              if (!table.keeps(nt, o0, o1)) continue;
-              const bool kept = so.keep_per_memory_level
-                                    ? levels_sampled_in(so, stream, b.t, o0, o1)
-                                    : sampled_in(so, stream, index);
-              ++index;
-              if (!kept) {
-                ++stats.sampled_out;
+  // Scores b with orders o0, o1; false once a limit is reached.
+  auto score = [&](size_t o0, size_t o1) {
+    b.ord[0] = kOrders[o0];
+    b.ord[1] = kOrders[o1];
+    if (limits.reached(stats.blockings)) return false;
+    ++stats.blockings;
+    const Misfit m = score_blocking(hw, options, share, nld, b, s);
+    if (m == Misfit::kRotation) ++stats.rotation_refused;
+    if (m != Misfit::kNone) return true;
+    ++stats.fitting;
+    const auto key = pass_key(so.goal, s.access_cost(), s.time);
+    if (top.admits(key))
+      top.add(
+          key,
+          Candidate{
+              b, s.access_cost(), s.time, s.ops, {s.fetch[0][0], s.fetch[0][1], s.fetch[0][2]}});
+    return true;
+  };
+  if (so.keep_probability < 1 && so.keep_per_memory_level) {
+    const std::vector<Place> kept = levels_kept(so, stream, nld.loopcnt, table);
+    stats.sampled_out += regular_blockings(fac, table) - kept.size();
+    for (const Place& p : kept) {
+      for (size_t l = 0; l < 3; ++l)
+        for (size_t bl = 0; bl < 3; ++bl) b.t[bl][l] = p[3 * l + bl];
+      if (!score(static_cast<size_t>(p[9]), static_cast<size_t>(p[10]))) break;
+    }
+  } else {
+    // One draw per blocking: a hash per blocking visited (sampled_in), or
+    // with skip_sampling the gap to the next kept one, so that a
+    // factorisation without a kept blocking is passed over whole.
+    const bool skip = so.skip_sampling && so.keep_probability < 1;
+    std::uint64_t index = 0, reached = 0;
+    std::uint64_t next = skip ? skip_gap(so, stream, ~std::uint64_t{0}) : 0;
+    // A lambda so that a reached limit leaves all the loops at once.
+    [&] {
+      for (const auto& fi : fac[0])
+        for (const auto& fo : fac[1])
+          for (const auto& fb : fac[2]) {
+            std::array<int, 3> nt{};
+            for (size_t bl = 0; bl < 3; ++bl)
+              nt[bl] = (fi[bl] > 1 ? 1 : 0) | (fo[bl] > 1 ? 2 : 0) | (fb[bl] > 1 ? 4 : 0);
+            if (skip) {
+              // Straight to the kept places among this factorisation's
+              // order pairs, if any.
+              const SkipConv::Pairs& pairs = table.kept_pairs(nt);
+              const auto here = static_cast<std::uint64_t>(pairs.count);
+              if (index + here <= next) {
+                index += here;
                 continue;
               }
-              b.ord[0] = kOrders[o0];
-              b.ord[1] = kOrders[o1];
-              if (limits.reached(stats.blockings)) return;
-              ++stats.blockings;
-              const Misfit m = score_blocking(hw, options, share, nld, b, s);
-              if (m == Misfit::kRotation) ++stats.rotation_refused;
-              if (m != Misfit::kNone) continue;
-              ++stats.fitting;
-              const auto key = pass_key(so.goal, s.access_cost(), s.time);
-              if (!top.admits(key)) continue;
-              top.add(key, Candidate{b,
-                                     s.access_cost(),
-                                     s.time,
-                                     s.ops,
-                                     {s.fetch[0][0], s.fetch[0][1], s.fetch[0][2]}});
+              for (size_t bl = 0; bl < 3; ++bl) b.t[bl] = {fi[bl], fo[bl], fb[bl]};
+              while (next < index + here) {
+                const std::uint64_t at = next;
+                const std::uint8_t pair = pairs.pair[static_cast<size_t>(at - index)];
+                next = at + 1 + skip_gap(so, stream, at);
+                ++reached;
+                if (!score(pair / 6u, pair % 6u)) {
+                  index = at + 1;
+                  return;
+                }
+              }
+              index += here;
+              continue;
+            }
+            for (size_t bl = 0; bl < 3; ++bl) b.t[bl] = {fi[bl], fo[bl], fb[bl]};
+            for (size_t o0 = 0; o0 < 6; ++o0) {
+              for (size_t o1 = 0; o1 < 6; ++o1) {
+                if (!table.keeps(nt, o0, o1)) continue;
+                const bool kept = sampled_in(so, stream, index);
+                ++index;
+                if (!kept) continue;
+                ++reached;
+                if (!score(o0, o1)) return;
+              }
             }
           }
-        }
-  }();
+    }();
+    stats.sampled_out += index - reached;
+  }
   pass.tops.clear();
   for (const auto& [key, c] : top.items()) pass.tops.push_back(c);
 }
@@ -470,7 +627,7 @@ class CostDescent {
   const LoopDesc& nld_;
   SearchStats& stats_;
   Limits& limits_;
-  const SkipConv table_;
+  const SkipConv& table_ = SkipConv::instance();
   TopN<Candidate> top_;
   bool stopped_ = false;
 };

@@ -69,7 +69,8 @@ class NnDataflow final : public mapex::Searcher {
         sharing_(params.get_string("gbuf_sharing")),
         blocking_(params.get_string("loop_blocking")),
         keep_probability_(params.get_double("keep_probability")),
-        keep_per_(params.get_string("keep_per")) {
+        keep_per_(params.get_string("keep_per")),
+        keep_draw_(params.get_string("keep_draw")) {
     // nn_dataflow asserts the same: input-channel partitioning is a hybrid
     // partitioning option.
     if (ifmaps_ && !hybrid_)
@@ -97,6 +98,13 @@ class NnDataflow final : public mapex::Searcher {
       throw mapex::InputError(std::string(kName) +
                               ": keep_per: expected blocking or memory_level, got '" + keep_per_ +
                               "'");
+    if (keep_draw_ != "each" && keep_draw_ != "gap")
+      throw mapex::InputError(std::string(kName) + ": keep_draw: expected each or gap, got '" +
+                              keep_draw_ + "'");
+    if (keep_draw_ == "gap" && keep_per_ != "blocking")
+      throw mapex::InputError(std::string(kName) +
+                              ": keep_draw=gap draws the gaps between kept blockings; it needs "
+                              "keep_per=blocking (memory_level draws per tile)");
     if (sharing_ != "model" && sharing_ != "on" && sharing_ != "off")
       throw mapex::InputError(std::string(kName) +
                               ": gbuf_sharing: expected model, on or off, got '" + sharing_ + "'");
@@ -121,6 +129,7 @@ class NnDataflow final : public mapex::Searcher {
                                        : ndf::BlockingSolver::kExhaustive;
     so.keep_probability = keep_probability_;
     so.keep_per_memory_level = keep_per_ == "memory_level";
+    so.skip_sampling = keep_draw_ == "gap";
     so.seed = ctx.seed();
     // The budget's evaluations bound the loop blockings scored; the
     // framework counts only the mappings handed to it at the end.
@@ -164,6 +173,7 @@ class NnDataflow final : public mapex::Searcher {
         << " gbuf_sharing=" << (pr.options.forwarding ? "on" : "off")
         << " loop_blocking=" << blocking_ << " keep_probability=" << keep_probability_;
     if (keep_per_ != "blocking") why << " keep_per=" << keep_per_;
+    if (keep_draw_ != "each") why << " keep_draw=" << keep_draw_;
     why << "; " << out.stats.partitions << " partitions (" << out.stats.pe_refused
         << " with a PE mapping under half the array), " << out.stats.node_layers
         << " per-node layers, " << out.stats.blockings << " loop blockings scored, "
@@ -212,7 +222,7 @@ class NnDataflow final : public mapex::Searcher {
   std::int64_t ntops_;
   std::string bypass_, sharing_, blocking_;
   double keep_probability_;
-  std::string keep_per_;
+  std::string keep_per_, keep_draw_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -247,7 +257,14 @@ const mapex::ParamSpec kParams[] = {
      "How keep_probability draws loop blockings: blocking (one draw per blocking, factors and "
      "orders together) or memory_level (one draw per memory level from the top of the tree: "
      "the REGF tile, the GBUF tile and order under it, the DRAM order under that; about "
-     "p^3 of the blockings kept, and a tile left out drops every blocking under it)."},
+     "p^3 of the blockings kept, and a tile left out drops every blocking under it; only "
+     "kept tiles are walked)."},
+    {"keep_draw", mapex::ParamType::kString, "each",
+     "With keep_per=blocking, how the kept blockings are drawn: each (a hash of every "
+     "blocking's place decides it, so all are visited) or gap (the gap to the next kept "
+     "blocking is drawn, geometric with keep_probability, and the blockings between are "
+     "passed over unvisited; each is still kept with keep_probability, but a seed keeps "
+     "other blockings than with each)."},
 };
 
 mapex::Searcher* make(const mapex::Params& params) { return new NnDataflow(params); }

@@ -5,8 +5,9 @@
 # the page must carry the chain's row with the three energies and the
 # paper's figures, B must be no worse than K or R (it searches both their
 # spaces), R keeping everything (p = 1) must be B, the sweeps of R's keep
-# probability and of K's k_S must have their sections, and a file that is
-# not a schedule is refused.
+# probability, of R drawing the gaps between kept blockings (keep_draw=gap,
+# recorded in its file) and of K's k_S must have their sections, and a file
+# that is not a schedule is refused.
 set -euo pipefail
 mapex="$1" data="$2" work="$3" report="$4"
 rm -rf "$work" && mkdir -p "$work/runs"
@@ -22,6 +23,10 @@ run B --inter-layer exhaustive --intra-param loop_blocking=exhaustive
 run R --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8
 run Rp1 --inter-layer exhaustive --allocation-probability 1 --intra-param keep_probability=1
 run Kk1 --intra-param loop_blocking=kapla --k-s 1
+run Rg0.8 --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8 \
+  --intra-param keep_draw=gap
+run Rl0.8 --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8 \
+  --intra-param keep_per=memory_level
 /usr/bin/python3 "$report" "$work/runs" -o "$work/kapla_pipelined.md" >/dev/null
 /usr/bin/python3 "$report" "$work/runs" --sweeps -o "$work/kapla_sweeps.md" >/dev/null
 page=$(cat "$work/kapla_pipelined.md")
@@ -32,20 +37,42 @@ for needle in "## Fig. 9 and Table IV: inference, multi-node chip, batch 64" "| 
 done
 page=$(cat "$work/kapla_sweeps.md")
 for needle in "experiments/kapla/pipelined.sh" "## R by keep probability" "| 1 | 1 of 1 | +0.00% |" \
-    "## Fig. 11: k_S in nn_dataflow's space" "K with k_S = 1, 4"; do
+    "## Fig. 11: k_S in nn_dataflow's space" "K with k_S = 1, 4" \
+    "## R drawing the gaps between kept blockings" "| 0.8 | kapla_mlp | "; do
   grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
 done
 /usr/bin/python3 - "$work/runs" <<'PY'
 import sys, h5py
 e = {s: float(h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_{s}.h5", "r").attrs["energy_pj"])
-     for s in ("K", "B", "R", "Rp1")}
+     for s in ("K", "B", "R", "Rp1", "Rg0.8")}
 assert e["B"] <= e["K"] * (1 + 1e-12) and e["B"] <= e["R"] * (1 + 1e-12), e
+assert e["B"] <= e["Rg0.8"] * (1 + 1e-12), e
 assert e["Rp1"] == e["B"], e
 # R's parameters stay with its numbers.
 a = h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_R.h5", "r").attrs
 assert str(a["allocation_probability"]) == "0.8", dict(a)
 assert "keep_probability=0.8" in str(a["intra_params"]).split(), dict(a)
 assert str(a["costmodel_params"]) == "model=nn_dataflow", dict(a)
+g = h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_Rg0.8.h5", "r").attrs
+assert "keep_draw=gap" in str(g["intra_params"]).split(), dict(g)
+PY
+# The index rows of R read those sections back: the gap draw's R / K and
+# energy, and R per memory level's R / K, are readings the index parses.
+/usr/bin/python3 - "$work" "$(dirname "$report")" <<'PY'
+import sys
+from importlib.machinery import SourceFileLoader
+work, scripts = sys.argv[1:3]
+sys.path.insert(0, scripts)
+fair = SourceFileLoader("fair", f"{scripts}/kapla_fair_report.py").load_module()
+index = SourceFileLoader("index", f"{scripts}/results_index").load_module()
+pipe = fair.pipelined(work)
+time_row, energy_row = fair.random_time_row(pipe), fair.random_energy_row(pipe)
+t = dict(index.parse_readings(time_row[-1]))
+e = dict(index.parse_readings(energy_row[-1]))
+assert t["p=0.8 drawing the gaps between kept blockings"].endswith("x"), time_row[-1]
+assert t["p=0.8 drawn per memory level, every seed"].endswith("x"), time_row[-1]
+assert e["p=0.8 drawing the gaps between kept blockings"] == "+0.0%", energy_row[-1]
+assert "spend their time on what they evaluate" in time_row[6], time_row[6]
 PY
 mkdir -p "$work/bad" && cp "$work/runs/inference_kapla_mlp_K".{h5,time} "$work/bad/"
 /usr/bin/python3 -c "import h5py,sys; f=h5py.File(sys.argv[1],'r+'); f.attrs['kind']='run'" \

@@ -36,7 +36,7 @@ rm "$work/kapla_summary.csv"
 # summary without it, flash's above, stays readable): 25% or 3 points;
 # a reading within tolerance reaches it; readings on both sides bracket it;
 # opposite direction words flip a reading's sign; each " / " number is
-# judged on its own and the row takes the weakest.
+# judged on its own and the row takes the weakest; a label may hold "=".
 cat >"$work/maestro_summary.csv" <<'CSV'
 figure,quantity,paper,mapex,reproduced,reason_class,note,readings
 A,ratio in,10x,12.4x,yes,none,,
@@ -51,6 +51,7 @@ I,qualitative,not bound,1.2x,partly,assumption,,
 J,bound met,differ < 11%,0.3%,yes,none,,
 K,bound reached,differ < 11%,48%,partly,assumption,,a=13.5%; b=2000%
 L,bound missed,differ < 11%,48%,no,assumption,,a=14.5%; b=30%
+M,label with =,10x,20x,partly,assumption,,p=0.01 per level=8.2x; p=0.02 per tile=30x
 CSV
 /usr/bin/python3 "$script" --docs "$work"
 row_verdict() {  # the verdict column (10th cell) of the row of figure $1
@@ -73,9 +74,12 @@ check_verdict I "no number to judge"
 check_verdict J "within tolerance"
 check_verdict K "reached by a run"
 check_verdict L "not explained"
+# A label may hold "=": the value follows the last one (8.2x reaches 10x;
+# read from the first, 0.01 and 0.02 would not).
+check_verdict M "reached by a run"
 grep -q '^| B | ratio reached | 10x | 20x | +100% | partly | an assumption the paper leaves unstated | small tile=7.6x; big tile=30x | reached by a run |' "$index" \
   || { echo "readings not shown"; exit 1; }
-grep -q '\*\*Verdicts\*\* .*: 3 within tolerance, 2 reached by a run, 3 bracketed by runs, 6 not explained, 1 no number to judge\.' "$index" \
+grep -q '\*\*Verdicts\*\* .*: 3 within tolerance, 3 reached by a run, 3 bracketed by runs, 6 not explained, 1 no number to judge\.' "$index" \
   || { echo "verdict totals wrong"; exit 1; }
 # A reading without a number is refused with its file and line.
 printf 'figure,quantity,paper,mapex,reproduced,reason_class,note,readings\nX,q,1,2,no,assumption,,wide=none\n' \

@@ -307,10 +307,11 @@ namespace {
 namespace ref = mapex::ndf::reference;
 
 mapex::ndf::SearchOutput search_sampled(const ref::Setup& s, double p, std::uint64_t seed,
-                                        bool per_memory_level = false) {
+                                        bool per_memory_level = false, bool gap = false) {
   SearchOptions so = s.options;
   so.keep_probability = p;
   so.keep_per_memory_level = per_memory_level;
+  so.skip_sampling = gap;
   so.seed = seed;
   const auto& pr = s.problem;
   return mapex::ndf::search(pr.layer, pr.hw, pr.options, s.layouts, so);
@@ -397,6 +398,115 @@ TEST(RandomBlocking, PerMemoryLevelDrawsKeepAboutTheCubeOfTheProbability) {
   EXPECT_LT(kept, 0.2);
   EXPECT_GT(flat_kept, 0.4);
   EXPECT_LT(flat_kept, 0.6);
+}
+
+/// One node of 4 x 4 PEs and an FC layer whose pass has non-trivial ifmap,
+/// ofmap and batch loops: one partition, so every blocking R does not
+/// score is one its draws left out.
+mapex::ndf::SearchOutput one_partition(double p, std::uint64_t seed, bool per_memory_level,
+                                       bool gap) {
+  mapex::ndf::Hardware hw = one_pe();
+  hw.array = Dim2{4, 4};
+  hw.regf_words = 64;
+  hw.gbuf_words = 1 << 14;
+  Layer fc;
+  fc.batch = 16;
+  fc.nifm = 96;
+  fc.nofm = 64;
+  mapex::ndf::Layout unset;
+  unset.end = {16, 96, 1, 1};
+  unset.part.order = {-1, -1, -1, -1};
+  SearchOptions so;
+  so.keep_probability = p;
+  so.keep_per_memory_level = per_memory_level;
+  so.skip_sampling = gap;
+  so.seed = seed;
+  return mapex::ndf::search(fc, hw, mapex::ndf::Options{}, {unset}, so);
+}
+
+TEST(RandomBlocking, WhatIsNotScoredIsCountedAsLeftOut) {
+  // Both samplers that pass over candidates unvisited (the walk per
+  // memory level down kept tiles only, and the gaps between kept
+  // blockings) count what they pass over from the factorisations alone:
+  // scored plus left out is B's whole pass whenever the one partition is
+  // kept, at several probabilities and seeds.
+  const auto b = one_partition(1, 0, false, false);
+  ASSERT_GT(b.stats.blockings, 1000u);
+  int checked = 0;
+  for (double p : {0.5, 0.2, 0.05})
+    for (std::uint64_t seed = 1; seed <= 4; ++seed)
+      for (bool level : {true, false}) {
+        const auto r = one_partition(p, seed, level, !level);
+        if (r.stats.blockings == 0 && r.stats.sampled_out == 1) continue;  // partition left out
+        ++checked;
+        EXPECT_EQ(r.stats.blockings + r.stats.sampled_out, b.stats.blockings)
+            << "p " << p << " seed " << seed << (level ? " per memory level" : " gap");
+        EXPECT_LT(r.stats.blockings, b.stats.blockings);
+        if (!r.tops.empty()) {
+          EXPECT_GE(r.tops.front().cost, b.tops.front().cost * (1 - 1e-12));
+        }
+      }
+  EXPECT_GE(checked, 8);
+}
+
+TEST(RandomBlocking, PerMemoryLevelKeepsNestedTiles) {
+  // The walk per memory level draws a choice once for every blocking under
+  // it: at a higher probability the kept REGF tiles are a superset, and so
+  // what a seed scores at p = 0.1 is never more than at p = 0.3; p = 1 is
+  // B exactly.
+  const auto b = one_partition(1, 0, false, false);
+  const auto all = one_partition(1, 5, true, false);
+  EXPECT_EQ(all.stats.blockings, b.stats.blockings);
+  EXPECT_EQ(all.stats.sampled_out, 0u);
+  ASSERT_FALSE(all.tops.empty());
+  EXPECT_EQ(all.tops.front().cost, b.tops.front().cost);
+  int compared = 0;
+  // The one partition itself is kept with the same probability: enough
+  // seeds that several keep it at p = 0.1.
+  for (std::uint64_t seed = 1; seed <= 80; ++seed) {
+    const auto low = one_partition(0.1, seed, true, false);
+    const auto high = one_partition(0.3, seed, true, false);
+    if (low.stats.blockings == 0) continue;  // the partition itself left out at 0.1
+    ++compared;
+    EXPECT_LE(low.stats.blockings, high.stats.blockings) << "seed " << seed;
+    EXPECT_LE(low.stats.fitting, high.stats.fitting) << "seed " << seed;
+    if (!low.tops.empty()) {
+      ASSERT_FALSE(high.tops.empty()) << "seed " << seed;
+      EXPECT_LE(high.tops.front().cost, low.tops.front().cost) << "seed " << seed;
+    }
+    const auto same = one_partition(0.1, seed, true, false);
+    EXPECT_EQ(same.stats.blockings, low.stats.blockings) << "seed " << seed;
+  }
+  EXPECT_GE(compared, 3);
+}
+
+TEST(RandomBlocking, GapDrawKeepsAboutTheProbabilityAndOtherBlockings) {
+  // keep_draw=gap: each blocking still kept with probability p (over the
+  // reference layers about a tenth of scored plus left out at p = 0.1),
+  // the same on every run of a seed, but other blockings than one draw
+  // per blocking keeps for that seed; never below B.
+  std::uint64_t scored = 0, left_out = 0;
+  int differ = 0;
+  for (const auto& s : reference_setups()) {
+    const auto b = search_sampled(s, 1, 0);
+    const auto g = search_sampled(s, 0.1, 1, false, true);
+    const auto again = search_sampled(s, 0.1, 1, false, true);
+    const auto each = search_sampled(s, 0.1, 1);
+    EXPECT_EQ(g.stats.blockings, again.stats.blockings) << s.id;
+    EXPECT_EQ(g.stats.sampled_out, again.stats.sampled_out) << s.id;
+    if (g.stats.blockings != each.stats.blockings) ++differ;
+    if (!g.tops.empty()) {
+      EXPECT_GE(g.tops.front().cost, b.tops.front().cost * (1 - 1e-12)) << s.id;
+      EXPECT_EQ(g.tops.front().cost, again.tops.front().cost) << s.id;
+    }
+    scored += g.stats.blockings;
+    left_out += g.stats.sampled_out;
+  }
+  ASSERT_GT(scored + left_out, 1000u);
+  const double kept = static_cast<double>(scored) / static_cast<double>(scored + left_out);
+  EXPECT_GT(kept, 0.08);
+  EXPECT_LT(kept, 0.12);
+  EXPECT_GT(differ, 0);
 }
 
 }  // namespace

@@ -105,7 +105,9 @@ TEST(NnDataflowSearcher, RefusesParametersNnDataflowRefuses) {
                             Params{{"gbuf_sharing", "maybe"}}, Params{{"gbuf_bypass", "x"}},
                             Params{{"loop_blocking", "greedy"}}, Params{{"keep_probability", "0"}},
                             Params{{"keep_probability", "1.5"}}, Params{{"keep_per", "layer"}},
-                            Params{{"keep_probability", "0.5"}, {"loop_blocking", "kapla"}}}) {
+                            Params{{"keep_probability", "0.5"}, {"loop_blocking", "kapla"}},
+                            Params{{"keep_draw", "sometimes"}},
+                            Params{{"keep_draw", "gap"}, {"keep_per", "memory_level"}}}) {
     EXPECT_THROW(registry().make_searcher("nn_dataflow", bad), InputError) << bad.begin()->first;
   }
 }
@@ -171,6 +173,23 @@ TEST(NnDataflowSearcher, KeepProbabilitySamplesTheExhaustiveSearch) {
   ASSERT_EQ(b.status, JobStatus::kOk) << b.error;
   EXPECT_GE(r.best.energy_pj, b.best.energy_pj);
   EXPECT_EQ(b.stop_reason.find("left out by sampling"), std::string::npos) << b.stop_reason;
+}
+
+TEST(NnDataflowSearcher, KeepDrawGapIsRecordedInTheStopReason) {
+  // keep_draw=gap keeps other blockings than the default for a seed: the
+  // result says which draw chose them; the best is still in B's space.
+  const Job j = job("sm4_ex_conv_64_64_e56_r3_b1");
+  Params sampled = kHybrid;
+  sampled["keep_probability"] = "0.1";
+  sampled["keep_draw"] = "gap";
+  const JobResult r = run(j, sampled, "tensor_centric", kNnDataflowShared);
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  EXPECT_NE(r.stop_reason.find("keep_probability=0.1 keep_draw=gap;"), std::string::npos)
+      << r.stop_reason;
+  const JobResult b = run(j, kHybrid, "tensor_centric", kNnDataflowShared);
+  ASSERT_EQ(b.status, JobStatus::kOk) << b.error;
+  EXPECT_GE(r.best.energy_pj, b.best.energy_pj);
+  EXPECT_EQ(b.stop_reason.find("keep_draw"), std::string::npos) << b.stop_reason;
 }
 
 TEST(NnDataflowSearcher, SaysWhenNoSchemeHasACanonicalMapping) {

@@ -75,8 +75,17 @@ struct SearchOptions {
   /// candidates at each level with a given probability"): the REGF tile,
   /// the GBUF tile with its loop order under it, the DRAM loop order under
   /// that. A blocking is kept when all three draws keep it (about p^3 of
-  /// them), and a tile left out drops every blocking under it.
+  /// them), and a tile left out drops every blocking under it. The walk
+  /// descends only into kept choices: its cost follows what it keeps.
   bool keep_per_memory_level = false;
+  /// With one draw per blocking: false, a hash of each blocking's place
+  /// decides it, so every blocking of the pass is visited; true, the gap
+  /// to the next kept blocking is drawn instead (geometric, from a hash of
+  /// the seed, the pass and the last kept place), so the ones between are
+  /// passed over without being visited. Each blocking is still kept with
+  /// `keep_probability`, independently, but a seed keeps other blockings
+  /// than with false.
+  bool skip_sampling = false;
   std::uint64_t seed = 0;
 };
 
@@ -106,7 +115,10 @@ struct SearchStats {
   std::uint64_t blockings = 0;         ///< loop blockings scored
   std::uint64_t fitting = 0;           ///< of them, the ones that fit the buffers
   std::uint64_t rotation_refused = 0;  ///< fit only with GBUF rotation, which the model refuses
-  std::uint64_t sampled_out = 0;       ///< partitions and blockings `keep_probability` left out
+  /// Partitions and blockings `keep_probability` left out (with
+  /// keep_per_memory_level, those of every pass searched, a limit
+  /// notwithstanding).
+  std::uint64_t sampled_out = 0;
 };
 
 struct SearchOutput {
