@@ -2,14 +2,21 @@
 // data-centric directives; the file syntax and defaults follow MAESTRO's
 // own front end as documented in refdata/maestro/README.md).
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <bit>
 #include <cctype>
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mapex/checked.hpp>
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
+#include <memory>
 #include <optional>
 #include <string_view>
 
@@ -218,7 +225,9 @@ class Lexer {
   /// `text` must be followed by a '\0' (as a std::string's text is): the
   /// scan stops there without comparing its position to the end at every
   /// character.
-  explicit Lexer(std::string_view text) : text_(text) { scan(); }
+  explicit Lexer(std::string_view text) : text_(text), at_(text.data()), line_start_(text.data()) {
+    scan();
+  }
 
   bool at_end() const { return !has_ahead_; }
   /// The next token (valid unless at_end()).
@@ -236,7 +245,7 @@ class Lexer {
 
  private:
   const char* end() const { return text_.data() + text_.size(); }
-  int column(const char* at) const { return static_cast<int>(at - text_.data() - line_start_) + 1; }
+  int column(const char* at) const { return static_cast<int>(at - line_start_) + 1; }
   void make(const char* word, const char* word_end, const char* start, bool negative) {
     ahead_ = {std::string_view(word, static_cast<std::size_t>(word_end - word)), line_,
               column(start), negative};
@@ -256,7 +265,7 @@ class Lexer {
   /// the last one in ahead_ for last().
   void scan() {
     has_ahead_ = false;
-    const char* p = text_.data() + i_;
+    const char* p = at_;
     for (;;) {
       switch (kClass(*p)) {
         case kSeparator:
@@ -266,26 +275,28 @@ class Lexer {
           break;
         case kNewline:
           ++line_;
-          line_start_ = static_cast<std::size_t>(++p - text_.data());
+          line_start_ = ++p;
+          // The indentation of the next line, without a turn of the switch.
+          while (kClass(*p) == kSeparator) ++p;
           break;
         case kNul:
           if (p == end()) {
-            i_ = text_.size();
+            at_ = p;
             return;
           }
           p = make_word(p, p, false);  // a '\0' inside the file is a word character
-          i_ = static_cast<std::size_t>(p - text_.data());
+          at_ = p;
           return;
         case kBrace:
           make(p, p + 1, p, false);
-          i_ = static_cast<std::size_t>(p + 1 - text_.data());
+          at_ = p + 1;
           return;
         case kMinus:
           // MAESTRO drops the '-' (it splits on it) and reads -4 as 4; mapex
           // remembers it so that a negative size or offset is reported.
           if (is_digit(p[1])) {
             p = make_word(p, p + 1, true);
-            i_ = static_cast<std::size_t>(p - text_.data());
+            at_ = p;
             return;
           }
           ++p;
@@ -298,17 +309,17 @@ class Lexer {
           }
           [[fallthrough]];
         case kWordChar:
-          p = make_word(p, p, false);
-          i_ = static_cast<std::size_t>(p - text_.data());
+          at_ = make_word(p, p, false);
           return;
       }
     }
   }
 
   std::string_view text_;
-  std::size_t i_ = 0;
+  // Pointers, not offsets: one subtraction fewer per token and column.
+  const char* at_;  ///< where the scan goes on
   int line_ = 1;
-  std::size_t line_start_ = 0;
+  const char* line_start_;
   Token ahead_;
   bool has_ahead_ = false;
   bool made_any_ = false;
@@ -326,9 +337,18 @@ std::optional<std::int64_t> to_int64(std::string_view s, bool& overflow) {
   if (sign == s.size()) return std::nullopt;
   // Digits accumulated as an unsigned magnitude (a call to from_chars per
   // number was a tenth of the parser); -2^63 still fits.
+  std::uint64_t v = 0;
+  // Up to 18 digits cannot overflow: no bound to test per digit (sizes in
+  // MAESTRO files are short; the test per digit was half of this function).
+  if (s.size() - sign <= 18) {
+    for (std::size_t i = sign; i < s.size(); ++i) {
+      if (!is_digit(s[i])) return std::nullopt;
+      v = v * 10 + static_cast<std::uint64_t>(s[i] - '0');
+    }
+    return minus ? -static_cast<std::int64_t>(v) : static_cast<std::int64_t>(v);
+  }
   const std::uint64_t limit =
       static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) + (minus ? 1 : 0);
-  std::uint64_t v = 0;
   for (std::size_t i = sign; i < s.size(); ++i) {
     if (!is_digit(s[i])) {
       overflow = false;  // not an integer at all, however long
@@ -362,8 +382,9 @@ std::string str(std::string_view s) { return std::string(s); }
 
 class Parser {
  public:
-  // A std::string: the lexer relies on the '\0' after its text.
-  Parser(const std::string& text, std::string origin) : lexer_(text), origin_(std::move(origin)) {}
+  // `text` must be followed by a '\0' (as a std::string's is): the lexer
+  // relies on it.
+  Parser(std::string_view text, std::string origin) : lexer_(text), origin_(std::move(origin)) {}
 
   Network parse() {
     Network net;
@@ -390,6 +411,7 @@ class Parser {
         seen_network = true;
         net.name = expect_any("a network name").text;
         expect("{", "Network");
+        net.layers.reserve(layers_ahead());
         while (!peek_is("}")) {
           if (at_end()) fail(last(), "Network", "missing '}' closing the Network block");
           const Token lt = next();
@@ -434,7 +456,9 @@ class Parser {
   [[gnu::always_inline]] bool peek_is(std::string_view s) const {
     return !at_end() && eq(lexer_.ahead().text, s);
   }
-  Token expect_any(std::string_view what) {
+  // Inline: called for nearly every token, and the call's prologue and
+  // epilogue were a third of its cost.
+  [[gnu::always_inline]] Token expect_any(std::string_view what) {
     if (at_end()) fail(last(), "", "unexpected end of file; expected " + std::string(what));
     const Token t = lexer_.ahead();
     if (eq(t.text, "{") || eq(t.text, "}"))
@@ -469,6 +493,68 @@ class Parser {
     return static_cast<std::size_t>(std::count(
         rest.begin(),
         rest.begin() + static_cast<std::ptrdiff_t>(std::min(rest.find('}'), rest.size())), ';'));
+  }
+
+  /// About the number of layers in the rest of the file: the words "Layer"
+  /// in its text (only a hint, as above). One allocation for the list: grown
+  /// by doubling, a 66-layer network left 14 KiB of freed lists behind in
+  /// fresh heap pages.
+  std::size_t layers_ahead() const {
+    const std::string_view rest = lexer_.rest();
+    std::size_t count = 0;
+    for (auto at = rest.find("Layer"); at != std::string_view::npos;
+         at = rest.find("Layer", at + 5))
+      ++count;
+    return count;
+  }
+
+  /// About the number of dimensions up to the next '}': the ':' after
+  /// their names (a hint, as above), or as many as the layer type allows
+  /// when the file leaves the colons out.
+  std::size_t dims_ahead(unsigned allowed) const {
+    const std::string_view rest = lexer_.rest();
+    const auto colons = static_cast<std::size_t>(std::count(
+        rest.begin(),
+        rest.begin() + static_cast<std::ptrdiff_t>(std::min(rest.find('}'), rest.size())), ':'));
+    return colons > 0 ? colons : static_cast<std::size_t>(std::popcount(allowed));
+  }
+
+  /// MAESTRO's dimension names as bits of a set (0: none of them), so that
+  /// checking a name against its layer type and against the names already
+  /// given is a mask each instead of string comparisons along two lists (a
+  /// twentieth of the reader's instructions).
+  static unsigned dim_bit(std::string_view name) {
+    if (name.size() == 2 && name[1] == '\'')
+      return name[0] == 'Y' ? 1u << 8 : name[0] == 'X' ? 1u << 9 : 0;
+    if (name.size() != 1) return 0;
+    switch (name[0]) {
+      case 'N':
+        return 1u << 0;
+      case 'G':
+        return 1u << 1;
+      case 'K':
+        return 1u << 2;
+      case 'C':
+        return 1u << 3;
+      case 'R':
+        return 1u << 4;
+      case 'S':
+        return 1u << 5;
+      case 'Y':
+        return 1u << 6;
+      case 'X':
+        return 1u << 7;
+      case 'M':
+        return 1u << 10;
+      default:
+        return 0;
+    }
+  }
+  /// The bits of allowed_dims(type).
+  static unsigned allowed_dim_bits(LayerType type) {
+    unsigned bits = 0;
+    for (const auto& name : allowed_dims(type)) bits |= dim_bit(name);
+    return bits;
   }
 
   static const std::vector<std::string_view>& allowed_dims(LayerType type) {
@@ -569,20 +655,22 @@ class Parser {
       } else if (eq(t.text, "Dimensions")) {
         if (!has_type) fail(t, "Dimensions", "Type must come before Dimensions");
         expect("{", "Dimensions");
-        const auto& allowed = allowed_dims(layer.type);
-        layer.dims.reserve(allowed.size());
+        const unsigned allowed = allowed_dim_bits(layer.type);
+        unsigned seen = 0;
+        layer.dims.reserve(dims_ahead(allowed));
         while (!peek_is("}")) {
           const Token& k = expect_any("a dimension name");
-          if (std::none_of(allowed.begin(), allowed.end(),
-                           [&](std::string_view a) { return eq(a, k.text); })) {
+          const unsigned bit = dim_bit(k.text);
+          if ((bit & allowed) == 0) {
             std::string list;
-            for (const auto& a : allowed) (list += (list.empty() ? "" : ", ")) += a;
+            for (const auto& a : allowed_dims(layer.type))
+              (list += (list.empty() ? "" : ", ")) += a;
             fail(k, "Dimensions",
                  "unknown dimension '" + str(k.text) + "' for " + to_string(layer.type) +
                      "; expected one of " + list);
           }
-          if (layer.dim(k.text) != 0)
-            fail(k, "Dimensions", "dimension '" + str(k.text) + "' twice");
+          if ((seen & bit) != 0) fail(k, "Dimensions", "dimension '" + str(k.text) + "' twice");
+          seen |= bit;
           layer.dims.emplace_back(k.text, parse_value(layer, "dimension size"));
         }
         next();
@@ -702,18 +790,47 @@ class Parser {
   std::map<std::string, std::int64_t, std::less<>> constants_;
 };
 
-/// The whole file in one string, read with stdio (an ifstream and a string
-/// stream cost more than the small MAESTRO files they would read). A
-/// directory opens but reads as nothing, as it did through ifstream.
-std::string read_file(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    throw InputError(SourceLocation{path, 0, 0}, "", "cannot open file for reading");
-  std::string text;
-  char buffer[16384];
-  for (std::size_t got; (got = std::fread(buffer, 1, sizeof buffer, f)) > 0;)
-    text.append(buffer, got);
-  std::fclose(f);
+/// The whole file in one string of its size, read with open/read: growing
+/// the string as the text came in (stdio and a 16 KiB stack buffer) wrote a
+/// 20 KiB file into 16 KiB and then 32 KiB of fresh heap, 12 pages for the
+/// kernel to fault in and zero where 5 hold it (a fresh page costs about
+/// 0.85 us of a 1.6 ms process here, some 3,000 instructions' worth;
+/// docs/results/benchmarks.md). A file that changes while it is read still
+/// reads to its end; a directory opens but reads as nothing, as it did
+/// through ifstream.
+/// A file's text followed by a '\0' (where the lexer stops), in a buffer
+/// that is not zeroed before the text is read into it (zeroing it was 21k
+/// instructions for a 20 KiB file).
+struct FileText {
+  std::unique_ptr<char[]> data;
+  std::size_t size = 0;
+  std::string_view view() const { return {data.get(), size}; }
+};
+
+FileText read_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(SourceLocation{path, 0, 0}, "", "cannot open file for reading");
+  struct stat st {};
+  // Room for one byte more than the file: a read that fills it means the
+  // file grew.
+  std::size_t room = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0
+                         ? static_cast<std::size_t>(st.st_size) + 1
+                         : std::size_t{4096};
+  FileText text{std::make_unique_for_overwrite<char[]>(room + 1), 0};
+  for (;;) {
+    if (text.size == room) {
+      room *= 2;
+      auto larger = std::make_unique_for_overwrite<char[]>(room + 1);
+      std::memcpy(larger.get(), text.data.get(), text.size);
+      text.data = std::move(larger);
+    }
+    const ssize_t got = ::read(fd, text.data.get() + text.size, room - text.size);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) break;
+    text.size += static_cast<std::size_t>(got);
+  }
+  ::close(fd);
+  text.data[text.size] = '\0';
   return text;
 }
 
@@ -731,7 +848,10 @@ Network parse_mapping(const std::string& text, const std::string& origin) {
   return Parser(text, origin).parse();
 }
 
-Network load_mapping(const std::string& path) { return parse_mapping(read_file(path), path); }
+Network load_mapping(const std::string& path) {
+  const FileText text = read_file(path);
+  return Parser(text.view(), path).parse();
+}
 
 Hardware parse_hardware(const std::string& text, const std::string& origin) {
   Hardware hw;
@@ -789,7 +909,9 @@ Hardware parse_hardware(const std::string& text, const std::string& origin) {
   return hw;
 }
 
-Hardware load_hardware(const std::string& path) { return parse_hardware(read_file(path), path); }
+Hardware load_hardware(const std::string& path) {
+  return parse_hardware(std::string(read_file(path).view()), path);
+}
 
 void validate(const Layer& layer, const Hardware& hw, const std::string& origin) {
   auto fail = [&](const auto& at, const std::string& key, const std::string& problem) {

@@ -1,15 +1,12 @@
 #include "host/cli_light.hpp"
 
-#include <boost/program_options.hpp>
 #include <mapex/plugin.hpp>
 #include <mapex/version.hpp>
 #include <string_view>
 
-#include "host/cli_args.hpp"
 #include "host/mdc_commands.hpp"
 
 namespace mapex::host {
-namespace po = boost::program_options;
 
 namespace {
 
@@ -116,38 +113,6 @@ std::optional<EvaluateOptions> parse_plain_maestro_options(const std::vector<std
   return o;
 }
 
-EvaluateOptions parse_evaluate_options(const std::vector<std::string>& args) {
-  if (auto plain = parse_plain_maestro_options(args)) return *std::move(plain);
-  return parse_evaluate_options_in_full(args);
-}
-
-EvaluateOptions parse_evaluate_options_in_full(const std::vector<std::string>& args) {
-  EvaluateOptions o;
-  po::options_description desc("mapex evaluate");
-  desc.add_options()("help,h", "show this help")("workload", po::value(&o.workload),
-                                                 "workload (network or operator) YAML")(
-      "layer", po::value(&o.layer), "layer of the workload (needed when it has several)")(
-      "arch", po::value(&o.arch_path), "architecture YAML")("mapping", po::value(&o.mapping_path),
-                                                            "mapping YAML")(
-      "directives", po::value(&o.directives_path),
-      "KAPLA tensor-centric directives of the layer (instead of --mapping)")(
-      "maestro", po::value(&o.maestro), "MAESTRO mapping file (instead of --workload/--mapping)")(
-      "hw", po::value(&o.hw), "MAESTRO hardware file (with --maestro)")(
-      "costmodel", po::value(&o.costmodel)->default_value("roofline"), "cost model plugin")(
-      "param", po::value(&o.params)->composing(), "cost model parameter key=value (repeatable)")(
-      "format", po::value(&o.format)->default_value("table"), "table, csv or json")(
-      "maestro-compat",
-      "with --maestro: reproduce MAESTRO's own numbers (its iteration space, including its "
-      "miscounts on strided layers) instead of the true ones");
-  const po::positional_options_description none;
-  const auto vm = parse_command_line(desc, &none, args, "\n" + std::string(kUsageText));
-  o.help = vm.count("help") > 0;
-  if (o.help) o.help_text = options_text(desc);
-  o.maestro_compat = vm.count("maestro-compat") > 0;
-  o.costmodel_defaulted = vm["costmodel"].defaulted();
-  return o;
-}
-
 std::optional<int> evaluate_without_yaml(const EvaluateOptions& o, std::ostream& out) {
   if (o.help) {
     out << o.help_text;
@@ -164,8 +129,14 @@ std::optional<int> evaluate_without_yaml(const EvaluateOptions& o, std::ostream&
 std::optional<int> run_light_command(int argc, const char* const* argv, std::ostream& out) {
   if (argc < 2) throw UsageError(std::string("no command given\n") + kUsageText);
   const std::string command = argv[1];
-  if (command == "evaluate")
-    return evaluate_without_yaml(parse_evaluate_options({argv + 2, argv + argc}), out);
+  // Only the plain form: anything else (help, the YAML form, a line the
+  // plain reader declines) goes to the full command line in libmapex_cli.so,
+  // so that the executable carries no Boost.ProgramOptions.
+  if (command == "evaluate") {
+    const auto plain = parse_plain_maestro_options({argv + 2, argv + argc});
+    if (!plain) return std::nullopt;
+    return evaluate_without_yaml(*plain, out);
+  }
   if (command == "version" || command == "--version") {
     out << "mapex " << version() << " (plugin ABI " << kPluginAbiVersion << ")\n";
     return kExitOk;

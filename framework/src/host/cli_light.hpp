@@ -47,7 +47,8 @@ struct EvaluateOptions {
   std::string help_text;
 };
 
-/// Parses `mapex evaluate`'s arguments; bad usage throws InputError.
+/// Parses `mapex evaluate`'s arguments; bad usage throws InputError. In
+/// libmapex_cli.so (evaluate_options.cpp), with Boost.ProgramOptions.
 EvaluateOptions parse_evaluate_options(const std::vector<std::string>& args);
 
 /// The common `evaluate --maestro F --hw H [--format X] [--costmodel C]
@@ -70,8 +71,10 @@ EvaluateOptions parse_evaluate_options_in_full(const std::vector<std::string>& a
 std::optional<int> evaluate_without_yaml(const EvaluateOptions& options, std::ostream& out);
 
 /// Runs what needs no yaml-cpp or TBB: no command (a UsageError), version,
-/// help, `evaluate --help` and `evaluate --maestro`. nullopt: the command is
-/// one of the others.
+/// help and `evaluate --maestro` in the plain form. nullopt: the command is
+/// one of the others, or an evaluate line the plain reader declines (the
+/// full command line parses it with Boost.ProgramOptions, which the
+/// executable does not carry).
 std::optional<int> run_light_command(int argc, const char* const* argv, std::ostream& out);
 
 /// Runs `body` and turns an exception into "mapex: error: ..." on `err` and

@@ -1,6 +1,5 @@
 #include "host/mdc_commands.hpp"
 
-#include <boost/program_options.hpp>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -15,7 +14,6 @@
 #include <sstream>
 #include <string_view>
 
-#include "host/cli_args.hpp"
 #include "host/plugin_registry.hpp"
 
 namespace mapex::host {
