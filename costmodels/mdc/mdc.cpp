@@ -359,13 +359,12 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// (l1_tile_cycles: one tile, whole) plus that latency once per region
   /// below the top (sub_level_latency). 0 with one region (the top level is then
   /// the innermost, whose compute is the MAC steps alone, already in the
-  /// compute bound). Filter splits are left out of the count (with only
-  /// filters split the lowering adds a region of its own; not claimed).
+  /// compute bound). A filter split opens a region too (the lowering puts
+  /// it below those of the other splits, and with only filters split adds
+  /// a single-unit region on top: split_regions); a level with folds runs
+  /// more cases, its first still all-Init, so the claim stands.
   double nested_step_cycles(const mapex::PartialMapping& partial) const {
-    const auto& split = partial.mapping->level(1).split;
-    int regions = 0;
-    for (std::size_t d = 0; d < split.size(); ++d)
-      if (split[d] > 1 && !window_filter_[d]) ++regions;
+    const int regions = split_regions(partial.mapping->level(1).split);
     if (regions < 2) return 0;
     return l1_tile_cycles(partial) + static_cast<double>(regions - 1) * sub_level_latency();
   }
@@ -391,8 +390,9 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// most the fan-out and the product of L2's tiles, the steps at least the
   /// MACs over those PEs times the most MACs of a fitting tile inside T
   /// (the filter windows free); a completion with
-  /// one region or none (at most one non-filter dimension split) engages at
-  /// most the largest non-filter L2 tile times the filter tiles of PEs and
+  /// one region (at most one dimension split, not a filter window: a filter
+  /// split opens a region of its own, split_regions) engages at most the
+  /// largest non-filter L2 tile of PEs and
   /// has at least the MACs over those plus the least fill; the bound is the
   /// lower of the two cases. The fill is at least the NoC delay of one word
   /// per input once the split is free, the first fill of the split
@@ -422,11 +422,9 @@ class BoundMdc final : public mapex::BoundCostModel {
     if (partial.first_fixed == 1) {
       const auto& split = partial.mapping->level(1).split;
       double units = 1;
-      int regions = 0;
-      for (std::size_t d = 0; d < split.size(); ++d) {
+      for (std::size_t d = 0; d < split.size(); ++d)
         units *= static_cast<double>(std::max<std::int64_t>(1, split[d]));
-        if (!window_filter_[d] && split[d] > 1) ++regions;
-      }
+      const int regions = split_regions(split);
       if (regions < 2) return 0;
       const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
       const double fill = std::max(0.0, step_bound_cycles(partial) - compute);
@@ -461,7 +459,7 @@ class BoundMdc final : public mapex::BoundCostModel {
     const double least_fill = static_cast<double>(
         std::max<std::int64_t>(0, hw_.noc_latency + (inputs + hw_.noc_bw - 1) / hw_.noc_bw - 1));
     const double peak = arch_.macs_per_pe();
-    const double one_region = macs / (std::min(fanout, widest * filter_units) * peak) + least_fill;
+    const double one_region = macs / (std::min(fanout, widest) * peak) + least_fill;
     // A split is at most L2's tile in every dimension (the span lies inside
     // it), so the engaged PEs are at most the fan-out and the product of
     // L2's tiles.
@@ -479,6 +477,17 @@ class BoundMdc final : public mapex::BoundCostModel {
     const double regions = least_fill + std::max(macs / (fanout * peak),
                                                  least_steps * latency + macs / (units * lanes));
     return std::min(one_region, regions);
+  }
+
+  /// The regions (MAESTRO cluster levels) Algorithm 1's lowering opens for
+  /// a split (mdc_transform.cpp, lower_group): one per split dimension,
+  /// and with only filter windows split one more on top, a single unit over
+  /// another dimension.
+  int split_regions(const std::vector<std::int64_t>& split) const {
+    int others = 0, filters = 0;
+    for (std::size_t d = 0; d < split.size(); ++d)
+      if (split[d] > 1) ++(window_filter_[d] ? filters : others);
+    return std::max(others, 1) + filters;
   }
 
   /// What each level below the top adds to a step at least: its one case

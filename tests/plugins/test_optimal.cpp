@@ -214,7 +214,7 @@ TEST(OptimalBounds, MdcNeverAboveTheBestCompletion) {
       "small_l1", 1000, 8, 1, 1,
       {test::buffer("L1", 16, 1, 2), pes4, test::buffer("L2", 1 << 20, 10, 10), test::dram(100)});
   expect_bounds_below_completions("mdc", make_conv2d("c3", Conv2dShape{1, 4, 2, 4, 4, 3, 3}),
-                                  small_l1, true, true);
+                                  small_l1, false, true);
   expect_bounds_below_completions("mdc", make_gemm("g4", 8, 4, 8), small_l1, true, true);
 }
 TEST(OptimalBounds, TensorCentricNeverAboveTheBestCompletion) {
