@@ -13,6 +13,9 @@
 #include <mapex/error.hpp>
 #include <mapex/mdc.hpp>
 #include <mapex/plugin.hpp>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "engine.hpp"
 
@@ -20,6 +23,17 @@ namespace {
 
 using mapex::mdc::Hardware;
 using mapex::mdc::Result;
+
+/// The largest PE tiles that fit in L1 among some allowed values
+/// (BoundMdc::largest_fitting_tiles): the most MACs of one, the most
+/// non-filter MACs of one (R and S of a convolution left out), and whether
+/// the allowed values were few enough to be searched (else nothing is
+/// claimed). Both 0 when no tile fits.
+struct FittingTiles {
+  double macs = 0;
+  double non_filter = 0;
+  bool searched = false;
+};
 
 class BoundMdc final : public mapex::BoundCostModel {
  public:
@@ -338,48 +352,59 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// more than one region (mdc_transform.cpp: every split dimension gets a
   /// region of its own, each below the first opened by a Cluster): a
   /// step's compute is then the sub-level's runtime (engine.cpp, `level`),
-  /// and the innermost level, which has no folds, runs one all-Init case:
-  /// its PEs' MAC steps plus the NoC delay of their first tiles, at least
-  /// the NoC latency (noc_delay of at least one word). So every step takes
-  /// at least the PE's MAC steps (first_step_compute_cycles: one L1 tile,
-  /// whole) plus that latency. 0 with one region (the top level is then
+  /// and each level below, which has no folds, runs one all-Init case: its
+  /// sub-level's runtime (the innermost: its PEs' MAC steps) plus the NoC
+  /// delay of its first tiles, at least the NoC latency (noc_delay of at
+  /// least one word). So every step takes at least the PE's MAC steps
+  /// (l1_tile_cycles: one tile, whole) plus that latency once per region
+  /// below the top (sub_level_latency). 0 with one region (the top level is then
   /// the innermost, whose compute is the MAC steps alone, already in the
-  /// compute bound). Filter splits are left out of the count (with only
-  /// filters split the lowering adds a region of its own; not claimed).
+  /// compute bound). A filter split opens a region too (the lowering puts
+  /// it below those of the other splits, and with only filters split adds
+  /// a single-unit region on top: split_regions); a level with folds runs
+  /// more cases, its first still all-Init, so the claim stands.
   double nested_step_cycles(const mapex::PartialMapping& partial) const {
-    const auto& split = partial.mapping->level(1).split;
-    int regions = 0;
-    for (std::size_t d = 0; d < split.size(); ++d)
-      if (split[d] > 1 && !window_filter_[d]) ++regions;
+    const int regions = split_regions(partial.mapping->level(1).split);
     if (regions < 2) return 0;
-    return l1_tile_cycles(partial) + static_cast<double>(hw_.noc_latency);
+    return l1_tile_cycles(partial) + static_cast<double>(regions - 1) * sub_level_latency();
   }
 
   /// The per-step bound of nested regions (nested_step_cycles) before L1's
   /// tile is fixed, over every completion whose spans divide the layer
-  /// (PartialMapping::divisor_spans). Once the tiles are fixed, a split over
-  /// two regions or more takes at least fill + steps x (c + latency), c the
-  /// L1 tile's MAC steps (step_bound_cycles); its MACs times the steps are
-  /// at least the non-filter MACs over the non-filter PEs (at most L2's
-  /// non-filter tiles and the fan-out; steps =
-  /// prod B/span, span = split x tile at most, over the non-filter
-  /// dimensions), and a span is at most L2's tile (it lies inside it), so
-  /// there are at least prod ceil(B/T) steps whatever the L1 tile. Hence
-  /// fill + max(compute, steps x latency + non-filter MACs / (PEs x lanes)).
-  /// With the split still free, a completion with one region or none (at
-  /// most one non-filter dimension split) engages at most the largest
-  /// non-filter L2 tile times the filter tiles of PEs and has at least the
-  /// MACs over those plus the least fill; the bound is the lower of the two
-  /// cases. The fill is at least the NoC delay of one word per input once
-  /// the split is free, the first fill of the split (step_bound_cycles)
-  /// once it is fixed. 0 where step_bound_cycles claims nothing.
+  /// (PartialMapping::divisor_spans). With two regions or more every top
+  /// step takes at least its busiest PE's MAC steps plus the NoC latency
+  /// (the innermost level, which has no folds, runs one all-Init case), and
+  /// a step's MACs are at most the engaged PEs (the product of every split,
+  /// filters included) times that PE's; the steps' MAC steps therefore add
+  /// up to at least the layer's MACs over those PEs and lanes. The filter
+  /// windows count: one not split is mapped whole at every level
+  /// (Algorithm 1's lowering, MAESTRO's R/S rule), so a 3x3 layer's PE
+  /// covers its output tile times nine taps per step. The steps are at least
+  /// prod ceil(B/T) over the non-filter dimensions (T: L2's tile, which
+  /// every span lies inside), and, the split fixed, exactly prod B / (split
+  /// x t) for the PE's tile t, which MAESTRO checks against L1: at least
+  /// that product for the PE tile with the most non-filter MACs among those
+  /// inside T / split that fit (largest_fitting_tiles; an unsplit filter
+  /// window whole in it). Hence fill + max(compute, steps x latency + MACs
+  /// / (PEs x lanes)). With the split still free, the engaged PEs are at
+  /// most the fan-out and the product of L2's tiles, the steps at least the
+  /// MACs over those PEs times the most MACs of a fitting tile inside T
+  /// (the filter windows free); a completion with
+  /// one region (at most one dimension split, not a filter window: a filter
+  /// split opens a region of its own, split_regions) engages at most the
+  /// largest non-filter L2 tile of PEs and
+  /// has at least the MACs over those plus the least fill; the bound is the
+  /// lower of the two cases. The fill is at least the NoC delay of one word
+  /// per input once the split is free, the first fill of the split
+  /// (step_bound_cycles) once it is fixed. 0 where step_bound_cycles claims
+  /// nothing.
   double fewest_steps_cycles(const mapex::PartialMapping& partial) const {
     if (!partial.divisor_spans || partial.first_fixed < 1 || partial.first_fixed > 2 || l1_ != 0 ||
         l2_ != l1_ + 2 || arch_.levels()[1].kind != mapex::LevelKind::kSpatial)
       return 0;
     const auto& dims = op_.dims();
     const auto& l2_tile = partial.mapping->level(2).tile;
-    double steps = 1, macs_non_filter = 1, widest = 1, filter_units = 1, non_filter_units = 1;
+    double steps = 1, widest = 1, filter_units = 1, non_filter_units = 1;
     for (std::size_t d = 0; d < dims.size(); ++d) {
       const std::int64_t tile = std::max<std::int64_t>(1, std::min(l2_tile[d], dims[d].bound));
       if (window_filter_[d]) {
@@ -387,40 +412,177 @@ class BoundMdc final : public mapex::BoundCostModel {
         continue;
       }
       steps *= static_cast<double>((dims[d].bound + tile - 1) / tile);
-      macs_non_filter *= static_cast<double>(dims[d].bound);
       widest = std::max(widest, static_cast<double>(tile));
       non_filter_units *= static_cast<double>(tile);
     }
     const double lanes = static_cast<double>(std::max<std::int64_t>(1, hw_.simd_lanes));
     const double latency = static_cast<double>(hw_.noc_latency);
     const double fanout = static_cast<double>(arch_.levels()[1].fanout());
+    const double macs = static_cast<double>(op_.macs());
     if (partial.first_fixed == 1) {
       const auto& split = partial.mapping->level(1).split;
       double units = 1;
-      int regions = 0;
       for (std::size_t d = 0; d < split.size(); ++d)
-        if (!window_filter_[d] && split[d] > 1) {
-          units *= static_cast<double>(split[d]);
-          ++regions;
-        }
+        units *= static_cast<double>(std::max<std::int64_t>(1, split[d]));
+      const int regions = split_regions(split);
       if (regions < 2) return 0;
       const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
       const double fill = std::max(0.0, step_bound_cycles(partial) - compute);
-      return fill + std::max(compute, steps * latency + macs_non_filter / (units * lanes));
+      // The PE's tile lies inside L2's tile over the split; a filter window
+      // not split is the whole window in every PE (MAESTRO's R/S rule).
+      std::vector<std::vector<std::int64_t>> allowed(dims.size());
+      double spans = 1;  // prod B / split over the non-filter dimensions
+      for (std::size_t d = 0; d < dims.size(); ++d) {
+        const std::int64_t s = std::max<std::int64_t>(1, split[d]);
+        if (window_filter_[d] && s == 1) {
+          allowed[d] = {dims[d].bound};
+          continue;
+        }
+        const std::int64_t tile = std::max<std::int64_t>(1, std::min(l2_tile[d], dims[d].bound));
+        allowed[d] = divisors_up_to(d, window_filter_[d] ? dims[d].bound : tile / s);
+        if (!window_filter_[d])
+          spans *= static_cast<double>(dims[d].bound) / static_cast<double>(s);
+      }
+      double least_steps = steps;
+      const FittingTiles fit = largest_fitting_tiles(allowed);
+      if (fit.searched) {
+        if (fit.non_filter <= 0) return std::numeric_limits<double>::infinity();
+        least_steps = std::max(least_steps, std::ceil(spans / fit.non_filter - 1e-9));
+      }
+      return fill + std::max(compute,
+                             least_steps * static_cast<double>(regions - 1) * sub_level_latency() +
+                                 macs / (units * lanes));
     }
     std::int64_t inputs = 0;
     for (const auto& t : op_.tensors())
       if (t.role != mapex::TensorRole::kOutput) ++inputs;
     const double least_fill = static_cast<double>(
         std::max<std::int64_t>(0, hw_.noc_latency + (inputs + hw_.noc_bw - 1) / hw_.noc_bw - 1));
-    const double macs = static_cast<double>(op_.macs());
     const double peak = arch_.macs_per_pe();
-    const double one_region = macs / (std::min(fanout, widest * filter_units) * peak) + least_fill;
-    const double units = std::min(fanout, non_filter_units);
-    const double regions =
-        least_fill +
-        std::max(macs / (fanout * peak), steps * latency + macs_non_filter / (units * lanes));
+    const double one_region = macs / (std::min(fanout, widest) * peak) + least_fill;
+    // A split is at most L2's tile in every dimension (the span lies inside
+    // it), so the engaged PEs are at most the fan-out and the product of
+    // L2's tiles.
+    const double units = std::min(fanout, non_filter_units * filter_units);
+    std::vector<std::vector<std::int64_t>> allowed(dims.size());
+    for (std::size_t d = 0; d < dims.size(); ++d)
+      allowed[d] = divisors_up_to(
+          d, window_filter_[d] ? dims[d].bound : std::min(l2_tile[d], dims[d].bound));
+    double least_steps = steps;
+    const FittingTiles fit = largest_fitting_tiles(allowed);
+    if (fit.searched) {
+      if (fit.macs <= 0) return std::numeric_limits<double>::infinity();
+      least_steps = std::max(least_steps, std::ceil(macs / (units * fit.macs) - 1e-9));
+    }
+    const double regions = least_fill + std::max(macs / (fanout * peak),
+                                                 least_steps * latency + macs / (units * lanes));
     return std::min(one_region, regions);
+  }
+
+  /// The regions (MAESTRO cluster levels) Algorithm 1's lowering opens for
+  /// a split (mdc_transform.cpp, lower_group): one per split dimension,
+  /// and with only filter windows split one more on top, a single unit over
+  /// another dimension.
+  int split_regions(const std::vector<std::int64_t>& split) const {
+    int others = 0, filters = 0;
+    for (std::size_t d = 0; d < split.size(); ++d)
+      if (split[d] > 1) ++(window_filter_[d] ? filters : others);
+    return std::max(others, 1) + filters;
+  }
+
+  /// What each level below the top adds to a step at least: its one case
+  /// is all-Init (engine.cpp, case_delay: compute plus ingress delay), and
+  /// its ingress of at least one word takes noc_delay(1) = the NoC latency.
+  /// Levels nest (a step of one is the runtime of the next), so a step of
+  /// the top level over r regions takes the PE's MAC steps plus r - 1 of
+  /// these.
+  double sub_level_latency() const {
+    return static_cast<double>(
+        std::max<std::int64_t>(0, hw_.noc_latency + (hw_.noc_bw > 0 ? 1 : 0) - 1));
+  }
+
+  /// The divisors of dimension d's bound up to `limit`.
+  std::vector<std::int64_t> divisors_up_to(std::size_t d, std::int64_t limit) const {
+    std::vector<std::int64_t> out;
+    const std::int64_t bound = op_.dims()[d].bound;
+    for (std::int64_t v = 1; v <= std::min(limit, bound); ++v)
+      if (bound % v == 0) out.push_back(v);
+    return out;
+  }
+
+  /// The largest PE tiles among `allowed` values per dimension whose words
+  /// fit in L1 as MAESTRO checks them (engine.cpp, analyse: every tensor's
+  /// innermost tile, double-buffered, against L1's capacity, halved for a
+  /// single-buffered L1). A tile's words are counted low (per subscript
+  /// the fewer of its extent and its index combinations, as the floors do;
+  /// MAESTRO's input rows of a window are at least that), so every tile
+  /// MAESTRO lets through is among those searched. Not searched (no claim)
+  /// without the capacity check, on a chip whose L1 is also L2, or above
+  /// 2^20 combinations. Remembered per list of allowed values: siblings
+  /// share them.
+  FittingTiles largest_fitting_tiles(const std::vector<std::vector<std::int64_t>>& allowed) const {
+    FittingTiles out;
+    if (!check_capacity_ || l2_ == l1_) return out;
+    double combinations = 1;
+    std::string key;
+    for (const auto& values : allowed) {
+      combinations *= static_cast<double>(values.size());
+      key += std::to_string(values.empty() ? 0 : values.back()) + ':' +
+             std::to_string(values.size()) + ',';
+    }
+    if (combinations > static_cast<double>(1 << 20) || combinations <= 0) return out;
+    {
+      const std::lock_guard<std::mutex> lock(fitting_mutex_);
+      if (const auto it = fitting_cache_.find(key); it != fitting_cache_.end()) return it->second;
+    }
+    out.searched = true;
+    const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
+    const double budget_words = static_cast<double>(l1.size_bytes) /
+                                (2.0 * arch_.word_bytes() * (l1.double_buffered ? 1.0 : 0.5));
+    const std::size_t n = allowed.size();
+    std::vector<std::int64_t> tile(n, 1);
+    for (std::size_t d = 0; d < n; ++d)
+      if (!allowed[d].empty()) tile[d] = allowed[d].front();
+    auto words = [&] {
+      double total = 0;
+      for (const auto& t : op_.tensors()) {
+        double w = 1;
+        for (const auto& e : t.subscripts) {
+          std::int64_t extent = 1, combos = 1;
+          for (const auto& term : e.terms) {
+            if (term.coeff == 0) continue;
+            const std::int64_t v = tile[static_cast<std::size_t>(term.dim)];
+            extent += std::abs(term.coeff) * (v - 1);
+            combos *= v;
+          }
+          w *= static_cast<double>(std::min(extent, combos));
+        }
+        total += w;
+      }
+      return total;
+    };
+    // Depth first over the dimensions, the later ones at their least value:
+    // a tile's words grow with every dimension's value, so the first value
+    // that overflows ends its dimension.
+    auto visit = [&](auto&& self, std::size_t d, double macs, double non_filter) -> void {
+      if (d == n) {
+        out.macs = std::max(out.macs, macs);
+        out.non_filter = std::max(out.non_filter, non_filter);
+        return;
+      }
+      for (std::int64_t v : allowed[d]) {
+        tile[d] = v;
+        if (words() > budget_words) break;
+        const double x = static_cast<double>(v);
+        self(self, d + 1, macs * x, window_filter_[d] ? non_filter : non_filter * x);
+      }
+      tile[d] = allowed[d].empty() ? 1 : allowed[d].front();
+    };
+    visit(visit, 0, 1.0, 1.0);
+    const std::lock_guard<std::mutex> lock(fitting_mutex_);
+    if (fitting_cache_.size() > (1u << 16)) fitting_cache_.clear();
+    fitting_cache_.emplace(key, out);
+    return out;
   }
 
   /// What the first step computes beside its fill (engine.cpp, case_delay:
@@ -440,12 +602,21 @@ class BoundMdc final : public mapex::BoundCostModel {
   }
 
   /// One PE's MAC steps on its L1 tile (fixed): the tile's MACs, clipped
-  /// to the layer, over the PE's lanes.
+  /// to the layer, over the PE's lanes. A filter window that is not split
+  /// counts whole: Algorithm 1's lowering maps a filter dimension that is
+  /// mapped in time whole (MAESTRO's R/S rule), so each PE covers every tap
+  /// of it per step.
   double l1_tile_cycles(const mapex::PartialMapping& partial) const {
     const auto& tile = partial.mapping->level(0).tile;
+    const auto& spatial = partial.mapping->level(1);
+    const auto& split = spatial.split;
     std::int64_t macs = 1;
-    for (std::size_t d = 0; d < tile.size(); ++d)
-      macs *= std::max<std::int64_t>(1, std::min(tile[d], op_.dims()[d].bound));
+    for (std::size_t d = 0; d < tile.size(); ++d) {
+      const std::int64_t bound = op_.dims()[d].bound;
+      const bool whole =
+          window_filter_[d] && !spatial.cluster.active() && (split.size() <= d || split[d] <= 1);
+      macs *= std::max<std::int64_t>(1, whole ? bound : std::min(tile[d], bound));
+    }
     return static_cast<double>((macs + hw_.simd_lanes - 1) /
                                std::max<std::int64_t>(1, hw_.simd_lanes));
   }
@@ -658,6 +829,10 @@ class BoundMdc final : public mapex::BoundCostModel {
   double onchip_floor_pj_ = 0;
   double noc_floor_cycles_ = 0;
   double output_floor_words_ = 0;  // the output's L2 writes counted in the floor
+  // Largest fitting tiles per list of allowed values (largest_fitting_tiles),
+  // shared by the threads that bound siblings.
+  mutable std::mutex fitting_mutex_;
+  mutable std::unordered_map<std::string, FittingTiles> fitting_cache_;
 };
 
 class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator {

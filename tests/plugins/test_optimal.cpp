@@ -205,6 +205,17 @@ TEST(OptimalBounds, MdcNeverAboveTheBestCompletion) {
   expect_bounds_below_completions("mdc", small_gemm(), slow_noc, true, true);
   expect_bounds_below_completions("mdc", make_gemm("g2", 8, 4, 6), slow_noc, true, true);
   expect_bounds_below_completions("mdc", make_gemm("g3", 16, 8, 4), slow_noc, true, true);
+  // A small L1 (tiles of 8 words at most) with 3x3 filters: the capacity
+  // limits a PE's tile, hence the steps (largest_fitting_tiles), and the
+  // whole window counts in every step.
+  Level pes4 = test::spatial("PEs", {4});
+  pes4.noc.latency_cycles = 2;
+  const Architecture small_l1 = Architecture::make(
+      "small_l1", 1000, 8, 1, 1,
+      {test::buffer("L1", 16, 1, 2), pes4, test::buffer("L2", 1 << 20, 10, 10), test::dram(100)});
+  expect_bounds_below_completions("mdc", make_conv2d("c3", Conv2dShape{1, 4, 2, 4, 4, 3, 3}),
+                                  small_l1, false, true);
+  expect_bounds_below_completions("mdc", make_gemm("g4", 8, 4, 8), small_l1, true, true);
 }
 TEST(OptimalBounds, TensorCentricNeverAboveTheBestCompletion) {
   expect_bounds_below_completions("tensor_centric", small_conv());
@@ -470,8 +481,17 @@ TEST(OptimalBounds, MdcStepsOfNestedRegionsTakeTheNocLatency) {
 /// optimum's own L2 tile (K 64, C 128, P 14, Q 14; 4 x 8 = 32 steps)
 /// stays below it: 1 + 32 + 50176. With its split fixed (K 16 x C 64),
 /// the fill is the split's first tiles: 64 input words and 16 x 64
-/// weights, 1088 words, 9 cycles: 9 + 32 + 50176. Without divisor spans
-/// nothing is claimed before the L1 tile.
+/// weights, 1088 words, 9 cycles. The L1 tile's capacity raises both: P2's
+/// L1 (512 B, double-buffered, 8-bit words) holds tiles of at most 256
+/// words (inputs c x p x q, weights k x c, outputs k x p x q). Inside the
+/// L2 tile the largest such tile has 512 MACs (k 16, c 8, p x q 4), so
+/// 1024 PEs need at least ceil(51380224 / (1024 x 512)) = 98 steps: 1 + 98
+/// + 50176. With the split fixed a PE's tile lies inside K 64/16 = 4, C
+/// 128/64 = 2, P 14, Q 14: the most is k 4, c 2, p x q 28 (6 x 28 + 8 =
+/// 176 words; p x q 49 needs 302), 224 MACs, so 256 x 1024 x 196 / (16 x
+/// 64 x 224) = 224 steps: 9 + 224 + 50176 = 50409, still below the optimum
+/// 50489 (its tile k 4, c 1, p 7, q 7 takes 256 steps). Without divisor
+/// spans nothing is claimed before the L1 tile.
 TEST(OptimalBounds, MdcFewestStepsBeforeTheL1Tile) {
   const Architecture arch =
       Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/marvel_p2.yaml");
@@ -488,17 +508,71 @@ TEST(OptimalBounds, MdcFewestStepsBeforeTheL1Tile) {
   m.level(2).tile = {1, 64, 128, 14, 14, 1, 1};
   const auto optimum_tile = bound->lower_bound(PartialMapping{&m, 2, {0, 0, 0, 1}, true});
   ASSERT_TRUE(optimum_tile);
-  EXPECT_EQ(optimum_tile->latency_cycles, 1 + 32 + 50176);
+  EXPECT_EQ(optimum_tile->latency_cycles, 1 + 98 + 50176);
   m.level(1).split = {1, 16, 64, 1, 1, 1, 1};
   const auto split_fixed = bound->lower_bound(PartialMapping{&m, 1, {0, 0, 0, 1}, true});
   ASSERT_TRUE(split_fixed);
-  EXPECT_EQ(split_fixed->latency_cycles, 9 + 32 + 50176);
+  EXPECT_EQ(split_fixed->latency_cycles, 9 + 224 + 50176);
+  EXPECT_LE(split_fixed->latency_cycles, 50489);
   // One region (C alone split over every PE): no step is claimed.
   m.level(1).split = {1, 1, 1024, 1, 1, 1, 1};
   m.level(2).tile = {1, 16, 1024, 7, 7, 1, 1};
   const auto one_region = bound->lower_bound(PartialMapping{&m, 1, {0, 0, 0, 1}, true});
   ASSERT_TRUE(one_region);
   EXPECT_LT(one_region->latency_cycles, 50176 + 512);
+}
+
+/// A 3x3 layer (ResNet-50's res2a_branch2b) on P2, hand-counted at a good
+/// mapping (115954 cycles): split K 8, C 8, P 2, Q 8 (four regions), PE tile
+/// K 1, C 1, P 14, Q 7, and R, S of one (mapped whole by the lowering: nine
+/// taps per step), L2 tile K 8, C 8, P 56, Q 56. Steps: 8 x 8 x 2 x 1 =
+/// 128, each at least the PE's 14 x 7 x 9 = 882 MAC steps plus a NoC
+/// latency for each of the three regions below the top; first fill: span
+/// K 8, C 8, P 28, Q 56 (R, S 1): 8 x 28 x 56 inputs + 64 weights = 12608
+/// words, 99 cycles. So 99 + 128 x 885 = 113379 with the tiles fixed
+/// (before: the window's taps left out, 882 counted as 98). With only the
+/// split fixed, a PE's tile lies inside K 1, C 1, P 28, Q 7 with the whole
+/// 3x3 window; the most output positions that fit in 256 words are 14 x 7
+/// (9 x 16 inputs + 9 weights + 98 outputs = 251), so 8 x 8 x 28 x 7 / 98 =
+/// 128 steps, and the runtime is at least the fill of the split's first
+/// tiles (192 words, 2 cycles) + 128 x 3 + 115605504 / 1024 = 113282 (the
+/// former count: 64 steps x 1 + the non-filter MACs over the PEs, 112898).
+TEST(OptimalBounds, MdcFilterWindowsAndL1CapacityInTheSteps) {
+  const Architecture arch =
+      Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/marvel_p2.yaml");
+  const Operator op = make_conv2d("c3", Conv2dShape{1, 64, 64, 56, 56, 3, 3, 1, 1, 1, 1});
+  const auto bound = registry().make_costmodel("mdc", {})->bind(op, arch);
+  Mapping m = Mapping::trivial(op, arch);
+  ASSERT_EQ(op.dims()[3].name, "P");
+  m.level(0).tile = {1, 1, 1, 14, 7, 1, 1};
+  m.level(1).split = {1, 8, 8, 2, 8, 1, 1};
+  m.level(2).tile = {1, 8, 8, 56, 56, 3, 3};
+  m.level(2).order = {0, 2, 4, 5, 6, 3, 1};
+  m.level(3).order = {0, 3, 4, 5, 6, 1, 2};
+  const Score s = bound->score(m);
+  ASSERT_TRUE(s.valid);
+  EXPECT_EQ(s.latency_cycles, 115954);
+  const auto tiles_fixed = bound->lower_bound(PartialMapping{&m, 0, {0, 0, 0, 1}, true});
+  ASSERT_TRUE(tiles_fixed);
+  EXPECT_EQ(tiles_fixed->latency_cycles, 99 + 128 * 885);
+  const auto split_fixed = bound->lower_bound(PartialMapping{&m, 1, {0, 0, 0, 1}, true});
+  ASSERT_TRUE(split_fixed);
+  EXPECT_EQ(split_fixed->latency_cycles, 2 + 128 * 3 + 112896);
+  const auto l2_fixed = bound->lower_bound(PartialMapping{&m, 2, {0, 0, 0, 1}, true});
+  ASSERT_TRUE(l2_fixed);
+  EXPECT_GT(l2_fixed->latency_cycles, 112896 + 64);
+  EXPECT_LE(l2_fixed->latency_cycles, s.latency_cycles);
+  // On a chip whose L1 holds 8 words, no PE tile with the whole 3x3 window
+  // fits (9 inputs + 9 weights + 1 output): no completion of an unsplit
+  // window is valid, and the bound says so.
+  std::vector<Level> levels = arch.levels();
+  levels[0].size_bytes = 16;
+  const Architecture tiny = Architecture::make("tiny_l1", arch.clock_mhz(), 8, arch.mac_energy_pj(),
+                                               arch.macs_per_pe(), levels);
+  const auto tiny_bound = registry().make_costmodel("mdc", {})->bind(op, tiny);
+  const auto none_fits = tiny_bound->lower_bound(PartialMapping{&m, 1, {0, 0, 0, 1}, true});
+  ASSERT_TRUE(none_fits);
+  EXPECT_TRUE(std::isinf(none_fits->latency_cycles));
 }
 
 /// Real-sized layers, where exhaustive cannot go: for uniformly drawn
