@@ -8,6 +8,16 @@
 # (point MAPEX_PLUGIN_PATH there). `cmake --install` puts it in
 # lib/mapex/plugins under the prefix, where an installed `mapex` finds it
 # when the prefixes are the same; NO_INSTALL keeps it out (test plugins).
+# An out-of-tree plugin may be linked by an older linker than the one that
+# built mapex: the two layout options below are used only where the linker
+# takes them (binutils 2.38 or newer for packed relative relocations).
+include(CheckLinkerFlag)
+check_linker_flag(CXX "LINKER:-z,pack-relative-relocs" MAPEX_LINKER_PACKS_RELOCS)
+set(MAPEX_PLUGIN_LAYOUT_OPTIONS)
+if(MAPEX_LINKER_PACKS_RELOCS)
+  set(MAPEX_PLUGIN_LAYOUT_OPTIONS LINKER:-z,noseparate-code LINKER:-z,pack-relative-relocs)
+endif()
+
 function(mapex_add_plugin name)
   cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY" "SOURCES" ${ARGN})
   if(NOT ARG_SOURCES)
@@ -21,8 +31,7 @@ function(mapex_add_plugin name)
   # Two mappings instead of four, relative relocations packed (DT_RELR):
   # fewer mmaps and page faults when `mapex` opens the plugin (the core
   # library is linked the same way, framework/CMakeLists.txt).
-  target_link_options(${name} PRIVATE LINKER:--as-needed LINKER:-z,noseparate-code
-                      LINKER:-z,pack-relative-relocs)
+  target_link_options(${name} PRIVATE LINKER:--as-needed ${MAPEX_PLUGIN_LAYOUT_OPTIONS})
   if(TARGET mapex_warnings)
     target_link_libraries(${name} PRIVATE mapex_warnings)
   else()
