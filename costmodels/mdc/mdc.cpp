@@ -35,6 +35,21 @@ struct FittingTiles {
   bool searched = false;
 };
 
+/// Words of one subscript over `tile` (values per dimension), counted low:
+/// the fewer of its extent (a sliding window's rows) and its index
+/// combinations, as the compulsory floors count them.
+std::int64_t low_subscript_words(const mapex::AffineExpr& e,
+                                 const std::vector<std::int64_t>& tile) {
+  std::int64_t extent = 1, combinations = 1;
+  for (const auto& term : e.terms) {
+    if (term.coeff == 0) continue;
+    const std::int64_t n = tile[static_cast<std::size_t>(term.dim)];
+    extent += std::abs(term.coeff) * (n - 1);
+    combinations *= n;
+  }
+  return std::min(extent, combinations);
+}
+
 class BoundMdc final : public mapex::BoundCostModel {
  public:
   BoundMdc(const mapex::Operator& op, const mapex::Architecture& arch, bool check_capacity,
@@ -327,16 +342,7 @@ class BoundMdc final : public mapex::BoundCostModel {
     for (const auto& t : op_.tensors()) {
       if (t.role == mapex::TensorRole::kOutput) continue;
       std::int64_t words = 1;
-      for (const auto& e : t.subscripts) {
-        std::int64_t extent = 1, combinations = 1;
-        for (const auto& term : e.terms) {
-          if (term.coeff == 0) continue;
-          const std::int64_t n = span[static_cast<std::size_t>(term.dim)];
-          extent += std::abs(term.coeff) * (n - 1);
-          combinations *= n;
-        }
-        words *= std::min(extent, combinations);
-      }
+      for (const auto& e : t.subscripts) words *= low_subscript_words(e, span);
       first_words += words;
     }
     const std::int64_t fill = std::max<std::int64_t>(
@@ -519,7 +525,9 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// MAESTRO lets through is among those searched. Not searched (no claim)
   /// without the capacity check, on a chip whose L1 is also L2, or above
   /// 2^20 combinations. Remembered per list of allowed values: siblings
-  /// share them.
+  /// share them. Each list is a dimension's divisors up to its last value
+  /// (divisors_up_to) or the whole filter window alone, so its last value
+  /// and its length name it in the key.
   FittingTiles largest_fitting_tiles(const std::vector<std::vector<std::int64_t>>& allowed) const {
     FittingTiles out;
     if (!check_capacity_ || l2_ == l1_) return out;
@@ -547,16 +555,7 @@ class BoundMdc final : public mapex::BoundCostModel {
       double total = 0;
       for (const auto& t : op_.tensors()) {
         double w = 1;
-        for (const auto& e : t.subscripts) {
-          std::int64_t extent = 1, combos = 1;
-          for (const auto& term : e.terms) {
-            if (term.coeff == 0) continue;
-            const std::int64_t v = tile[static_cast<std::size_t>(term.dim)];
-            extent += std::abs(term.coeff) * (v - 1);
-            combos *= v;
-          }
-          w *= static_cast<double>(std::min(extent, combos));
-        }
+        for (const auto& e : t.subscripts) w *= static_cast<double>(low_subscript_words(e, tile));
         total += w;
       }
       return total;
