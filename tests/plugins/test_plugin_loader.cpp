@@ -38,6 +38,24 @@ TEST(PluginLoader, FindsTheBuiltInPlugins) {
   }
 }
 
+TEST(PluginLoader, FolderBesideTheExecutableIsTheLexicallyNormalJoin) {
+  // The plain string form must name the same folder as the general
+  // std::filesystem form for every shape of subfolder, the unusual ones
+  // (dots inside, a trailing slash, climbing past the root) included.
+  char link[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", link, sizeof link);
+  ASSERT_GT(n, 0);
+  const std::filesystem::path exe_dir =
+      std::filesystem::path(std::string(link, static_cast<std::size_t>(n))).parent_path();
+  for (const char* sub : {"../lib/mapex/plugins", "plugins", "../../x/y", "../lib/./mapex",
+                          "../x/../y", "a//b", "../lib/", "x/..", "../../../../../../../../z"}) {
+    SCOPED_TRACE(sub);
+    EXPECT_EQ(folder_beside_executable(sub), (exe_dir / sub).lexically_normal().string());
+  }
+  EXPECT_EQ(folder_beside_executable("../lib/mapex/plugins"),
+            (exe_dir.parent_path() / "lib" / "mapex" / "plugins").string());
+}
+
 TEST(PluginLoader, RefusesAnotherAbiNamingBothVersions) {
   PluginRegistry r;
   r.scan({kDir + "/broken_abi"});

@@ -7,9 +7,15 @@
 #include <mapex/plugin.hpp>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mapex::host {
+
+/// `subdir` (relative, e.g. "../lib/mapex/plugins") resolved against the
+/// running executable's folder, lexically normal: where the build's or the
+/// installation's plugins are.
+std::string folder_beside_executable(std::string_view subdir);
 
 struct LoadedPlugin {
   std::string path;
