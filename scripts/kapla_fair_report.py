@@ -354,7 +354,12 @@ def random_energy_row(pipe):
             "probability p at every level (allocations, partitions, loop blockings); §V gives "
             "only p >= 0.1 and not what a level is" + (f"; {level[1]}" if level else "")
             + (f"; kapla_sweeps.md, R by keep probability (one draw per blocking): {sweep}"
-               if sweep else ""), readings_text(readings)]
+               if sweep else "")
+            + ("; KAPLA's released random searcher (tsinghua-ideal/kapla) draws a blocking's "
+               "factorisation and its loop orders apart (0.1 each, about p^2 of the blockings), "
+               "partitions and pipelining constraints with 0.04, and keeps one candidate where "
+               "a draw keeps none (kapla_sweeps.md): R has no such mode, not run"),
+            readings_text(readings)]
 
 
 def random_time_row(pipe):

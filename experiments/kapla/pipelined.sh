@@ -41,7 +41,8 @@
 # R_WIDE_NETWORKS, default alexnet_towers vgg16 kapla_mlp, as it takes
 # minutes per network), KS_SWEEP (K's other k_S, default 1 2 8), R_LEVEL
 # (keep probabilities of R drawn per memory level, runs Rl<P>, default 0.1)
-# and R_LEVEL_SEEDS (its other seeds, runs Rl<P>s<SEED>, default 2 3); R
+# and R_LEVEL_SEEDS (its other seeds, runs Rl<P>s<SEED>, default 2 to 10:
+# the paper's R is one run, so one draw of the seed); R
 # per memory level walks only the tiles it keeps, so its time too follows
 # what it evaluates; R_GAP (keep probabilities of Rg<P>, default 0.1).
 # --reuse keeps result files already written.
@@ -64,7 +65,7 @@ r_sweep="${R_SWEEP-0.01 0.03 0.3}"
 r_wide_networks="${R_WIDE_NETWORKS-alexnet_towers vgg16 kapla_mlp}"
 ks_sweep="${KS_SWEEP-1 2 8}"
 r_level="${R_LEVEL-0.1}"
-r_level_seeds="${R_LEVEL_SEEDS-2 3}"
+r_level_seeds="${R_LEVEL_SEEDS-2 3 4 5 6 7 8 9 10}"
 r_gap="${R_GAP-0.1}"
 reuse=0
 [[ "${1:-}" == "--reuse" ]] && reuse=1
