@@ -372,7 +372,89 @@ class BoundMdc final : public mapex::BoundCostModel {
   double nested_step_cycles(const mapex::PartialMapping& partial) const {
     const int regions = split_regions(partial.mapping->level(1).split);
     if (regions < 2) return 0;
-    return l1_tile_cycles(partial) + static_cast<double>(regions - 1) * sub_level_latency();
+    return l1_tile_cycles(partial) +
+           static_cast<double>(regions - 1) * sub_level_first_delay(partial);
+  }
+
+  /// What each level below the top adds to a step at least, once L1's tile
+  /// and the split are fixed: its first case is all-Init (engine.cpp,
+  /// case_delay), so it takes the NoC delay of every input word its
+  /// sub-units first receive (noc_delay: the latency plus the words over
+  /// the bandwidth, minus one). The innermost region's units each get their
+  /// whole first tiles (pe_ingress of an all-Init case is the mapped tile);
+  /// units along the split dimension x share a tensor's tile unless the
+  /// tensor reads x alone in a subscript of its own, and then their tiles
+  /// are disjoint and add up (with multicast, a shared tile crosses once).
+  /// A filter window that is not split is whole in the PE's tile
+  /// (Algorithm 1's lowering, MAESTRO's R/S rule), so its taps count.
+  /// Which split dimension is the innermost region follows L2's order,
+  /// still free, so the fewest words over the split dimensions count; a
+  /// level above the innermost sends each of its sub-units at least one
+  /// innermost region's first tiles, so it waits at least as long. Words
+  /// are counted low (low_subscript_words on the PE's tile clipped to the
+  /// layer). At least sub_level_latency (one word).
+  double sub_level_first_delay(const mapex::PartialMapping& partial) const {
+    const auto& spatial = partial.mapping->level(1);
+    const auto& split = spatial.split;
+    const auto& dims = op_.dims();
+    std::vector<std::int64_t> tile(dims.size(), 1);
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      // An unsplit filter window is mapped whole (as in l1_tile_cycles)
+      // when L2's tile holds it whole.
+      const bool whole = window_filter_[d] && !spatial.cluster.active() &&
+                         (split.size() <= d || split[d] <= 1) &&
+                         partial.mapping->level(2).tile[d] >= dims[d].bound;
+      tile[d] = std::max<std::int64_t>(
+          1, whole ? dims[d].bound : std::min(partial.mapping->level(0).tile[d], dims[d].bound));
+    }
+    // A split filter window opens a region of its own whose first tiles
+    // the lowering shapes otherwise (split_regions; the exhaustive prefix
+    // test finds completions below the count above): only the latency.
+    for (std::size_t d = 0; d < split.size() && d < dims.size(); ++d)
+      if (window_filter_[d] && split[d] > 1) return sub_level_latency();
+    double fewest = std::numeric_limits<double>::infinity();
+    for (std::size_t x = 0; x < split.size() && x < dims.size(); ++x) {
+      if (split[x] <= 1) continue;
+      // Units busy in the first case: the split, or fewer when the layer
+      // has fewer tiles along x.
+      const std::int64_t units =
+          std::min<std::int64_t>(split[x], (dims[x].bound + tile[x] - 1) / tile[x]);
+      double words = 0;
+      for (const auto& t : op_.tensors()) {
+        if (t.role == mapex::TensorRole::kOutput) continue;
+        // Subscripts reading x: the units' tiles are disjoint along x when
+        // x stands alone in one subscript and in no other; then that
+        // subscript covers the units' tiles together, clipped to the layer
+        // (a split that overhangs the layer leaves the last tile short).
+        int reading_x = 0;
+        bool alone = false;
+        for (const auto& e : t.subscripts) {
+          int terms = 0;
+          bool on_x = false;
+          for (const auto& term : e.terms)
+            if (term.coeff != 0) {
+              ++terms;
+              on_x = on_x || static_cast<std::size_t>(term.dim) == x;
+            }
+          if (on_x) ++reading_x;
+          if (on_x && terms == 1) alone = true;
+        }
+        const bool disjoint = alone && reading_x == 1;
+        double w = 1;
+        for (const auto& e : t.subscripts) {
+          bool on_x = false;
+          for (const auto& term : e.terms)
+            on_x = on_x || (term.coeff != 0 && static_cast<std::size_t>(term.dim) == x);
+          w *= disjoint && on_x ? static_cast<double>(std::min(units * tile[x], dims[x].bound))
+                                : static_cast<double>(low_subscript_words(e, tile));
+        }
+        words += w;
+      }
+      fewest = std::min(fewest, words);
+    }
+    if (!std::isfinite(fewest) || hw_.noc_bw <= 0) return sub_level_latency();
+    const double sends = std::ceil(fewest / static_cast<double>(hw_.noc_bw));
+    return std::max(sub_level_latency(), static_cast<double>(hw_.noc_latency) + sends - 1.0);
   }
 
   /// The per-step bound of nested regions (nested_step_cycles) before L1's

@@ -11,6 +11,7 @@
 #include <mapex/mapspace.hpp>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -2110,6 +2111,67 @@ BigInt Mapspace::count_completions(const Mapping& partial, int first_fixed,
     total += w * orders;
   }
   return total;
+}
+
+bool Mapspace::has_completion(const Mapping& partial, int first_fixed,
+                              const std::vector<char>& order_fixed) const {
+  const Impl& impl = *impl_;
+  Impl::Table& t = impl.counted();
+  if (!impl.combo_of(partial)) return false;
+  const size_t slots = impl.order_levels.size();
+  std::vector<char> fixed_slot(slots, 0);
+  for (size_t k = 0; k < impl.data_levels.size(); ++k) {
+    const int level = impl.data_levels[k];
+    if (static_cast<size_t>(level) >= order_fixed.size() ||
+        !order_fixed[static_cast<size_t>(level)])
+      continue;
+    const auto allowed = level_orders(level, free_loops(partial, level));
+    if (std::find(allowed.begin(), allowed.end(), partial.level(level).order) == allowed.end())
+      return false;
+    fixed_slot[k] = 1;
+  }
+  // count_completions' forward pass with sets of states for weights: one
+  // chain per group of equal (free, split) keys is enough to reach a state.
+  std::vector<std::uint64_t> cur{impl.init_state(t)};
+  for (DimId d = 0; d < impl.n && !cur.empty(); ++d) {
+    const auto& ch = impl.chains[static_cast<size_t>(d)];
+    std::set<std::vector<std::int64_t>> seen;
+    std::vector<std::size_t> representatives;
+    std::vector<std::int64_t> key;
+    for (std::size_t c = 0; c < ch.count; ++c) {
+      if (!impl.chain_allowed(t, d, c)) continue;
+      bool match = true;
+      for (int i = first_fixed; i + 1 < impl.L && match; ++i)
+        match = impl.value(d, c, i) == chain_value(*arch_, partial, i, d);
+      if (!match) continue;
+      key.assign(1, ch.free[c]);
+      for (size_t j = 0; j < impl.spatial_levels.size(); ++j) {
+        key.push_back(impl.split(d, c, j));
+        key.push_back(impl.csplit(d, c, j));
+      }
+      if (seen.insert(key).second) representatives.push_back(c);
+    }
+    std::set<std::uint64_t> next;
+    for (const std::uint64_t s : cur)
+      for (const std::size_t c : representatives)
+        if (auto ns = impl.step(t, s, d, c)) next.insert(*ns);
+    cur.assign(next.begin(), next.end());
+  }
+  for (const std::uint64_t s : cur) {
+    if (t.rules.utilization && options_.min_utilization > 0) {
+      double used = 1;
+      for (const auto& f : t.prod_field) used *= static_cast<double>(t.get(s, f));
+      if (used < options_.min_utilization * static_cast<double>(arch_->num_pes()) - 1e-9) continue;
+    }
+    bool orders = true;
+    for (size_t k = 0; k < slots && orders; ++k)
+      if (!fixed_slot[k] && t.masked[k])
+        orders = !level_orders(impl.order_levels[k],
+                               static_cast<std::uint32_t>(t.get(s, t.data_field[k])))
+                      .empty();
+    if (orders) return true;
+  }
+  return false;
 }
 
 // --- rank and unrank ------------------------------------------------------------

@@ -69,6 +69,7 @@ class BranchAndBound {
         max_nodes_(static_cast<std::uint64_t>(std::max<std::int64_t>(max_nodes, 0))),
         relevant_(mapex::relevant_dims(ctx.op())) {
     build_stages();
+    bounded_at_.assign(stages_.size(), 0);
   }
 
   mapex::SearchOutcome run() {
@@ -212,7 +213,7 @@ class BranchAndBound {
       }
       bool keep = true;
       if (spatial) {
-        keep = product <= level.fanout() && completions(m, i, order_fixed) > 0;
+        keep = product <= level.fanout() && has_completion(m, i, order_fixed);
       } else if (capacity && mapex::level_capacity_error(op_, arch_, m, i, values)) {
         keep = false;
         if (count_pruned_) pruned_capacity_ += completions(m, i, order_fixed);
@@ -311,9 +312,11 @@ class BranchAndBound {
 
   /// The model's bound of each child as an objective value, in parallel
   /// (each on its own copy of the mapping); 0 when the model has none.
-  void bound_children(const Mapping& m, const Stage& s, int first_fixed,
+  void bound_children(const Mapping& m, std::size_t stage, int first_fixed,
                       const std::vector<char>& order_fixed, std::vector<Child>& children) {
+    const Stage& s = stages_[stage];
     bounded_ += children.size();
+    bounded_at_[stage] += children.size();
     tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
       thread_local Mapping scratch;
       scratch = m;
@@ -404,7 +407,22 @@ class BranchAndBound {
   /// is counted as its form: each place counts as a mapping of its own.
   BigInt completions(const Mapping& m, int first_fixed,
                      const std::vector<char>& order_fixed) const {
-    std::optional<Mapping> form;  // a copy only when an order is not in form
+    const auto form = in_form(m, order_fixed);
+    return space_.count_completions(form ? *form : m, first_fixed, order_fixed);
+  }
+
+  /// Whether a node has a mapping of the space below it (completions > 0),
+  /// without counting them.
+  bool has_completion(const Mapping& m, int first_fixed,
+                      const std::vector<char>& order_fixed) const {
+    const auto form = in_form(m, order_fixed);
+    return space_.has_completion(form ? *form : m, first_fixed, order_fixed);
+  }
+
+  /// The node with its fixed orders in the space's form (one-trip loops
+  /// outermost), or nothing when they already are: a copy only then.
+  std::optional<Mapping> in_form(const Mapping& m, const std::vector<char>& order_fixed) const {
+    std::optional<Mapping> form;
     for (std::size_t j = 0; j < order_fixed.size(); ++j) {
       if (!order_fixed[j]) continue;
       const int level = static_cast<int>(j);
@@ -413,7 +431,7 @@ class BranchAndBound {
       if (!form) form = m;
       form->level(level).order = std::move(order);
     }
-    return space_.count_completions(form ? *form : m, first_fixed, order_fixed);
+    return form;
   }
 
   void descend(std::size_t stage, Mapping& m, int first_fixed, std::vector<char>& order_fixed) {
@@ -428,7 +446,7 @@ class BranchAndBound {
       children = value_children(m, s.level, order_fixed);
     }
     ++nodes_;
-    bound_children(m, s, child_fixed, order_fixed, children);
+    bound_children(m, stage, child_fixed, order_fixed, children);
     const Mapping saved = m;
     const bool leaf_stage = stage + 1 == stages_.size();
     std::vector<Mapping> batch;
@@ -508,6 +526,14 @@ class BranchAndBound {
     open_node_ = os.str();
   }
 
+  /// A stage as the report names it: "L2 tile", "PE_array split", "DRAM order".
+  std::string stage_name(const Stage& s) const {
+    const auto& level = arch_.levels()[static_cast<size_t>(s.level)];
+    return level.name + (s.order                                    ? " order"
+                         : level.kind == mapex::LevelKind::kSpatial ? " split"
+                                                                    : " tile");
+  }
+
   const std::vector<std::int64_t>& values_of_const(int i, const mapex::LevelMapping& lm) const {
     return arch_.levels()[static_cast<size_t>(i)].kind == mapex::LevelKind::kSpatial ? lm.split
                                                                                      : lm.tile;
@@ -525,6 +551,11 @@ class BranchAndBound {
          << " reuse_orders=" << mapex::format_count(pruned_reuse_)
          << " separable_orders=" << mapex::format_count(pruned_separable_);
     os << "; nodes=" << nodes_ << " bounded=" << bounded_;
+    // Where the bounded children stand: the stages a tighter bound or a
+    // dominance rule would have to thin out.
+    os << "; bounded per stage:";
+    for (std::size_t k = 0; k < stages_.size(); ++k)
+      os << (k ? ", " : " ") << stage_name(stages_[k]) << "=" << bounded_at_[k];
     return os.str();
   }
 
@@ -559,7 +590,8 @@ class BranchAndBound {
   bool count_pruned_;
   std::int64_t seed_samples_;
   std::uint64_t max_nodes_;
-  std::uint64_t bounded_ = 0;  // children bounded so far (max_nodes)
+  std::uint64_t bounded_ = 0;              // children bounded so far (max_nodes)
+  std::vector<std::uint64_t> bounded_at_;  // the same per stage
   std::vector<std::uint32_t> relevant_;
   std::vector<Stage> stages_;
   bool stopped_ = false;

@@ -248,6 +248,11 @@ class Mapspace {
   /// and no fixed orders gives size() / keep combinations.
   BigInt count_completions(const Mapping& partial, int first_fixed,
                            const std::vector<char>& order_fixed) const;
+  /// Whether count_completions would be above zero, without counting: the
+  /// same dynamic programme over reachable states only (no big-integer
+  /// weights), stopping at the first state that completes.
+  bool has_completion(const Mapping& partial, int first_fixed,
+                      const std::vector<char>& order_fixed) const;
   /// The keep/bypass choices the space enumerates (1 when none is free), and
   /// writing choice `k` into a mapping.
   std::size_t keep_choices() const;
