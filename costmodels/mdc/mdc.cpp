@@ -399,11 +399,9 @@ class BoundMdc final : public mapex::BoundCostModel {
     const auto& dims = op_.dims();
     std::vector<std::int64_t> tile(dims.size(), 1);
     for (std::size_t d = 0; d < dims.size(); ++d) {
-      // An unsplit filter window is mapped whole (as in l1_tile_cycles)
-      // when L2's tile holds it whole.
-      const bool whole = window_filter_[d] && !spatial.cluster.active() &&
-                         (split.size() <= d || split[d] <= 1) &&
-                         partial.mapping->level(2).tile[d] >= dims[d].bound;
+      // An unsplit filter window is mapped whole (as in l1_tile_cycles).
+      const bool whole =
+          window_filter_[d] && !spatial.cluster.active() && (split.size() <= d || split[d] <= 1);
       tile[d] = std::max<std::int64_t>(
           1, whole ? dims[d].bound : std::min(partial.mapping->level(0).tile[d], dims[d].bound));
     }

@@ -78,6 +78,14 @@ class BranchAndBound {
                               "optimal: the mapspace has cluster levels, which its level-by-level "
                               "enumeration does not cover (use exhaustive)");
     const int L = arch_.num_levels();
+    {
+      Mapping root = Mapping::trivial(op_, arch_);
+      model_bounds_ =
+          ctx_.model()
+              .lower_bound(mapex::PartialMapping{
+                  &root, L - 1, std::vector<char>(static_cast<size_t>(L), 0), divisor_spans()})
+              .has_value();
+    }
     seed_incumbent();
     if (out_of_budget()) {
       // The budget ran out before the tree was entered: the whole space
@@ -317,12 +325,27 @@ class BranchAndBound {
     const Stage& s = stages_[stage];
     bounded_ += children.size();
     bounded_at_[stage] += children.size();
+    // For latency, a child whose compute bound (the MACs over the units it
+    // can engage: below every bounded model's latency, README "The bounds")
+    // is already no better than the incumbent is dropped on that figure:
+    // the model's bound, at least as high, would drop it too, so the search
+    // is the same, only without the model's work (most splits of a large
+    // array engage too few PEs).
+    const bool quick = model_bounds_ && ctx_.objective() == mapex::Objective::kLatency;
+    const double best = incumbent();
     tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
       thread_local Mapping scratch;
       scratch = m;
       apply(scratch, s, children[k]);
-      const auto b = ctx_.model().lower_bound(
-          mapex::PartialMapping{&scratch, first_fixed, order_fixed, divisor_spans()});
+      const mapex::PartialMapping partial{&scratch, first_fixed, order_fixed, divisor_spans()};
+      if (quick) {
+        const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
+        if (compute >= best * (1 - kTolerance)) {
+          children[k].bound = compute;
+          return;
+        }
+      }
+      const auto b = ctx_.model().lower_bound(partial);
       children[k].bound = b ? mapex::objective_value(*b, ctx_.objective()) : 0;
     });
     std::stable_sort(children.begin(), children.end(),
@@ -594,6 +617,7 @@ class BranchAndBound {
   std::vector<std::uint64_t> bounded_at_;  // the same per stage
   std::vector<std::uint32_t> relevant_;
   std::vector<Stage> stages_;
+  bool model_bounds_ = false;  // whether the model bounds partial mappings at all
   bool stopped_ = false;
   bool too_wide_ = false;
   double open_bound_ = kInf;
