@@ -214,6 +214,19 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// energy added, its transfer cycles added or overlapped).
   bool order_read_only_by_own_traffic(int level) const override { return level == dram_; }
 
+  /// L2's tile: Algorithm 1's lowering (mdc_transform.cpp, from_mapping)
+  /// reads the splits, the spans below them and L2's order, never L2's own
+  /// tile (the top region's temporal maps step by span x split over the
+  /// whole layer), so MAESTRO's runtime, L1 and L2 energy and its capacity
+  /// checks do not read it; DRAM's traffic comes from the loop-nest analysis
+  /// (to_metrics), where a tile that is a multiple of another in every
+  /// dimension holds each tensor in no more tiles with no more overlap and
+  /// leaves every loop no more trips, so no more words move. Checked:
+  /// OptimalBounds.MdcReadsL2TileOnlyThroughDramTraffic.
+  bool tile_read_only_by_traffic_above(int level) const override {
+    return level == l2_ && l2_ != l1_ && dram_ == l2_ + 1;
+  }
+
   /// The loops whose place in data level `level`'s order MAESTRO tells
   /// apart. Algorithm 1's lowering (mdc_transform.cpp) walks the whole layer
   /// in the order of the data level above each spatial level, so there a
@@ -372,87 +385,94 @@ class BoundMdc final : public mapex::BoundCostModel {
   double nested_step_cycles(const mapex::PartialMapping& partial) const {
     const int regions = split_regions(partial.mapping->level(1).split);
     if (regions < 2) return 0;
-    return l1_tile_cycles(partial) +
-           static_cast<double>(regions - 1) * sub_level_first_delay(partial);
+    return l1_tile_cycles(partial) + sub_levels_first_delays(partial, regions);
   }
 
-  /// What each level below the top adds to a step at least, once L1's tile
-  /// and the split are fixed: its first case is all-Init (engine.cpp,
-  /// case_delay), so it takes the NoC delay of every input word its
-  /// sub-units first receive (noc_delay: the latency plus the words over
-  /// the bandwidth, minus one). The innermost region's units each get their
-  /// whole first tiles (pe_ingress of an all-Init case is the mapped tile);
-  /// units along the split dimension x share a tensor's tile unless the
-  /// tensor reads x alone in a subscript of its own, and then their tiles
-  /// are disjoint and add up (with multicast, a shared tile crosses once).
-  /// A filter window that is not split is whole in the PE's tile
-  /// (Algorithm 1's lowering, MAESTRO's R/S rule), so its taps count.
-  /// Which split dimension is the innermost region follows L2's order,
-  /// still free, so the fewest words over the split dimensions count; a
-  /// level above the innermost sends each of its sub-units at least one
-  /// innermost region's first tiles, so it waits at least as long. Words
-  /// are counted low (low_subscript_words on the PE's tile clipped to the
-  /// layer). At least sub_level_latency (one word).
-  double sub_level_first_delay(const mapex::PartialMapping& partial) const {
+  /// What the levels below the top add to a step at least, once L1's tile
+  /// and the split are fixed. Each split dimension opens a region (a
+  /// MAESTRO cluster level, mdc_transform.cpp lower_group): the first in
+  /// L2's order is the top, the others nest below it in that order, and a
+  /// level below the top has no folds, so each of its steps runs its one
+  /// all-Init case (engine.cpp, case_delay): its sub-level's runtime plus
+  /// the NoC delay of every input word its sub-units first receive
+  /// (noc_delay: the latency plus the words over the bandwidth, minus one).
+  /// The levels nest, so a top step takes the PE's MAC steps plus the sum
+  /// of those delays. A level's sub-units each get their whole first tile
+  /// (pe_ingress of an all-Init case is the mapped tile), which covers the
+  /// PE's tile times the splits of the regions below it, and with multicast
+  /// the words crossing are the union over its units: for each input, its
+  /// footprint over the box of the PE's tile times the splits of that
+  /// region and of every region below it (low_subscript_words: a window's
+  /// overlapping rows once, a tensor that reads the dimension alone
+  /// disjoint), clipped to the layer; without multicast more cross. L2's
+  /// order is still free, so the regions' nesting is too: the least sum
+  /// over every choice of the top and every nesting of the others, by a
+  /// programme over the sets of split dimensions below a level (f(S) =
+  /// delay(S) + min over y in S of f(S - y)). A filter window that is not
+  /// split is whole in the PE's tile (Algorithm 1's lowering, MAESTRO's
+  /// R/S rule). With a filter window split the lowering puts that region
+  /// last and its rows inside the window's region (and with only filters
+  /// split adds a single-unit top): only the latency per region is claimed
+  /// there (the exhaustive prefix test finds completions below the word
+  /// count). `regions` is split_regions' count.
+  double sub_levels_first_delays(const mapex::PartialMapping& partial, int regions) const {
     const auto& spatial = partial.mapping->level(1);
-    const auto& split = spatial.split;
+    return first_delays_of_tile(spatial.split, spatial.cluster.active(),
+                                partial.mapping->level(0).tile, regions);
+  }
+
+  /// sub_levels_first_delays for a split, whether the spatial level has a
+  /// cluster tile, and a PE tile `l1_tile` (L1's tile values).
+  double first_delays_of_tile(const std::vector<std::int64_t>& split, bool cluster,
+                              const std::vector<std::int64_t>& l1_tile, int regions) const {
+    const double per_latency = static_cast<double>(regions - 1) * sub_level_latency();
     const auto& dims = op_.dims();
+    std::vector<std::size_t> split_dims;
+    for (std::size_t d = 0; d < split.size() && d < dims.size(); ++d) {
+      if (split[d] <= 1) continue;
+      if (window_filter_[d]) return per_latency;
+      split_dims.push_back(d);
+    }
+    const std::size_t r = split_dims.size();
+    if (r < 2 || r > 8 || static_cast<int>(r) != regions || hw_.noc_bw <= 0) return per_latency;
     std::vector<std::int64_t> tile(dims.size(), 1);
     for (std::size_t d = 0; d < dims.size(); ++d) {
       // An unsplit filter window is mapped whole (as in l1_tile_cycles).
-      const bool whole =
-          window_filter_[d] && !spatial.cluster.active() && (split.size() <= d || split[d] <= 1);
-      tile[d] = std::max<std::int64_t>(
-          1, whole ? dims[d].bound : std::min(partial.mapping->level(0).tile[d], dims[d].bound));
+      const bool whole = window_filter_[d] && !cluster;
+      tile[d] =
+          std::max<std::int64_t>(1, whole ? dims[d].bound : std::min(l1_tile[d], dims[d].bound));
     }
-    // A split filter window opens a region of its own whose first tiles
-    // the lowering shapes otherwise (split_regions; the exhaustive prefix
-    // test finds completions below the count above): only the latency.
-    for (std::size_t d = 0; d < split.size() && d < dims.size(); ++d)
-      if (window_filter_[d] && split[d] > 1) return sub_level_latency();
-    double fewest = std::numeric_limits<double>::infinity();
-    for (std::size_t x = 0; x < split.size() && x < dims.size(); ++x) {
-      if (split[x] <= 1) continue;
-      // Units busy in the first case: the split, or fewer when the layer
-      // has fewer tiles along x.
-      const std::int64_t units =
-          std::min<std::int64_t>(split[x], (dims[x].bound + tile[x] - 1) / tile[x]);
+    // The NoC delay of one level whose units' boxes span the set `mask` of
+    // split dimensions (bit i: split_dims[i]).
+    std::vector<std::int64_t> box(dims.size());
+    auto delay = [&](std::uint32_t mask) {
+      for (std::size_t d = 0; d < dims.size(); ++d) box[d] = tile[d];
+      for (std::size_t i = 0; i < r; ++i)
+        if (mask >> i & 1u) {
+          const std::size_t d = split_dims[i];
+          box[d] = std::min(tile[d] * split[d], dims[d].bound);
+        }
       double words = 0;
       for (const auto& t : op_.tensors()) {
         if (t.role == mapex::TensorRole::kOutput) continue;
-        // Subscripts reading x: the units' tiles are disjoint along x when
-        // x stands alone in one subscript and in no other; then that
-        // subscript covers the units' tiles together, clipped to the layer
-        // (a split that overhangs the layer leaves the last tile short).
-        int reading_x = 0;
-        bool alone = false;
-        for (const auto& e : t.subscripts) {
-          int terms = 0;
-          bool on_x = false;
-          for (const auto& term : e.terms)
-            if (term.coeff != 0) {
-              ++terms;
-              on_x = on_x || static_cast<std::size_t>(term.dim) == x;
-            }
-          if (on_x) ++reading_x;
-          if (on_x && terms == 1) alone = true;
-        }
-        const bool disjoint = alone && reading_x == 1;
         double w = 1;
-        for (const auto& e : t.subscripts) {
-          bool on_x = false;
-          for (const auto& term : e.terms)
-            on_x = on_x || (term.coeff != 0 && static_cast<std::size_t>(term.dim) == x);
-          w *= disjoint && on_x ? static_cast<double>(std::min(units * tile[x], dims[x].bound))
-                                : static_cast<double>(low_subscript_words(e, tile));
-        }
+        for (const auto& e : t.subscripts) w *= static_cast<double>(low_subscript_words(e, box));
         words += w;
       }
-      fewest = std::min(fewest, words);
+      const double sends = std::ceil(words / static_cast<double>(hw_.noc_bw));
+      return std::max(sub_level_latency(), static_cast<double>(hw_.noc_latency) + sends - 1.0);
+    };
+    const std::uint32_t all = (std::uint32_t{1} << r) - 1;
+    std::vector<double> f(std::size_t{1} << r, 0.0);
+    for (std::uint32_t mask = 1; mask <= all; ++mask) {
+      double rest = std::numeric_limits<double>::infinity();
+      for (std::size_t i = 0; i < r; ++i)
+        if (mask >> i & 1u) rest = std::min(rest, f[mask & ~(std::uint32_t{1} << i)]);
+      f[mask] = delay(mask) + rest;
     }
-    if (!std::isfinite(fewest) || hw_.noc_bw <= 0) return sub_level_latency();
-    const double sends = std::ceil(fewest / static_cast<double>(hw_.noc_bw));
-    return std::max(sub_level_latency(), static_cast<double>(hw_.noc_latency) + sends - 1.0);
+    double least = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < r; ++i) least = std::min(least, f[all & ~(std::uint32_t{1} << i)]);
+    return std::max(per_latency, least);
   }
 
   /// The per-step bound of nested regions (nested_step_cycles) before L1's
@@ -535,9 +555,13 @@ class BoundMdc final : public mapex::BoundCostModel {
         if (fit.non_filter <= 0) return std::numeric_limits<double>::infinity();
         least_steps = std::max(least_steps, std::ceil(spans / fit.non_filter - 1e-9));
       }
-      return fill + std::max(compute,
-                             least_steps * static_cast<double>(regions - 1) * sub_level_latency() +
-                                 macs / (units * lanes));
+      double delays = least_steps * static_cast<double>(regions - 1) * sub_level_latency();
+      if (!spatial_cluster_active(partial)) {
+        const double each = fewest_step_delays(split, allowed, spans, regions);
+        if (std::isinf(each)) return each;
+        delays = std::max(delays, each);
+      }
+      return fill + std::max(compute, delays + macs / (units * lanes));
     }
     std::int64_t inputs = 0;
     for (const auto& t : op_.tensors())
@@ -563,6 +587,11 @@ class BoundMdc final : public mapex::BoundCostModel {
     const double regions = least_fill + std::max(macs / (fanout * peak),
                                                  least_steps * latency + macs / (units * lanes));
     return std::min(one_region, regions);
+  }
+
+  /// Whether the spatial level above L1 has a cluster tile (FLASH's T^out).
+  static bool spatial_cluster_active(const mapex::PartialMapping& partial) {
+    return partial.mapping->level(1).cluster.active();
   }
 
   /// The regions (MAESTRO cluster levels) Algorithm 1's lowering opens for
@@ -594,6 +623,72 @@ class BoundMdc final : public mapex::BoundCostModel {
     for (std::int64_t v = 1; v <= std::min(limit, bound); ++v)
       if (bound % v == 0) out.push_back(v);
     return out;
+  }
+
+  /// The least steps x first delays of the levels below the top over the
+  /// PE tiles among `allowed` that fit in L1 (as largest_fitting_tiles
+  /// checks them), for a fixed split in a space of divisors: a tile t
+  /// gives exactly spans / (t's non-filter MACs) top steps (`spans`: prod
+  /// B / split over the non-filter dimensions) and each step waits at least
+  /// first_delays_of_tile(t) beside its MAC steps; larger tiles mean fewer
+  /// steps but more words, so every fitting tile is visited. Infinite when
+  /// none fits; nothing (-1) where largest_fitting_tiles claims nothing.
+  /// Remembered per split and list of allowed values.
+  double fewest_step_delays(const std::vector<std::int64_t>& split,
+                            const std::vector<std::vector<std::int64_t>>& allowed, double spans,
+                            int regions) const {
+    if (!check_capacity_ || l2_ == l1_) return -1;
+    double combinations = 1;
+    std::string key = "d";
+    for (const auto& values : allowed) {
+      combinations *= static_cast<double>(values.size());
+      key += std::to_string(values.empty() ? 0 : values.back()) + ':' +
+             std::to_string(values.size()) + ',';
+    }
+    for (const std::int64_t v : split) key += std::to_string(v) + ';';
+    if (combinations > static_cast<double>(1 << 20) || combinations <= 0) return -1;
+    {
+      const std::lock_guard<std::mutex> lock(fitting_mutex_);
+      if (const auto it = step_delay_cache_.find(key); it != step_delay_cache_.end())
+        return it->second;
+    }
+    const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
+    const double budget_words = static_cast<double>(l1.size_bytes) /
+                                (2.0 * arch_.word_bytes() * (l1.double_buffered ? 1.0 : 0.5));
+    const std::size_t n = allowed.size();
+    std::vector<std::int64_t> tile(n, 1);
+    for (std::size_t d = 0; d < n; ++d)
+      if (!allowed[d].empty()) tile[d] = allowed[d].front();
+    auto words = [&] {
+      double total = 0;
+      for (const auto& t : op_.tensors()) {
+        double w = 1;
+        for (const auto& e : t.subscripts) w *= static_cast<double>(low_subscript_words(e, tile));
+        total += w;
+      }
+      return total;
+    };
+    double least = std::numeric_limits<double>::infinity();
+    // Depth first as in largest_fitting_tiles: the first value of a
+    // dimension that overflows ends it.
+    auto visit = [&](auto&& self, std::size_t d, double non_filter) -> void {
+      if (d == n) {
+        least =
+            std::min(least, spans / non_filter * first_delays_of_tile(split, false, tile, regions));
+        return;
+      }
+      for (std::int64_t v : allowed[d]) {
+        tile[d] = v;
+        if (words() > budget_words) break;
+        self(self, d + 1, window_filter_[d] ? non_filter : non_filter * static_cast<double>(v));
+      }
+      tile[d] = allowed[d].empty() ? 1 : allowed[d].front();
+    };
+    visit(visit, 0, 1.0);
+    const std::lock_guard<std::mutex> lock(fitting_mutex_);
+    if (step_delay_cache_.size() > (1u << 16)) step_delay_cache_.clear();
+    step_delay_cache_.emplace(key, least);
+    return least;
   }
 
   /// The largest PE tiles among `allowed` values per dimension whose words
@@ -912,6 +1007,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   // shared by the threads that bound siblings.
   mutable std::mutex fitting_mutex_;
   mutable std::unordered_map<std::string, FittingTiles> fitting_cache_;
+  mutable std::unordered_map<std::string, double> step_delay_cache_;  // fewest_step_delays
 };
 
 class Mdc final : public mapex::CostModel, public mapex::mdc::DirectiveEvaluator {

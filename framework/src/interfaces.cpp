@@ -21,6 +21,7 @@ std::optional<Score> BoundCostModel::lower_bound(const PartialMapping&) const {
   return std::nullopt;
 }
 bool BoundCostModel::order_read_only_by_own_traffic(int) const { return false; }
+bool BoundCostModel::tile_read_only_by_traffic_above(int) const { return false; }
 std::uint32_t BoundCostModel::ordered_loops(const Mapping&, int, std::uint32_t running) const {
   return running;
 }

@@ -57,13 +57,14 @@ constexpr std::uint64_t kMaxLevelCombinations = std::uint64_t{1} << 20;
 
 class BranchAndBound {
  public:
-  BranchAndBound(mapex::SearchContext& ctx, bool reuse_orders, bool count_pruned,
-                 std::int64_t seed_samples, std::int64_t max_nodes)
+  BranchAndBound(mapex::SearchContext& ctx, bool reuse_orders, bool tile_dominance,
+                 bool count_pruned, std::int64_t seed_samples, std::int64_t max_nodes)
       : ctx_(ctx),
         space_(ctx.mapspace()),
         op_(ctx.op()),
         arch_(ctx.arch()),
         reuse_orders_(reuse_orders),
+        tile_dominance_(tile_dominance),
         count_pruned_(count_pruned),
         seed_samples_(seed_samples),
         max_nodes_(static_cast<std::uint64_t>(std::max<std::int64_t>(max_nodes, 0))),
@@ -413,6 +414,91 @@ class BranchAndBound {
     children = std::move(kept);
   }
 
+  /// Rule "dominated tiles" (README, rule 6): when the model reads the tile
+  /// of the data level below DRAM only through DRAM's traffic (BoundCostModel::
+  /// tile_read_only_by_traffic_above), in a space of divisors whose order
+  /// rules leave that level's orders free, a tile is dropped when the tile
+  /// that multiplies one of its dimensions by a prime is a sibling (in the
+  /// space, within capacity) whose DRAM traffic under its cheapest order is
+  /// no dearer in the objective's figure: every completion of the dropped
+  /// tile is a completion of the larger one with the same on-chip value and
+  /// no dearer DRAM order (rule 5 keeps that order). Chains of such steps
+  /// end at a kept tile, so an optimum survives. Not for EDP (the cheapest
+  /// orders in cycles and in energy may differ).
+  void drop_dominated_tiles(const Mapping& m, const Stage& s, int first_fixed,
+                            const std::vector<char>& order_fixed, std::vector<Child>& children) {
+    const int dram = arch_.num_levels() - 1;
+    if (!tile_dominance_ || s.order || s.level != dram - 1 || children.size() < 2 ||
+        !divisor_spans() || ctx_.objective() == mapex::Objective::kEdp ||
+        !ctx_.model().tile_read_only_by_traffic_above(s.level) || !free_orders(s.level))
+      return;
+    const auto D = static_cast<std::size_t>(dram);
+    const bool latency = ctx_.objective() == mapex::Objective::kLatency;
+    // DRAM's cheapest figure per child: exact (determined) or unknown (-1).
+    std::vector<double> cost(children.size(), -1);
+    tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
+      thread_local Mapping scratch;
+      scratch = m;
+      apply(scratch, s, children[k]);
+      std::vector<char> orders = order_fixed;
+      orders.resize(D + 1, 0);
+      orders[D] = 0;
+      const mapex::NestBound nest = mapex::nest_bound_any_dram_order(
+          op_, arch_, mapex::PartialMapping{&scratch, first_fixed, orders});
+      if (nest.determined[D]) cost[k] = latency ? nest.transfer_cycles[D] : nest.energy_pj[D];
+    });
+    std::map<std::vector<std::int64_t>, std::size_t> index;
+    for (std::size_t k = 0; k < children.size(); ++k) index.emplace(children[k].values, k);
+    std::vector<char> dropped(children.size(), 0);
+    for (std::size_t k = 0; k < children.size(); ++k) {
+      if (cost[k] < 0) continue;
+      std::vector<std::int64_t> larger = children[k].values;
+      for (std::size_t d = 0; d < larger.size() && !dropped[k]; ++d) {
+        const std::int64_t room = op_.dims()[d].bound / std::max<std::int64_t>(1, larger[d]);
+        for (std::int64_t p = 2; p <= room && !dropped[k]; ++p) {
+          if (room % p != 0 || !prime(p)) continue;
+          larger[d] = children[k].values[d] * p;
+          const auto it = index.find(larger);
+          if (it != index.end() && cost[it->second] >= 0 && cost[it->second] <= cost[k])
+            dropped[k] = 1;
+          larger[d] = children[k].values[d];
+        }
+      }
+    }
+    std::vector<Child> kept;
+    for (std::size_t k = 0; k < children.size(); ++k) {
+      if (!dropped[k]) {
+        kept.push_back(std::move(children[k]));
+        continue;
+      }
+      ++nodes_dominated_;
+      if (count_pruned_) {
+        thread_local Mapping scratch;
+        scratch = m;
+        apply(scratch, s, children[k]);
+        pruned_dominated_ += completions(scratch, first_fixed, order_fixed);
+      }
+    }
+    children = std::move(kept);
+  }
+
+  static bool prime(std::int64_t p) {
+    for (std::int64_t q = 2; q * q <= p; ++q)
+      if (p % q == 0) return false;
+    return true;
+  }
+
+  /// Whether the space's order rules leave data level j's orders free (every
+  /// permutation of all its loops allowed), so that which loops run there
+  /// changes nothing of which orders a completion can take.
+  bool free_orders(int j) const {
+    const int n = op_.num_dims();
+    const std::uint32_t all = (std::uint32_t{1} << n) - 1;
+    std::uint64_t factorial = 1;
+    for (int k = 2; k <= n; ++k) factorial *= static_cast<std::uint64_t>(k);
+    return space_.level_orders(j, all).size() == factorial;
+  }
+
   // --- the descent ------------------------------------------------------------
 
   /// The context's budget (evaluations, time, a stop request) or the
@@ -467,6 +553,7 @@ class BranchAndBound {
       keep_cheapest_orders(m, s, child_fixed, order_fixed, children);
     } else {
       children = value_children(m, s.level, order_fixed);
+      drop_dominated_tiles(m, s, child_fixed, order_fixed, children);
     }
     ++nodes_;
     bound_children(m, stage, child_fixed, order_fixed, children);
@@ -567,11 +654,13 @@ class BranchAndBound {
   std::string statistics() const {
     std::ostringstream os;
     os << "pruned nodes: capacity=" << nodes_capacity_ << " bound=" << nodes_bound_
-       << " reuse_orders=" << nodes_reuse_ << " separable_orders=" << nodes_separable_;
+       << " reuse_orders=" << nodes_reuse_ << " dominated_tiles=" << nodes_dominated_
+       << " separable_orders=" << nodes_separable_;
     if (count_pruned_)
       os << "; pruned mappings: capacity=" << mapex::format_count(pruned_capacity_)
          << " bound=" << mapex::format_count(pruned_bound_)
          << " reuse_orders=" << mapex::format_count(pruned_reuse_)
+         << " dominated_tiles=" << mapex::format_count(pruned_dominated_)
          << " separable_orders=" << mapex::format_count(pruned_separable_);
     os << "; nodes=" << nodes_ << " bounded=" << bounded_;
     // Where the bounded children stand: the stages a tighter bound or a
@@ -610,6 +699,7 @@ class BranchAndBound {
   const mapex::Operator& op_;
   const mapex::Architecture& arch_;
   bool reuse_orders_;
+  bool tile_dominance_;
   bool count_pruned_;
   std::int64_t seed_samples_;
   std::uint64_t max_nodes_;
@@ -623,25 +713,29 @@ class BranchAndBound {
   double open_bound_ = kInf;
   std::string open_node_;
   std::uint64_t nodes_ = 0, nodes_capacity_ = 0, nodes_bound_ = 0, nodes_reuse_ = 0,
-                nodes_separable_ = 0;
-  BigInt pruned_capacity_ = 0, pruned_bound_ = 0, pruned_reuse_ = 0, pruned_separable_ = 0;
+                nodes_separable_ = 0, nodes_dominated_ = 0;
+  BigInt pruned_capacity_ = 0, pruned_bound_ = 0, pruned_reuse_ = 0, pruned_separable_ = 0,
+         pruned_dominated_ = 0;
 };
 
 class Optimal final : public mapex::Searcher {
  public:
   explicit Optimal(const mapex::Params& params)
       : reuse_orders_(params.get_bool("reuse_orders")),
+        tile_dominance_(params.get_bool("tile_dominance")),
         count_pruned_(params.get_bool("count_pruned")),
         seed_samples_(params.get_int("seed_samples")),
         max_nodes_(params.get_int("max_nodes")) {}
 
   mapex::SearchOutcome search(mapex::SearchContext& ctx) const override {
-    BranchAndBound bb(ctx, reuse_orders_, count_pruned_, seed_samples_, max_nodes_);
+    BranchAndBound bb(ctx, reuse_orders_, tile_dominance_, count_pruned_, seed_samples_,
+                      max_nodes_);
     return bb.run();
   }
 
  private:
   bool reuse_orders_;
+  bool tile_dominance_;
   bool count_pruned_;
   std::int64_t seed_samples_;
   std::int64_t max_nodes_;
@@ -650,6 +744,8 @@ class Optimal final : public mapex::Searcher {
 const mapex::ParamSpec kParams[] = {
     {"reuse_orders", mapex::ParamType::kBool, "true",
      "Search one loop order per reuse class (README, rule 2)."},
+    {"tile_dominance", mapex::ParamType::kBool, "true",
+     "Drop a tile of the level below DRAM that a sibling multiple dominates (README, rule 6)."},
     {"count_pruned", mapex::ParamType::kBool, "false",
      "Count exactly how many mappings each rule prunes (costs a count per pruned subtree)."},
     {"seed_samples", mapex::ParamType::kInt, "256",

@@ -12,6 +12,7 @@
 #include <iostream>
 #include <limits>
 #include <map>
+#include <mapex/analysis.hpp>
 #include <mapex/bounds.hpp>
 #include <mapex/generators.hpp>
 #include <mapex/mapspace.hpp>
@@ -357,6 +358,83 @@ TEST(OptimalBounds, MdcReadsDramOrderOnlyThroughDramTraffic) {
   EXPECT_GT(runtime_bound, 0);
 }
 
+/// What the L2-tile dominance rule rests on (searchers/optimal/README.md,
+/// rule 6): under mdc, L2's tile reaches the value only through DRAM's
+/// traffic. For sampled mappings of real layers (spaces of divisors, P2 and
+/// FLASH's Edge chip) and an L2 tile that is a multiple of theirs in every
+/// dimension (the rest unchanged), the on-chip figures (L1 and L2 traffic
+/// and energy) are the same, and DRAM's least energy and least transfer
+/// cycles over its orders (each apart) are no larger. (Under one DRAM order
+/// kept as it is, DRAM's traffic can grow: the larger tile's best order is
+/// another.)
+TEST(OptimalBounds, MdcReadsL2TileOnlyThroughDramTraffic) {
+  const auto model = registry().make_costmodel("mdc", {});
+  int checked = 0, smaller = 0;
+  for (const std::string chip : {"marvel_p2", "flash_edge"}) {
+    const Architecture arch =
+        Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/" + chip + ".yaml");
+    const int dram = arch.num_levels() - 1, l2 = dram - 1;
+    for (const Operator& op :
+         {make_conv2d("c3", Conv2dShape{1, 48, 40, 28, 28, 3, 3, 1, 1, 1, 1}),
+          make_conv2d("s2", Conv2dShape{1, 32, 64, 28, 28, 3, 3, 2, 2, 1, 1}),
+          make_conv2d("pw", Conv2dShape{1, 64, 96, 14, 14, 1, 1}), make_gemm("g", 96, 40, 72)}) {
+      const auto bound = model->bind(op, arch);
+      EXPECT_TRUE(bound->tile_read_only_by_traffic_above(l2));
+      for (int i = 0; i < l2; ++i) EXPECT_FALSE(bound->tile_read_only_by_traffic_above(i));
+      MapspaceOptions options;
+      options.factors_only = true;
+      const Mapspace space(op, arch, options);
+      std::mt19937_64 rng(5);
+      for (int k = 0; k < 60; ++k) {
+        auto m = space.sample(rng, 50);
+        if (!m) continue;
+        const Metrics base = bound->evaluate(*m);
+        if (!base.valid) continue;
+        for (int trial = 0; trial < 4; ++trial) {
+          Mapping larger = *m;
+          auto& tile = larger.level(l2).tile;
+          for (std::size_t d = 0; d < tile.size(); ++d) {
+            const std::int64_t room = op.dims()[d].bound / tile[d];
+            std::vector<std::int64_t> factors;
+            for (std::int64_t f = 1; f <= room; ++f)
+              if (room % f == 0) factors.push_back(f);
+            tile[d] *= factors[rng() % factors.size()];
+          }
+          if (space.reject_reason(larger) ||
+              level_capacity_error(op, arch, larger, l2, larger.level(l2).tile))
+            continue;
+          const Metrics x = bound->evaluate(larger);
+          ASSERT_TRUE(x.valid) << larger.summary(op, arch);
+          for (int lv = 0; lv < dram; ++lv) {
+            const auto& a = base.levels[static_cast<size_t>(lv)];
+            const auto& b = x.levels[static_cast<size_t>(lv)];
+            EXPECT_EQ(a.energy_pj, b.energy_pj) << larger.summary(op, arch);
+            for (std::size_t t = 0; t < a.tensors.size(); ++t) {
+              EXPECT_EQ(a.tensors[t].reads, b.tensors[t].reads);
+              EXPECT_EQ(a.tensors[t].writes, b.tensors[t].writes);
+            }
+          }
+          // DRAM's cheapest order, for energy and for transfer cycles apart
+          // (the searcher keeps each objective's cheapest, rule 5).
+          const NestBound na =
+              nest_bound_any_dram_order(op, arch, PartialMapping{&*m, l2, {0, 0, 0, 0}}, 8);
+          const NestBound nb =
+              nest_bound_any_dram_order(op, arch, PartialMapping{&larger, l2, {0, 0, 0, 0}}, 8);
+          const auto D = static_cast<size_t>(dram);
+          ASSERT_TRUE(na.determined[D] && nb.determined[D]);
+          EXPECT_LE(nb.energy_pj[D], na.energy_pj[D] * (1 + 1e-12)) << larger.summary(op, arch);
+          EXPECT_LE(nb.transfer_cycles[D], na.transfer_cycles[D] * (1 + 1e-12) + 1e-9)
+              << larger.summary(op, arch);
+          if (nb.energy_pj[D] < na.energy_pj[D]) ++smaller;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 200);
+  EXPECT_GT(smaller, 50);
+}
+
 /// What mdc's energy bound reads off one completion once every tile and
 /// split is fixed: the output's L2 writes are the same whatever the orders
 /// of L2 and DRAM (a case's egress depends on where each directive stands,
@@ -524,9 +602,14 @@ TEST(OptimalBounds, MdcStepsOfNestedRegionsTakeTheNocLatency) {
 /// + 50176. With the split fixed a PE's tile lies inside K 64/16 = 4, C
 /// 128/64 = 2, P 14, Q 14: the most is k 4, c 2, p x q 28 (6 x 28 + 8 =
 /// 176 words; p x q 49 needs 302), 224 MACs, so 256 x 1024 x 196 / (16 x
-/// 64 x 224) = 224 steps: 9 + 224 + 50176 = 50409, still below the optimum
-/// 50489 (its tile k 4, c 1, p 7, q 7 takes 256 steps). Without divisor
-/// spans nothing is claimed before the L1 tile.
+/// 64 x 224) = 224 steps: 9 + 224 + 50176 = 50409 counting one NoC latency
+/// per step. Each step also waits for the words of the K region's first
+/// tiles (the C region as the top): with that tile 2 x 28 inputs and 64 x 2
+/// weights, 184 words, 2 sends, so 224 x 2; the optimum's tile k 4, c 1, p
+/// 7, q 7 (256 steps) has 49 + 64 = 113 words, one send: 256 x 1, the least
+/// over the fitting tiles, so 9 + 256 + 50176 = 50441, still below the
+/// optimum 50489. Without divisor spans nothing is claimed before the L1
+/// tile.
 TEST(OptimalBounds, MdcFewestStepsBeforeTheL1Tile) {
   const Architecture arch =
       Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/marvel_p2.yaml");
@@ -547,7 +630,7 @@ TEST(OptimalBounds, MdcFewestStepsBeforeTheL1Tile) {
   m.level(1).split = {1, 16, 64, 1, 1, 1, 1};
   const auto split_fixed = bound->lower_bound(PartialMapping{&m, 1, {0, 0, 0, 1}, true});
   ASSERT_TRUE(split_fixed);
-  EXPECT_EQ(split_fixed->latency_cycles, 9 + 224 + 50176);
+  EXPECT_EQ(split_fixed->latency_cycles, 9 + 256 + 50176);
   EXPECT_LE(split_fixed->latency_cycles, 50489);
   // One region (C alone split over every PE): no step is claimed.
   m.level(1).split = {1, 1, 1024, 1, 1, 1, 1};
@@ -591,19 +674,22 @@ TEST(OptimalBounds, MdcFilterWindowsAndL1CapacityInTheSteps) {
   EXPECT_EQ(s.latency_cycles, 115954);
   const auto tiles_fixed = bound->lower_bound(PartialMapping{&m, 0, {0, 0, 0, 1}, true});
   ASSERT_TRUE(tiles_fixed);
-  // Each of the three regions below the top waits for its first tiles:
-  // with the PE tile K 1, C 1, P 14, Q 7 and the whole window, 144 inputs
-  // and 9 weights per PE; the fewest words of an innermost region are
-  // those of the P or the Q region (the units share the weights and the
-  // window's rows overlap: 153 words), 2 sends at 128 words a cycle, so a
-  // NoC delay of 1 + 2 - 1 = 2 cycles per region (the K region: 144 + 8 x
-  // 9 = 216 words; the C region: 8 x 153). So 99 + 128 x (882 + 3 x 2),
-  // still below the mapping's 115954.
-  EXPECT_EQ(tiles_fixed->latency_cycles, 99 + 128 * (882 + 3 * 2));
+  // Each of the three levels below the top waits for the words of its
+  // sub-units' first tiles: the box of the PE tile (K 1, C 1, P 14, Q 7,
+  // the whole window) times the splits of its region and the ones below,
+  // inputs C x (P + 2) x (Q + 2) and weights K x C x 9 over the box, at 128
+  // words a cycle (delay 1 + sends - 1). The least nesting has C on top,
+  // then Q, P, K: {K, P, Q} 1740 + 72 words, 15 cycles; {K, P} 270 + 72,
+  // 3; {K} 144 + 72, 2: 20 a step (with Q or K on top, 27 or more). So
+  // 99 + 128 x (882 + 20), still below the mapping's 115954.
+  EXPECT_EQ(tiles_fixed->latency_cycles, 99 + 128 * (882 + 20));
   EXPECT_LE(tiles_fixed->latency_cycles, s.latency_cycles);
   const auto split_fixed = bound->lower_bound(PartialMapping{&m, 1, {0, 0, 0, 1}, true});
   ASSERT_TRUE(split_fixed);
-  EXPECT_EQ(split_fixed->latency_cycles, 2 + 128 * 3 + 112896);
+  // The split fixed, L1's tile free: the least of steps x those delays over
+  // the fitting tiles is the mapping's own tile's, 128 x 20.
+  EXPECT_EQ(split_fixed->latency_cycles, 2 + 128 * 20 + 112896);
+  EXPECT_LE(split_fixed->latency_cycles, s.latency_cycles);
   const auto l2_fixed = bound->lower_bound(PartialMapping{&m, 2, {0, 0, 0, 1}, true});
   ASSERT_TRUE(l2_fixed);
   EXPECT_GT(l2_fixed->latency_cycles, 112896 + 64);
@@ -785,6 +871,59 @@ TEST(Optimal, SameOptimumAsExhaustiveWithAndWithoutTheReuseRule) {
       }
 }
 
+/// Rule 6 (dominated tiles) never removes the optimum: under mdc, in
+/// spaces of divisors, optimal with the rule and without it (no first
+/// incumbent: the tree alone) proves the same optimum, for latency and
+/// energy, on small layers and on chips whose L2 holds only some tiles (so
+/// that several tiles are maximal and capacity decides which multiples are
+/// siblings) and whose DRAM is slow (so that DRAM's traffic matters).
+TEST(Optimal, DominatedTilesKeepTheOptimum) {
+  Level pes = test::spatial("PEs", {2, 2});
+  pes.noc.latency_cycles = 2;
+  std::vector<Architecture> chips;
+  for (const std::int64_t l2_bytes : {std::int64_t{1} << 20, std::int64_t{48}, std::int64_t{24}})
+    chips.push_back(Architecture::make("l2_" + std::to_string(l2_bytes), 1000, 8, 1, 1,
+                                       {test::buffer("L1", 64, 1, 2), pes,
+                                        test::buffer("L2", l2_bytes, 10, 10), test::dram(100)}));
+  int fired = 0, cases = 0;
+  for (const Architecture& arch : chips)
+    for (const Operator& op : {small_conv(), small_gemm(), make_gemm("g2", 8, 4, 6),
+                               make_conv2d("c2", Conv2dShape{1, 2, 4, 6, 6, 3, 3})})
+      for (Objective o : {Objective::kLatency, Objective::kEnergy}) {
+        double values[2] = {0, 0};
+        for (int rule = 0; rule < 2; ++rule) {
+          const auto searcher = registry().make_searcher(
+              "optimal", {{"tile_dominance", rule ? "true" : "false"}, {"seed_samples", "0"}});
+          const auto model = registry().make_costmodel("mdc", {});
+          SearchRequest r;
+          r.op = &op;
+          r.arch = &arch;
+          r.searcher = searcher.get();
+          r.costmodel = model.get();
+          r.objective = o;
+          r.mapspace.factors_only = true;
+          const JobResult res = run_search(r);
+          const std::string what = arch.name() + " " + op.name() + " " + to_string(o);
+          if (res.status != JobStatus::kOk) {
+            // No valid mapping at all (an L2 too small for every tile):
+            // both must say so.
+            EXPECT_EQ(rule, 0) << what << ": " << res.error;
+            values[rule] = -1;
+            break;
+          }
+          EXPECT_EQ(res.stop_reason.substr(0, 8), "optimal;") << what << ": " << res.stop_reason;
+          values[rule] = value_of(res, o);
+          if (rule && res.stop_reason.find("dominated_tiles=0 ") == std::string::npos) ++fired;
+        }
+        if (values[0] < 0) continue;
+        ++cases;
+        EXPECT_NEAR(values[1], values[0], 1e-9 * values[0])
+            << arch.name() << " " << op.name() << " " << to_string(o);
+      }
+  EXPECT_GT(cases, 12);
+  EXPECT_GT(fired, 6);
+}
+
 /// Under mdc the place of a loop that runs once at L2 can matter (MAESTRO
 /// walks the whole layer in L2's order): a proof must cover every place the
 /// model tells apart, not only the space's form (README, rule 4).
@@ -850,13 +989,24 @@ TEST(Optimal, ReportsWhatEachRulePrunedExactly) {
   EXPECT_NE(r.stop_reason.find("pruned mappings: capacity="), std::string::npos) << r.stop_reason;
   EXPECT_EQ(r.stop_reason.find("bound=0 "), std::string::npos) << r.stop_reason;
   EXPECT_EQ(r.stop_reason.find("reuse_orders=0 "), std::string::npos) << r.stop_reason;
-  // Rule "separable orders" only where the model claims it (mdc, DRAM).
+  // Rules "separable orders" and "dominated tiles" only where the model
+  // claims them (mdc: DRAM's order, L2's tile).
   EXPECT_NE(r.stop_reason.find("separable_orders=0;"), std::string::npos) << r.stop_reason;
-  const JobResult s =
-      run("optimal", "mdc", small_conv(), Objective::kLatency, 2, {{"count_pruned", "true"}});
+  EXPECT_NE(r.stop_reason.find("dominated_tiles=0 "), std::string::npos) << r.stop_reason;
+  // Without the tile dominance (which on the small chip's large L2 keeps
+  // only the whole layer's tile, leaving DRAM no loop to order).
+  const JobResult s = run("optimal", "mdc", small_conv(), Objective::kLatency, 2,
+                          {{"count_pruned", "true"}, {"tile_dominance", "false"}});
   ASSERT_EQ(s.status, JobStatus::kOk) << s.error;
   EXPECT_EQ(s.stop_reason.find("separable_orders=0 "), std::string::npos) << s.stop_reason;
   EXPECT_EQ(s.stop_reason.find("separable_orders=0;"), std::string::npos) << s.stop_reason;
+  const JobResult t =
+      run("optimal", "mdc", small_conv(), Objective::kLatency, 2, {{"count_pruned", "true"}});
+  ASSERT_EQ(t.status, JobStatus::kOk) << t.error;
+  EXPECT_EQ(t.stop_reason.find("dominated_tiles=0 "), std::string::npos) << t.stop_reason;
+  EXPECT_EQ(t.stop_reason.find("dominated_tiles=0;"), std::string::npos) << t.stop_reason;
+  EXPECT_NEAR(value_of(t, Objective::kLatency), value_of(s, Objective::kLatency),
+              1e-9 * value_of(s, Objective::kLatency));
 }
 
 TEST(Optimal, SameResultAtOneAndTwoThreads) {

@@ -80,6 +80,16 @@ class BOOST_SYMBOL_VISIBLE BoundCostModel {
   /// two figures is at least as good as every other with any completion.
   /// False (the default) claims nothing.
   virtual bool order_read_only_by_own_traffic(int level) const;
+  /// Optional, for branch-and-bound searchers (issue 22): whether the tile
+  /// of data level `level` (the one directly below DRAM) reaches this
+  /// model's value only through DRAM's traffic in the loop-nest analysis,
+  /// whose energy and transfer cycles a larger tile (a multiple of it in
+  /// every dimension) never raises, the rest of the value and the validity
+  /// reading nothing of that tile. Then, in a space of divisors, an L2 tile
+  /// is no better than any multiple of it in the space: every completion of
+  /// the smaller one is a completion of the larger with a value no worse.
+  /// False (the default) claims nothing.
+  virtual bool tile_read_only_by_traffic_above(int level) const;
   /// Optional, for searchers that enumerate loop orders (issue 22): of data
   /// level `level`'s loops, those whose place in its order this model can
   /// tell apart, once `partial` fixes the spans below that level (bit d:
