@@ -25,11 +25,16 @@ TABLE5 = [(64, 4, 8, 32, 4.4), (64, 4, 8, 64, 2.7), (64, 4, 8, 128, 1.5), (8, 4,
           (1, 16, 8, 64, 6.7)]
 
 
+# The .time files of the sweeps page's runs (all but K, B and R).
+SWEEP_TIME = r"_(Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Rg[\d.]+|Rf[\d.]+(?:s\d+)?|Kk\d+)\.time$"
+
+
 def load(directory):
     """{(tag, solver): attributes with 'cpu' (median CPU seconds), 'runs'}."""
     runs = {}
     for name in sorted(os.listdir(directory)):
-        m = re.fullmatch(r"(.+)_([KBR]|Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Rg[\d.]+|Kk\d+)\.h5", name)
+        m = re.fullmatch(r"(.+)_([KBR]|Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Rg[\d.]+|Rf[\d.]+(?:s\d+)?|Kk\d+)\.h5",
+                         name)
         if not m:
             continue
         path = os.path.join(directory, name)
@@ -46,7 +51,9 @@ def load(directory):
                     cpu.append(float(parts[0]) + float(parts[1]))
         if not cpu:
             sys.exit(f"{path[:-3]}.time: no timed run")
-        a["cpu"] = statistics.median(cpu)
+        # /usr/bin/time counts hundredths of a second: a run shorter than
+        # that reads 0, taken as half of one so that ratios stay defined.
+        a["cpu"] = max(statistics.median(cpu), 0.005)
         a["spread"] = max(cpu) / min(cpu) - 1 if min(cpu) > 0 else 0
         a["runs"] = len(cpu)
         runs[(m.group(1), m.group(2))] = a
@@ -197,24 +204,29 @@ def random_sweep(runs):
     return out
 
 
-def level_runs(runs):
-    """{(p, seed): solver} of the runs of R drawn per memory level
-    (`Rl<p>` at the default seed 1, `Rl<p>s<seed>`)."""
+def seeded_runs(runs, family):
+    """{(p, seed): solver} of the runs of `family` ("Rl": R drawn per memory
+    level; "Rf": KAPLA's released R), `<family><p>` at the default seed 1
+    and `<family><p>s<seed>`."""
     out = {}
     for (t, solver) in runs:
-        m = re.fullmatch(r"Rl([\d.]+)(?:s(\d+))?", solver)
+        m = re.fullmatch(family + r"([\d.]+)(?:s(\d+))?", solver)
         if t.startswith("inference_") and m:
             out[(float(m.group(1)), int(m.group(2) or 1))] = solver
     return out
 
 
-def level_sweep(runs):
-    """R drawing a loop blocking once per memory level (`keep_per=
-    memory_level`) instead of once per blocking: what "each level" of §V
-    means in nn_dataflow's blocking tree, which the paper leaves unstated."""
-    solvers = level_runs(runs)
+def level_runs(runs):
+    """{(p, seed): solver} of the runs of R drawn per memory level."""
+    return seeded_runs(runs, "Rl")
+
+
+def seeded_tables(runs, family):
+    """Per network and seed, R of `family` against B and K: (per-network
+    rows, per-seed summary rows, lines on the pooled figures), or None."""
+    solvers = seeded_runs(runs, family)
     if not solvers:
-        return []
+        return None
     rows, summary, pooled, complete = [], [], {}, {}
     for (p, seed), solver in sorted(solvers.items()):
         over, r_k, failed, ran = [], [], [], 0
@@ -251,10 +263,28 @@ def level_sweep(runs):
     invalid = sum(1 for row in rows if "no valid schedule" in row)
     if invalid:
         pooled_lines.append(f"{invalid} of {len(rows)} runs find no valid schedule (a layer whose "
-                            "kept tiles leave it no blocking that fits): at this p the seed "
+                            "kept candidates leave it no scheme that fits): at this p the seed "
                             "decides whether R schedules a network at all (§V finds 0.1 the least "
                             "probability that still finds valid schemes); the means are over the "
                             "schedules found.")
+    return rows, summary, pooled_lines
+
+
+SEEDED_HEADER = ["| p | seed | network | R energy (pJ) | R over B | R CPU s (runs) | R / K CPU |",
+                 "| ---: | ---: | --- | ---: | ---: | ---: | ---: |"]
+SEEDED_SUMMARY_HEADER = ["| p | seed | valid schedules | R over B, mean | worst | "
+                         "R / K CPU, mean | no valid schedule |",
+                         "| ---: | ---: | --- | ---: | ---: | ---: | --- |"]
+
+
+def level_sweep(runs):
+    """R drawing a loop blocking once per memory level (`keep_per=
+    memory_level`) instead of once per blocking: what "each level" of §V
+    means in nn_dataflow's blocking tree, which the paper leaves unstated."""
+    tables = seeded_tables(runs, "Rl")
+    if not tables:
+        return []
+    rows, summary, pooled_lines = tables
     return (["## R drawing once per memory level", "",
              "§V's R \"evaluates candidates at each level with a given probability\"; R above "
              "treats a whole loop blocking (its tiles at every memory level and its two loop "
@@ -276,16 +306,52 @@ def level_sweep(runs):
              "blockings; in kapla_searcher.py, into which it was merged, the orders are all "
              "enumerated), and where a draw keeps none it keeps one "
              "at random (util.random_collect), so no level is left empty; the PE mapping is not "
-             "sampled. R here has no such draw (factorisation and orders apart, at least one "
-             "kept). Per network:", "",
-             "| p | seed | network | R energy (pJ) | R over B | R CPU s (runs) | R / K CPU |",
-             "| ---: | ---: | --- | ---: | ---: | ---: | ---: |"] + rows +
+             "sampled. R drawn that way is run below (KAPLA's released R). Per network:", ""]
+            + SEEDED_HEADER + rows +
             ["", "## R per memory level, by keep probability and seed", "",
-             "Means over the networks R schedules; R / K over every run:", "",
-             "| p | seed | valid schedules | R over B, mean | worst | R / K CPU, mean | "
-             "no valid schedule |", "| ---: | ---: | --- | ---: | ---: | ---: | --- |"] +
-            summary + [""] + pooled_lines + ["", "Paper, inference (§VI-A): R 59% over B "
-                                              "(mean over its seven networks).", ""])
+             "Means over the networks R schedules; R / K over every run:", ""] +
+            SEEDED_SUMMARY_HEADER + summary + [""] + pooled_lines +
+            ["", "Paper, inference (§VI-A): R 59% over B (mean over its seven networks).", ""])
+
+
+def released_sweep(runs):
+    """KAPLA's released random searcher (runs `Rf<p>`): factorisations and
+    loop-order pairs drawn apart, partitions and allocations at 0.04, one
+    candidate kept where a draw keeps none. The definition of R in the
+    authors' code, not an assumption about §V's text."""
+    tables = seeded_tables(runs, "Rf")
+    if not tables:
+        return []
+    rows, summary, pooled_lines = tables
+    # The partition and allocation probability the runs were made with.
+    probs = sorted({a.get("allocation_probability", "?") for (t, s), a in runs.items()
+                    if t.startswith("inference_") and re.fullmatch(r"Rf[\d.]+(?:s\d+)?", s)})
+    return (["## KAPLA's released R, per network", "",
+             "R as the authors' released code defines it: KAPLA's random searcher "
+             "(tsinghua-ideal/kapla, nn_dataflow/searcher/random_searcher.py, in the commit that "
+             "added it; later merged into kapla_searcher.py) keeps each pipelining constraint "
+             "of a segment and each partition of a layer with probability 0.04, each "
+             "factorisation of the loops over the blocking levels with 0.1 and, under a kept "
+             "one, each tuple of loop orders with 0.1, and where a draw keeps none of its "
+             "candidates it keeps one at random (util.random_collect). Here on B's space (runs "
+             "`Rf<p>`, `Rf<p>s<seed>` with `--seed`, run once): "
+             f"`--allocation-probability {' / '.join(probs)} --allocation-keep-one` (a "
+             "segment's allocations stand for its pipelining constraints: they are what B "
+             "enumerates per segment) and `--intra-param keep_per=factorization "
+             f"partition_probability={' / '.join(probs)} keep_at_least_one=true "
+             "keep_probability=<p>`: one draw per factorisation, one per loop-order pair "
+             "under a kept one (about p^2 of B's blockings), one candidate kept, drawn "
+             "uniformly from a hash of the seed and the level, where a level's draws keep "
+             "none. Differences that remain: the orders drawn are the pairs nn_dataflow's "
+             "skip_conv keeps (B's enumeration), where the released code draws every tuple "
+             "of its own tensor-centric loops; each draw is a hash of the seed and the "
+             "candidate's place, so a layer searched again on another band of the same "
+             "shape keeps the same candidates, where the released code draws afresh at "
+             "every call. Per network:", ""] + SEEDED_HEADER + rows +
+            ["", "## KAPLA's released R, by seed", "",
+             "Means over the networks R schedules; R / K over every run:", ""] +
+            SEEDED_SUMMARY_HEADER + summary + [""] + pooled_lines +
+            ["", "Paper, inference (§VI-A): R 59% over B (mean over its seven networks).", ""])
 
 
 def gap_sweep(runs):
@@ -404,7 +470,7 @@ def main():
     if args.sweeps:
         write(args.output, sweeps_page(args.dir, runs))
         return
-    cpu, wall = run_minutes(args.dir, lambda name: not re.search(r"_(Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Rg[\d.]+|Kk\d+)\.time$", name))
+    cpu, wall = run_minutes(args.dir, lambda name: not re.search(SWEEP_TIME, name))
 
     lines = ["# KAPLA against exhaustive search on whole networks, with inter-layer pipelining",
              "",
@@ -473,6 +539,7 @@ def main():
                          f"for inference), R / K CPU time mean "
                          f"{statistics.mean(figs['r_speed']):.1f}x (paper: K is 1.5x faster "
                          "than R for inference, §VI-A).")
+        lines += released_line(runs)
         lines.append("")
     lines += ["The paper's S (exhaustive search on KAPLA's own directives) is B here: K's "
               "blockings and the inter-layer schemes are those of B's space, so exhaustive "
@@ -523,6 +590,34 @@ def main():
     write(args.output, lines)
 
 
+def released_line(runs):
+    """One line on KAPLA's released R (runs `Rf<p>`, kapla_sweeps.md): its
+    mean over B per seed that schedules every network."""
+    solvers = seeded_runs(runs, "Rf")
+    if not solvers:
+        return []
+    p = min(q for q, _ in solvers)
+    means = {}
+    for (q, seed), solver in sorted(solvers.items()):
+        got = list(scheduled_networks(runs, solver))
+        if q != p or not got or any(energy(r) is None for _, r, _, _ in got):
+            continue
+        means[seed] = statistics.mean(energy(r) / energy(b) - 1 for _, r, _, b in got)
+    if not means:
+        return [f"KAPLA's released R (runs `Rf{p:g}`, [kapla_sweeps.md](kapla_sweeps.md)) "
+                "schedules every network at no seed."]
+    lo, hi = min(means, key=means.get), max(means, key=means.get)
+    first = f"{pct(means[1])} at seed 1, " if 1 in means else ""
+    part = " / ".join(sorted({a.get("allocation_probability", "?") for (t, s), a in runs.items()
+                              if s in solvers.values()}))
+    return [f"KAPLA's released R, the authors' code's definition (runs `Rf{p:g}` and "
+            f"`Rf{p:g}s<seed>`, [kapla_sweeps.md](kapla_sweeps.md): factorisations and loop "
+            f"orders kept with {p:g}, partitions and allocations with {part}, one kept where a "
+            f"draw keeps none): {first}over the {len(means)} seeds that schedule every network "
+            f"from {pct(means[lo])} (seed {lo}) to {pct(means[hi])} (seed {hi}), mean "
+            f"{pct(statistics.mean(means.values()))} over B (paper: 59%)."]
+
+
 def spread_text(runs):
     """The largest spread (max / min - 1) of the CPU times of the solvers
     timed more than once, with its run: what a single run may be off by."""
@@ -553,9 +648,10 @@ def run_minutes(directory, counted):
 def sweeps_page(directory, runs):
     """KAPLA §V's R at other keep probabilities and §VI-B's k_S (Fig. 11),
     against the B and K of kapla_pipelined.md."""
-    cpu, wall = run_minutes(directory, lambda name: re.search(r"_(Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Rg[\d.]+|Kk\d+)\.time$", name))
+    cpu, wall = run_minutes(directory, lambda name: re.search(SWEEP_TIME, name))
     return (["# KAPLA's R and k_S: how the unstated parameters move Fig. 9 and Fig. 11", "",
-             "Generated by `experiments/kapla/pipelined.sh` (runs `Rp<p>`, `Rl<p>`, `Rg<p>` and `Kk<k_S>` beside "
+             "Generated by `experiments/kapla/pipelined.sh` (runs `Rp<p>`, `Rl<p>`, `Rf<p>`, "
+             "`Rg<p>` and `Kk<k_S>` beside "
              "the K, B and R of [kapla_pipelined.md](kapla_pipelined.md), same space, model, "
              "chip and networks) with `scripts/kapla_pipelined_report.py --sweeps`; do not edit "
              "by hand. Regenerate with", "",
@@ -567,8 +663,8 @@ def sweeps_page(directory, runs):
              "2-core machine shared with other builds). CPU time is user plus system time of "
              "the `mapex schedule` process, the median of the runs counted in brackets (a run "
              "whose first run takes more than `LONG` CPU seconds, default 10, runs once).", ""]
-            + missing_networks(runs) + random_sweep(runs) + level_sweep(runs) + gap_sweep(runs)
-            + ks_sweep(runs))
+            + missing_networks(runs) + random_sweep(runs) + level_sweep(runs)
+            + released_sweep(runs) + gap_sweep(runs) + ks_sweep(runs))
 
 
 def missing_networks(runs):

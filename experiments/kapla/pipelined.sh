@@ -32,6 +32,16 @@
 #      it evaluates, as §V's "evaluates candidates ... with a given
 #      probability" reads when enumeration costs nothing; a seed keeps
 #      other blockings than R's;
+#   Rf<P> KAPLA's released random searcher (tsinghua-ideal/kapla,
+#      nn_dataflow/searcher/random_searcher.py) on B's space: each
+#      factorisation of a pass's loops kept with probability P and, under a
+#      kept one, each pair of loop orders with P (keep_per=factorization,
+#      about P^2 of the blockings), partitions and multi-layer allocations
+#      with R_FACT_PARTITION (its code: 0.04 for partitions and for a
+#      segment's pipelining constraints), and one candidate kept, drawn
+#      uniformly, where a level's draws keep none (keep_at_least_one,
+#      --allocation-keep-one; its util.random_collect); its code has
+#      P = 0.1 (R_FACT). Rf<P>s<SEED> with the other seeds of R_FACT_SEEDS;
 #   Kk<N> K with k_S = N instead of 4 (KS_SWEEP, Fig. 11).
 # Environment: NETWORKS, SOLVERS (of K, B and R, those run on NETWORKS,
 # default all three), RUNS, LONG, THREADS, MAX_SEGMENT (segments of at
@@ -44,7 +54,11 @@
 # and R_LEVEL_SEEDS (its other seeds, runs Rl<P>s<SEED>, default 2 to 10:
 # the paper's R is one run, so one draw of the seed); R
 # per memory level walks only the tiles it keeps, so its time too follows
-# what it evaluates; R_GAP (keep probabilities of Rg<P>, default 0.1).
+# what it evaluates; R_GAP (keep probabilities of Rg<P>, default 0.1);
+# R_FACT (factorisation and loop-order probabilities of Rf<P>, default
+# 0.1), R_FACT_PARTITION (its partition and allocation probability,
+# default 0.04) and R_FACT_SEEDS (the other seeds of the first of R_FACT,
+# runs Rf<P>s<SEED>, default 2 to 10).
 # --reuse keeps result files already written.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -67,6 +81,9 @@ ks_sweep="${KS_SWEEP-1 2 8}"
 r_level="${R_LEVEL-0.1}"
 r_level_seeds="${R_LEVEL_SEEDS-2 3 4 5 6 7 8 9 10}"
 r_gap="${R_GAP-0.1}"
+r_fact="${R_FACT-0.1}"
+r_fact_partition="${R_FACT_PARTITION:-0.04}"
+r_fact_seeds="${R_FACT_SEEDS-2 3 4 5 6 7 8 9 10}"
 reuse=0
 [[ "${1:-}" == "--reuse" ]] && reuse=1
 [[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
@@ -102,6 +119,17 @@ gap_random_args() {
   echo "$(random_args "$1") --intra-param keep_draw=gap"
 }
 
+# fact_random_args P: KAPLA's released random searcher on B's space:
+# factorisations and, under a kept one, loop-order pairs kept with
+# probability P, partitions and multi-layer allocations with
+# R_FACT_PARTITION, one kept where a level's draws keep none.
+fact_random_args() {
+  echo "--inter-layer exhaustive --allocation-probability $r_fact_partition \
+--allocation-keep-one --intra-param loop_blocking=exhaustive \
+--intra-param keep_probability=$1 --intra-param keep_per=factorization \
+--intra-param partition_probability=$r_fact_partition --intra-param keep_at_least_one=true"
+}
+
 solver_args() {
   case "$1" in
     K) echo "--intra-param loop_blocking=kapla" ;;
@@ -112,7 +140,10 @@ solver_args() {
     Rl[0-9.]*s[0-9]*) level_random_args "$(sed 's/^Rl//; s/s.*//' <<<"$1")" && echo "--seed ${1##*s}" ;;
     Rl[0-9.]*) level_random_args "${1#Rl}" ;;
     Rg[0-9.]*) gap_random_args "${1#Rg}" ;;
-    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P> Rl<P> Rl<P>s<SEED> Rg<P>)" >&2; exit 2 ;;
+    Rf[0-9.]*s[0-9]*) fact_random_args "$(sed 's/^Rf//; s/s.*//' <<<"$1")" && echo "--seed ${1##*s}" ;;
+    Rf[0-9.]*) fact_random_args "${1#Rf}" ;;
+    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P> Rl<P> Rl<P>s<SEED> Rg<P> Rf<P> Rf<P>s<SEED>)" >&2
+       exit 2 ;;
   esac
 }
 
@@ -175,6 +206,18 @@ done
 for net in $networks; do
   wl="$out/workloads/${net}_b64.yaml"
   for p in $r_gap; do run "inference_${net}" "$wl" "$arch" "Rg$p" "$max_segment"; done
+done
+
+# KAPLA's released random searcher (factorisations and loop-order pairs
+# drawn apart, partitions and allocations at R_FACT_PARTITION, one kept
+# where a draw keeps none) at R_FACT's probabilities, and at the first of
+# them with the other seeds of R_FACT_SEEDS (one run each).
+for net in $networks; do
+  wl="$out/workloads/${net}_b64.yaml"
+  for p in $r_fact; do run "inference_${net}" "$wl" "$arch" "Rf$p" "$max_segment"; done
+  for sd in $r_fact_seeds; do
+    run "inference_${net}" "$wl" "$arch" "Rf${r_fact%% *}s$sd" "$max_segment" 1
+  done
 done
 
 # Segments of up to 5 layers, the pipelining degree KAPLA's inference options

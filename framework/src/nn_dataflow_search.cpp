@@ -232,10 +232,27 @@ std::uint64_t splitmix64(std::uint64_t z) {
 /// keeps the candidate at `index` of the enumeration `stream`: a uniform
 /// draw from a hash of the seed, the stream and the index, so every run
 /// and every order of the searches keeps the same candidates.
-bool sampled_in(const SearchOptions& so, std::uint64_t stream, std::uint64_t index) {
-  if (so.keep_probability >= 1) return true;
+bool sampled_in(const SearchOptions& so, std::uint64_t stream, std::uint64_t index,
+                double probability) {
+  if (probability >= 1) return true;
   const std::uint64_t h = splitmix64(splitmix64(splitmix64(so.seed) ^ stream) ^ index);
-  return static_cast<double>(h >> 11) * 0x1.0p-53 < so.keep_probability;
+  return static_cast<double>(h >> 11) * 0x1.0p-53 < probability;
+}
+
+bool sampled_in(const SearchOptions& so, std::uint64_t stream, std::uint64_t index) {
+  return sampled_in(so, stream, index, so.keep_probability);
+}
+
+/// SearchOptions::keep_at_least_one: the one of `count` candidates of
+/// `stream` kept when the draws keep none, uniform from a hash of the seed
+/// and the stream.
+std::uint64_t fallback_pick(const SearchOptions& so, std::uint64_t stream, std::uint64_t count) {
+  return splitmix64(splitmix64(splitmix64(so.seed) ^ stream ^ 0x31)) % count;
+}
+
+/// The probability R keeps each partition with.
+double partition_probability(const SearchOptions& so) {
+  return so.partition_probability < 0 ? so.keep_probability : so.partition_probability;
 }
 
 /// SearchOptions::skip_sampling: how many candidates R leaves out before
@@ -392,7 +409,63 @@ void search_pass_exhaustive(const Hardware& hw, const Options& options,
               b, s.access_cost(), s.time, s.ops, {s.fetch[0][0], s.fetch[0][1], s.fetch[0][2]}});
     return true;
   };
-  if (so.keep_probability < 1 && so.keep_per_memory_level) {
+  if (so.keep_probability < 1 && so.keep_per_factorization) {
+    // One draw per factorisation (skip_conv's regular ones: those with at
+    // least one order pair kept), then one per order pair under a kept
+    // factorisation; scored in enumeration order.
+    struct Fact {
+      size_t i, o, b;
+      std::uint64_t pairs;
+    };
+    std::vector<Fact> facts;
+    std::uint64_t total = 0;
+    for (size_t i = 0; i < fac[0].size(); ++i)
+      for (size_t o = 0; o < fac[1].size(); ++o)
+        for (size_t bb = 0; bb < fac[2].size(); ++bb) {
+          std::array<int, 3> nt{};
+          for (size_t bl = 0; bl < 3; ++bl)
+            nt[bl] = (fac[0][i][bl] > 1 ? 1 : 0) | (fac[1][o][bl] > 1 ? 2 : 0) |
+                     (fac[2][bb][bl] > 1 ? 4 : 0);
+          const auto n = static_cast<std::uint64_t>(table.kept_pairs(nt).count);
+          if (n == 0) continue;
+          facts.push_back(Fact{i, o, bb, n});
+          total += n;
+        }
+    std::vector<size_t> kept_facts;
+    for (size_t f = 0; f < facts.size(); ++f)
+      if (sampled_in(so, stream ^ 0x46, f)) kept_facts.push_back(f);
+    if (kept_facts.empty() && so.keep_at_least_one && !facts.empty())
+      kept_facts.push_back(static_cast<size_t>(fallback_pick(so, stream ^ 0x46, facts.size())));
+    stats.factorizations += facts.size();
+    stats.factorizations_kept += kept_facts.size();
+    std::uint64_t reached = 0;
+    for (size_t f : kept_facts) {
+      const Fact& fa = facts[f];
+      for (size_t bl = 0; bl < 3; ++bl)
+        b.t[bl] = {fac[0][fa.i][bl], fac[1][fa.o][bl], fac[2][fa.b][bl]};
+      std::array<int, 3> nt{};
+      for (size_t bl = 0; bl < 3; ++bl)
+        nt[bl] = (b.t[bl][0] > 1 ? 1 : 0) | (b.t[bl][1] > 1 ? 2 : 0) | (b.t[bl][2] > 1 ? 4 : 0);
+      const SkipConv::Pairs& pairs = table.kept_pairs(nt);
+      const std::uint64_t order_stream = splitmix64(stream ^ 0x4f ^ f);
+      std::vector<std::uint8_t> kept_pairs;
+      for (size_t k = 0; k < static_cast<size_t>(pairs.count); ++k)
+        if (sampled_in(so, order_stream, k)) kept_pairs.push_back(pairs.pair[k]);
+      if (kept_pairs.empty() && so.keep_at_least_one)
+        kept_pairs.push_back(pairs.pair[static_cast<size_t>(
+            fallback_pick(so, order_stream, static_cast<std::uint64_t>(pairs.count)))]);
+      bool go = true;
+      for (std::uint8_t pair : kept_pairs) {
+        ++reached;
+        if (!score(pair / 6u, pair % 6u)) {
+          go = false;
+          break;
+        }
+      }
+      if (!go) break;
+    }
+    stats.sampled_out += total - reached;
+  } else if (so.keep_probability < 1 && so.keep_per_memory_level) {
     const std::vector<Place> kept = levels_kept(so, stream, nld.loopcnt, table);
     stats.sampled_out += regular_blockings(fac, table) - kept.size();
     for (const Place& p : kept) {
@@ -766,6 +839,7 @@ SearchOutput search(const Layer& layer, const Hardware& hw, const Options& optio
       pass.ifms = ifms;
       pass.ofms = ofms;
       pass.nld = loop_desc(nl, occ, pe, ifms, ofms);
+      ++stats.passes;
       search_pass(hw, options, share, so, pass, stats, limits);
       nr.passes.push_back(std::move(pass));
     }
@@ -775,8 +849,17 @@ SearchOutput search(const Layer& layer, const Hardware& hw, const Options& optio
   // Per-node searches of every partition (shared through the cache).
   std::vector<const NodeResult*> nodes(parts.size());
   std::vector<std::array<double, 3>> shares(parts.size());
+  const double part_p = partition_probability(so);
+  std::vector<bool> part_kept(parts.size());
+  bool any_part = false;
   for (size_t pi = 0; pi < parts.size(); ++pi) {
-    if (!sampled_in(so, 0, pi)) {  // R leaves this partition out (stays null)
+    part_kept[pi] = sampled_in(so, 0, pi, part_p);
+    any_part = any_part || part_kept[pi];
+  }
+  if (!any_part && so.keep_at_least_one && !parts.empty())
+    part_kept[static_cast<size_t>(fallback_pick(so, 0, parts.size()))] = true;
+  for (size_t pi = 0; pi < parts.size(); ++pi) {
+    if (!part_kept[pi]) {  // R leaves this partition out (stays null)
       ++stats.sampled_out;
       continue;
     }

@@ -13,6 +13,7 @@
 #include <mapex/parallel.hpp>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <tuple>
 
 #include "intra_layer.hpp"
@@ -384,22 +385,40 @@ SegmentOptions explore_segment(const Chip& chip, const std::vector<LayerFacts>& 
   return out;
 }
 
+namespace {
+
+std::uint64_t splitmix64(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/// splitmix64 over the seed and a segment's coordinates.
+std::uint64_t segment_hash(std::uint64_t seed, int first, int last) {
+  std::uint64_t h = splitmix64(seed);
+  for (std::uint64_t part : {static_cast<std::uint64_t>(first), static_cast<std::uint64_t>(last)})
+    h = splitmix64(h ^ part);
+  return h;
+}
+
+}  // namespace
+
 bool keep_allocation(std::uint64_t seed, int first, int last, std::size_t index,
                      double probability) {
   if (probability >= 1) return true;
   // splitmix64 over the seed and the allocation's coordinates: uniform,
   // independent per allocation, and the same on every run and thread count.
-  const auto mix = [](std::uint64_t z) {
-    z += 0x9e3779b97f4a7c15ULL;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  };
-  std::uint64_t h = mix(seed);
-  for (std::uint64_t part : {static_cast<std::uint64_t>(first), static_cast<std::uint64_t>(last),
-                             static_cast<std::uint64_t>(index)})
-    h = mix(h ^ part);
+  const std::uint64_t h =
+      splitmix64(segment_hash(seed, first, last) ^ static_cast<std::uint64_t>(index));
   return static_cast<double>(h >> 11) * 0x1.0p-53 < probability;
+}
+
+std::size_t fallback_allocation(std::uint64_t seed, int first, int last, std::size_t count) {
+  // Another stream than keep_allocation's draws (which hash an index, not
+  // a constant, after the segment).
+  const std::uint64_t h = splitmix64(splitmix64(segment_hash(seed, first, last)) ^ 0x6b31);
+  return static_cast<std::size_t>(h % static_cast<std::uint64_t>(count));
 }
 
 std::vector<Chain> best_chains(int num_layers, int max_len, int k_s,
@@ -865,10 +884,15 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
     for (int first = last; first >= 0 && last - first < options.max_segment_layers; --first) {
       auto explored = explore_segment(chip, facts, first, last, options.objective, !exhaustive);
       if (exhaustive && first < last) {
+        const std::size_t valid = explored.schemes.size();
+        std::optional<SegmentScheme> fallback;
+        if (options.allocation_keep_one && options.allocation_probability < 1 && valid > 0)
+          fallback = explored.schemes[fallback_allocation(options.seed, first, last, valid)];
         std::erase_if(explored.schemes, [&](const SegmentScheme& s) {
           return !keep_allocation(options.seed, first, last, s.allocation,
                                   options.allocation_probability);
         });
+        if (explored.schemes.empty() && fallback) explored.schemes.push_back(std::move(*fallback));
         explored.counts.pareto = explored.schemes.size();
       }
       result.counts.candidates += explored.counts.candidates;

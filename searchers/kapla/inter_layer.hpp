@@ -127,6 +127,12 @@ SegmentOptions explore_segment(const Chip& chip, const std::vector<LayerFacts>& 
 bool keep_allocation(std::uint64_t seed, int first, int last, std::size_t index,
                      double probability);
 
+/// ScheduleOptions::allocation_keep_one: the allocation, of the `count`
+/// kept by validity, that segment [first, last] keeps when the draws of
+/// keep_allocation keep none; uniform, from a hash of the seed and the
+/// segment.
+std::size_t fallback_allocation(std::uint64_t seed, int first, int last, std::size_t count);
+
 /// Pipeline latency of layers taking `cycles` each for the whole batch,
 /// forwarding one of `steps` equal parts at a time (§III-A 2): the first
 /// part passes every layer, the others follow at the pace of the slowest.

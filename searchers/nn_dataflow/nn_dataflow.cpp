@@ -70,7 +70,9 @@ class NnDataflow final : public mapex::Searcher {
         blocking_(params.get_string("loop_blocking")),
         keep_probability_(params.get_double("keep_probability")),
         keep_per_(params.get_string("keep_per")),
-        keep_draw_(params.get_string("keep_draw")) {
+        keep_draw_(params.get_string("keep_draw")),
+        partition_probability_(params.get_double("partition_probability")),
+        keep_at_least_one_(params.get_bool("keep_at_least_one")) {
     // nn_dataflow asserts the same: input-channel partitioning is a hybrid
     // partitioning option.
     if (ifmaps_ && !hybrid_)
@@ -94,17 +96,28 @@ class NnDataflow final : public mapex::Searcher {
       throw mapex::InputError(std::string(kName) +
                               ": keep_probability below 1 samples the exhaustive enumeration "
                               "(KAPLA's R); it needs loop_blocking=exhaustive");
-    if (keep_per_ != "blocking" && keep_per_ != "memory_level")
+    if (keep_per_ != "blocking" && keep_per_ != "memory_level" && keep_per_ != "factorization")
+      throw mapex::InputError(
+          std::string(kName) +
+          ": keep_per: expected blocking, memory_level or factorization, got '" + keep_per_ + "'");
+    if (!(partition_probability_ < 0 ||
+          (partition_probability_ > 0 && partition_probability_ <= 1)))
       throw mapex::InputError(std::string(kName) +
-                              ": keep_per: expected blocking or memory_level, got '" + keep_per_ +
-                              "'");
+                              ": partition_probability: expected a number in (0, 1], or below 0 "
+                              "for keep_probability, got " +
+                              std::to_string(partition_probability_));
+    if (partition_probability_ >= 0 && partition_probability_ < 1 && blocking_ != "exhaustive")
+      throw mapex::InputError(std::string(kName) +
+                              ": partition_probability below 1 samples the exhaustive "
+                              "enumeration (KAPLA's R); it needs loop_blocking=exhaustive");
     if (keep_draw_ != "each" && keep_draw_ != "gap")
       throw mapex::InputError(std::string(kName) + ": keep_draw: expected each or gap, got '" +
                               keep_draw_ + "'");
     if (keep_draw_ == "gap" && keep_per_ != "blocking")
       throw mapex::InputError(std::string(kName) +
                               ": keep_draw=gap draws the gaps between kept blockings; it needs "
-                              "keep_per=blocking (memory_level draws per tile)");
+                              "keep_per=blocking (memory_level and factorization draw per "
+                              "tile or factorisation)");
     if (sharing_ != "model" && sharing_ != "on" && sharing_ != "off")
       throw mapex::InputError(std::string(kName) +
                               ": gbuf_sharing: expected model, on or off, got '" + sharing_ + "'");
@@ -130,6 +143,9 @@ class NnDataflow final : public mapex::Searcher {
     so.keep_probability = keep_probability_;
     so.keep_per_memory_level = keep_per_ == "memory_level";
     so.skip_sampling = keep_draw_ == "gap";
+    so.keep_per_factorization = keep_per_ == "factorization";
+    so.partition_probability = partition_probability_;
+    so.keep_at_least_one = keep_at_least_one_;
     so.seed = ctx.seed();
     // The budget's evaluations bound the loop blockings scored; the
     // framework counts only the mappings handed to it at the end.
@@ -174,12 +190,17 @@ class NnDataflow final : public mapex::Searcher {
         << " loop_blocking=" << blocking_ << " keep_probability=" << keep_probability_;
     if (keep_per_ != "blocking") why << " keep_per=" << keep_per_;
     if (keep_draw_ != "each") why << " keep_draw=" << keep_draw_;
+    if (partition_probability_ >= 0) why << " partition_probability=" << partition_probability_;
+    if (keep_at_least_one_) why << " keep_at_least_one=1";
     why << "; " << out.stats.partitions << " partitions (" << out.stats.pe_refused
         << " with a PE mapping under half the array), " << out.stats.node_layers
         << " per-node layers, " << out.stats.blockings << " loop blockings scored, "
         << out.stats.fitting << " fit";
     if (out.stats.sampled_out)
       why << ", " << out.stats.sampled_out << " partitions and blockings left out by sampling";
+    if (keep_per_ == "factorization" && keep_probability_ < 1)
+      why << " (" << out.stats.factorizations_kept << " of " << out.stats.factorizations
+          << " factorisations kept)";
     if (out.stats.rotation_refused)
       why << ", " << out.stats.rotation_refused
           << " fit only with GBUF rotation, which the model does not compute (left out)";
@@ -223,6 +244,8 @@ class NnDataflow final : public mapex::Searcher {
   std::string bypass_, sharing_, blocking_;
   double keep_probability_;
   std::string keep_per_, keep_draw_;
+  double partition_probability_;
+  bool keep_at_least_one_;
 };
 
 const mapex::ParamSpec kParams[] = {
@@ -255,10 +278,20 @@ const mapex::ParamSpec kParams[] = {
      "loop_blocking=exhaustive."},
     {"keep_per", mapex::ParamType::kString, "blocking",
      "How keep_probability draws loop blockings: blocking (one draw per blocking, factors and "
-     "orders together) or memory_level (one draw per memory level from the top of the tree: "
+     "orders together), memory_level (one draw per memory level from the top of the tree: "
      "the REGF tile, the GBUF tile and order under it, the DRAM order under that; about "
      "p^3 of the blockings kept, and a tile left out drops every blocking under it; only "
-     "kept tiles are walked)."},
+     "kept tiles are walked) or factorization (one draw per factorisation of the loops over "
+     "the blocking levels, then one per pair of loop orders under a kept one, as Timeloop's "
+     "random mapper draws IndexFactorization and LoopPermutation apart and KAPLA's released "
+     "random searcher keeps each with its probability; about p^2 of the blockings)."},
+    {"partition_probability", mapex::ParamType::kDouble, "-1",
+     "The probability R keeps each partition with (KAPLA's released random searcher: 0.04); "
+     "below 0, keep_probability. Needs loop_blocking=exhaustive when below 1."},
+    {"keep_at_least_one", mapex::ParamType::kBool, "false",
+     "R keeps one candidate, drawn uniformly, at a level whose draws keep none (a pass's "
+     "factorisations, a kept factorisation's order pairs, a layer's partitions), as KAPLA's "
+     "released random searcher does (util.random_collect)."},
     {"keep_draw", mapex::ParamType::kString, "each",
      "With keep_per=blocking, how the kept blockings are drawn: each (a hash of every "
      "blocking's place decides it, so all are visited) or gap (the gap to the next kept "

@@ -27,19 +27,24 @@ run Rg0.8 --inter-layer exhaustive --allocation-probability 0.8 --intra-param ke
   --intra-param keep_draw=gap
 run Rl0.8 --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8 \
   --intra-param keep_per=memory_level
+run Rf0.8 --inter-layer exhaustive --allocation-probability 0.7 --allocation-keep-one \
+  --intra-param keep_probability=0.8 --intra-param keep_per=factorization \
+  --intra-param partition_probability=0.7 --intra-param keep_at_least_one=true
 /usr/bin/python3 "$report" "$work/runs" -o "$work/kapla_pipelined.md" >/dev/null
 /usr/bin/python3 "$report" "$work/runs" --sweeps -o "$work/kapla_sweeps.md" >/dev/null
 page=$(cat "$work/kapla_pipelined.md")
 for needle in "## Fig. 9 and Table IV: inference, multi-node chip, batch 64" "| kapla_mlp | " \
     "(paper: 7.7%)" "(paper: 174x for inference" "(paper: 59% for inference)" \
     "experiments/kapla/pipelined.sh"; do
-  grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
+  grep -qF -- "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
 done
 page=$(cat "$work/kapla_sweeps.md")
 for needle in "experiments/kapla/pipelined.sh" "## R by keep probability" "| 1 | 1 of 1 | +0.00% |" \
     "## Fig. 11: k_S in nn_dataflow's space" "K with k_S = 1, 4" \
-    "## R drawing the gaps between kept blockings" "| 0.8 | kapla_mlp | "; do
-  grep -qF "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
+    "## R drawing the gaps between kept blockings" "| 0.8 | kapla_mlp | " \
+    "## KAPLA's released R, per network" "| 0.8 | 1 | kapla_mlp | " \
+    "--allocation-probability 0.7 --allocation-keep-one"; do
+  grep -qF -- "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
 done
 /usr/bin/python3 - "$work/runs" <<'PY'
 import sys, h5py
@@ -55,6 +60,11 @@ assert "keep_probability=0.8" in str(a["intra_params"]).split(), dict(a)
 assert str(a["costmodel_params"]) == "model=nn_dataflow", dict(a)
 g = h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_Rg0.8.h5", "r").attrs
 assert "keep_draw=gap" in str(g["intra_params"]).split(), dict(g)
+f = h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_Rf0.8.h5", "r").attrs
+assert int(f["allocation_keep_one"]) == 1 and str(f["allocation_probability"]) == "0.7", dict(f)
+assert "keep_per=factorization" in str(f["intra_params"]).split(), dict(f)
+assert "keep_at_least_one=true" in str(f["intra_params"]).split(), dict(f)
+assert float(f["energy_pj"]) >= e["B"] * (1 - 1e-12), dict(f)
 PY
 # The index rows of R read those sections back: the gap draw's R / K and
 # energy, and R per memory level's R / K, are readings the index parses.
@@ -72,6 +82,11 @@ e = dict(index.parse_readings(energy_row[-1]))
 assert t["p=0.8 drawing the gaps between kept blockings"].endswith("x"), time_row[-1]
 assert t["p=0.8 drawn per memory level, every seed"].endswith("x"), time_row[-1]
 assert e["p=0.8 drawing the gaps between kept blockings"] == "+0.0%", energy_row[-1]
+# KAPLA's released R is a reading, with the partition probability it ran with.
+released = "p=0.8 per factorisation and order, partitions 0.7, one kept where none is " \
+    "(KAPLA's released R)"
+assert e[released].endswith("%") and e[released + ", seed 1"] == e[released], energy_row[-1]
+assert "the authors' code's definition of R" in energy_row[6], energy_row[6]
 assert "spend their time on what they evaluate" in time_row[6], time_row[6]
 PY
 mkdir -p "$work/bad" && cp "$work/runs/inference_kapla_mlp_K".{h5,time} "$work/bad/"

@@ -359,6 +359,11 @@ TEST(CliKaplaSchedule, ExhaustiveAndRandomBaselines) {
   EXPECT_EQ(s["inter_layer"], "exhaustive");
   EXPECT_EQ(s["intra_searcher"], "exhaustive");
   EXPECT_EQ(r["allocation_probability"].get<double>(), 0.5);
+  EXPECT_FALSE(r["allocation_keep_one"].get<bool>());
+  EXPECT_TRUE(run({"--inter-layer", "exhaustive", "--allocation-probability", "0.5",
+                   "--allocation-keep-one", "--intra-searcher", "random", "--intra-max-evaluations",
+                   "50"})["allocation_keep_one"]
+                  .get<bool>());
   EXPECT_EQ(k["intra_searcher"], "kapla");
   EXPECT_TRUE(k["calibrated"].get<bool>());
   EXPECT_FALSE(s["calibrated"].get<bool>());

@@ -438,6 +438,8 @@ TEST_F(BadInput, ScheduleOptions) {
       {{"--inter-layer", "exhaustive", "--allocation-probability", "1.5"},
        "--allocation-probability expects a probability in (0, 1], got 1.5"},
       {{"--allocation-probability", "0.5"}, "give --inter-layer exhaustive too"},
+      {{"--inter-layer", "exhaustive", "--allocation-keep-one"},
+       "give --allocation-probability below 1 too"},
       {{"--intra-param", "x=1"}, "--intra-param needs --intra-searcher"},
       {{"--intra-searcher", "exhaustive", "--intra-param", "x"},
        "--intra-param expects key=value, got 'x'"},

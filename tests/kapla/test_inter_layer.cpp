@@ -422,6 +422,60 @@ TEST(KaplaInterLayerExhaustive, AllocationProbabilityKeepsASubsetAndSingleLayers
   EXPECT_THROW(kapla::schedule_network(net, arch, *model, bad), InputError);
 }
 
+TEST(KaplaInterLayerExhaustive, FallbackAllocationIsDeterministicAndUniform) {
+  // The allocation a segment keeps when its draws keep none: in range, the
+  // same on every call, and spread evenly over segments and seeds.
+  std::vector<int> hits(7, 0);
+  for (std::uint64_t seed = 1; seed <= 700; ++seed)
+    for (int last = 1; last < 11; ++last) {
+      const std::size_t i = kapla::fallback_allocation(seed, 0, last, 7);
+      ASSERT_LT(i, 7u);
+      EXPECT_EQ(i, kapla::fallback_allocation(seed, 0, last, 7));
+      ++hits[i];
+    }
+  // 7000 draws over 7 values: 1000 each, 5 standard deviations at most.
+  for (int h : hits) EXPECT_NEAR(h, 1000, 5 * std::sqrt(7000 * (1.0 / 7) * (6.0 / 7)));
+  EXPECT_EQ(kapla::fallback_allocation(3, 1, 2, 1), 0u);
+}
+
+TEST(KaplaInterLayerExhaustive, AllocationKeepOneKeepsOneWhereTheDrawsKeepNone) {
+  // At a probability at which no draw keeps an allocation, every
+  // multi-layer segment with a valid allocation keeps exactly one of them
+  // with allocation_keep_one and none without; the single-layer segments
+  // keep theirs either way.
+  const Network net = Network::load(kData + "/kapla_chain.yaml");
+  const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
+  const auto chip = kapla::describe_chip(arch);
+  const auto facts = kapla::layer_facts(net);
+  const auto model = registry().make_costmodel("tensor_centric", {});
+  std::uint64_t single = 0, multi_with_valid = 0;
+  for (int first = 0; first < 4; ++first)
+    for (int last = first; last < 4; ++last) {
+      const auto e = kapla::explore_segment(chip, facts, first, last, Objective::kEnergy, false);
+      if (first == last)
+        single += e.schemes.size();
+      else if (!e.schemes.empty())
+        ++multi_with_valid;
+    }
+  ASSERT_GT(multi_with_valid, 0u);
+  ScheduleOptions off = exhaustive_options(Objective::kEnergy, 1e-12);
+  ScheduleOptions on = off;
+  on.allocation_keep_one = true;
+  const auto a = kapla::schedule_network(net, arch, *model, off);
+  const auto b = kapla::schedule_network(net, arch, *model, on);
+  ASSERT_TRUE(a.valid && b.valid);
+  EXPECT_EQ(a.counts.pareto, single);
+  EXPECT_EQ(b.counts.pareto, single + multi_with_valid);
+  EXPECT_LE(b.energy_pj, a.energy_pj);
+  // Where the draws keep some, nothing is added: at p = 1 it is B.
+  ScheduleOptions all = exhaustive_options(Objective::kEnergy);
+  all.allocation_keep_one = true;
+  const auto c = kapla::schedule_network(net, arch, *model, all);
+  const auto d = kapla::schedule_network(net, arch, *model, exhaustive_options(Objective::kEnergy));
+  EXPECT_EQ(c.counts.pareto, d.counts.pareto);
+  EXPECT_EQ(c.energy_pj, d.energy_pj);
+}
+
 TEST(KaplaInterLayerSchedule, AnIntraLayerSolverReplacesKaplasOwn) {
   // The host's per-layer searcher does every intra-layer solve, with the
   // budget given; exhaustive intra-layer search is never worse than
@@ -474,6 +528,55 @@ TEST(KaplaInterLayerSchedule, TheSameScheduleAtAnyThreadCount) {
       for (size_t l = 0; l < one.segments[i].layers.size(); ++l)
         EXPECT_EQ(one.segments[i].layers[l].mapping_yaml, two.segments[i].layers[l].mapping_yaml);
   }
+}
+
+TEST(KaplaInterLayerSchedule, ReleasedRandomSearchIsTheSameAtOneAndTwoThreads) {
+  // KAPLA's released R in nn_dataflow's space: allocations and partitions
+  // kept with 0.04, factorisations and order pairs with 0.1, one kept
+  // where a draw keeps none. Every draw is a hash of the seed and the
+  // candidate's place, so one thread and two give the same schedule, and
+  // another seed another one.
+  const Network net = Network::load(kData + "/kapla_tiny_chain.yaml");
+  const Architecture arch = Architecture::load(kData + "/kapla_chip4.yaml");
+  const auto model = registry().make_costmodel("tensor_centric", {{"model", "nn_dataflow"}});
+  const auto intra = registry().make_searcher("nn_dataflow", {{"hybrid_partition", "true"},
+                                                              {"batch_partition", "true"},
+                                                              {"loop_blocking", "exhaustive"},
+                                                              {"keep_probability", "0.1"},
+                                                              {"keep_per", "factorization"},
+                                                              {"partition_probability", "0.04"},
+                                                              {"keep_at_least_one", "true"}});
+  const auto schedule_at = [&](int threads, std::uint64_t seed) {
+    ScheduleOptions o = exhaustive_options(Objective::kEnergy, 0.04);
+    o.allocation_keep_one = true;
+    o.seed = seed;
+    o.intra_layer = [&](SearchContext& ctx) { return intra->search(ctx); };
+    NetworkSchedule s;
+    tbb::task_arena(threads).execute([&] { s = kapla::schedule_network(net, arch, *model, o); });
+    return s;
+  };
+  // A seed may keep, for some layer, only partitions whose schemes the
+  // canonical mapping cannot carry: no schedule, the same at both counts.
+  const auto first = schedule_at(1, 1);
+  int differ = 0, valid = 0;
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    const auto one = schedule_at(1, seed), two = schedule_at(2, seed);
+    ASSERT_EQ(one.valid, two.valid) << seed;
+    EXPECT_EQ(one.invalid_reason, two.invalid_reason) << seed;
+    EXPECT_EQ(one.evaluations, two.evaluations) << seed;
+    EXPECT_EQ(one.counts.pareto, two.counts.pareto) << seed;
+    if (one.evaluations != first.evaluations || one.counts.pareto != first.counts.pareto) ++differ;
+    if (!one.valid) continue;
+    ++valid;
+    EXPECT_EQ(one.energy_pj, two.energy_pj) << seed;
+    EXPECT_EQ(one.latency_cycles, two.latency_cycles) << seed;
+    ASSERT_EQ(one.segments.size(), two.segments.size()) << seed;
+    for (size_t i = 0; i < one.segments.size(); ++i)
+      for (size_t l = 0; l < one.segments[i].layers.size(); ++l)
+        EXPECT_EQ(one.segments[i].layers[l].mapping_yaml, two.segments[i].layers[l].mapping_yaml);
+  }
+  EXPECT_GT(valid, 0);
+  EXPECT_GT(differ, 0);
 }
 
 TEST(KaplaInterLayerEstimates, CalibrationAddsTheSolvedGapAndScalesTheSolvedLatency) {

@@ -480,6 +480,145 @@ TEST(RandomBlocking, PerMemoryLevelKeepsNestedTiles) {
   EXPECT_GE(compared, 3);
 }
 
+/// R as KAPLA's released random searcher draws it
+/// (keep_per_factorization): one draw per factorisation, one per order
+/// pair under a kept one, partitions kept with `partition_p`.
+mapex::ndf::SearchOutput search_factorized(const ref::Setup& s, double p, std::uint64_t seed,
+                                           bool at_least_one, double partition_p = 1) {
+  SearchOptions so = s.options;
+  so.keep_probability = p;
+  so.keep_per_factorization = true;
+  so.partition_probability = partition_p;
+  so.keep_at_least_one = at_least_one;
+  so.seed = seed;
+  const auto& pr = s.problem;
+  return mapex::ndf::search(pr.layer, pr.hw, pr.options, s.layouts, so);
+}
+
+TEST(RandomBlocking, PerFactorizationKeepsAboutPOfTheFactorisationsAndPSquaredOfTheBlockings) {
+  // With every partition kept: of the factorisations R draws for, about p
+  // are kept, and of the blockings about p^2 are scored (a factorisation's
+  // draw, then one per order pair under it), against about p with one
+  // draw per blocking; never below B. p = 1 is B.
+  for (double p : {0.1, 0.3}) {
+    std::uint64_t facts = 0, kept_facts = 0, scored = 0, left_out = 0;
+    for (const auto& s : reference_setups()) {
+      const auto b = search_sampled(s, 1, 0);
+      const auto r = search_factorized(s, p, 1, false);
+      EXPECT_EQ(r.stats.passes, b.stats.passes) << s.id;
+      if (!r.tops.empty()) {
+        EXPECT_GE(r.tops.front().cost, b.tops.front().cost * (1 - 1e-12)) << s.id;
+      }
+      // Nothing but blockings is left out, so the two add up to B's.
+      EXPECT_EQ(r.stats.blockings + r.stats.sampled_out, b.stats.blockings) << s.id;
+      facts += r.stats.factorizations;
+      kept_facts += r.stats.factorizations_kept;
+      scored += r.stats.blockings;
+      left_out += r.stats.sampled_out;
+    }
+    ASSERT_GT(facts, 2000u);
+    const double fact_share = static_cast<double>(kept_facts) / static_cast<double>(facts);
+    const double share = static_cast<double>(scored) / static_cast<double>(scored + left_out);
+    // Binomial over the factorisations: 5 standard deviations.
+    EXPECT_NEAR(fact_share, p, 5 * std::sqrt(p * (1 - p) / static_cast<double>(facts))) << p;
+    // Blockings share their factorisation's draw: wider bounds, but far
+    // from p.
+    EXPECT_GT(share, 0.8 * p * p) << p;
+    EXPECT_LT(share, 1.25 * p * p) << p;
+  }
+  const auto setups = reference_setups();
+  ASSERT_FALSE(setups.empty());
+  const auto b = search_sampled(setups.front(), 1, 0);
+  const auto all = search_factorized(setups.front(), 1, 3, true);
+  EXPECT_EQ(all.stats.blockings, b.stats.blockings);
+  EXPECT_EQ(all.stats.sampled_out, 0u);
+  ASSERT_FALSE(all.tops.empty());
+  EXPECT_EQ(all.tops.front().cost, b.tops.front().cost);
+}
+
+TEST(RandomBlocking, KeepAtLeastOneKeepsExactlyOneWhereTheDrawsKeepNone) {
+  // At a probability so small that no draw keeps anything, each pass of
+  // the one partition keeps one factorisation and, under it, one order
+  // pair; without keep_at_least_one nothing is scored.
+  const auto none = one_partition(1, 0, false, false);
+  ASSERT_GT(none.stats.passes, 0u);
+  auto tiny = [](bool at_least_one, std::uint64_t seed) {
+    mapex::ndf::Hardware hw = one_pe();
+    hw.array = Dim2{4, 4};
+    hw.regf_words = 64;
+    hw.gbuf_words = 1 << 14;
+    Layer fc;
+    fc.batch = 16;
+    fc.nifm = 96;
+    fc.nofm = 64;
+    mapex::ndf::Layout unset;
+    unset.end = {16, 96, 1, 1};
+    unset.part.order = {-1, -1, -1, -1};
+    SearchOptions so;
+    so.keep_probability = 1e-12;
+    so.keep_per_factorization = true;
+    so.partition_probability = 1e-12;
+    so.keep_at_least_one = at_least_one;
+    so.seed = seed;
+    return mapex::ndf::search(fc, hw, mapex::ndf::Options{}, {unset}, so);
+  };
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto off = tiny(false, seed);
+    EXPECT_EQ(off.stats.blockings, 0u) << seed;
+    EXPECT_TRUE(off.tops.empty()) << seed;
+    const auto on = tiny(true, seed);
+    EXPECT_EQ(on.stats.passes, none.stats.passes) << seed;  // the one partition kept
+    EXPECT_EQ(on.stats.factorizations_kept, on.stats.passes) << seed;
+    EXPECT_EQ(on.stats.blockings, on.stats.passes) << seed;
+    EXPECT_EQ(on.stats.blockings + on.stats.sampled_out, none.stats.blockings) << seed;
+    const auto again = tiny(true, seed);
+    EXPECT_EQ(again.stats.blockings, on.stats.blockings);
+    if (!on.tops.empty()) {
+      ASSERT_FALSE(again.tops.empty());
+      EXPECT_EQ(again.tops.front().cost, on.tops.front().cost);
+    }
+  }
+  // Partitions: on the reference layers with several, a partition
+  // probability that keeps none keeps exactly one (blockings all kept, so
+  // every one left out is a partition).
+  int checked = 0;
+  for (const auto& s : reference_setups()) {
+    SearchOptions so = s.options;
+    so.keep_probability = 1;
+    so.partition_probability = 1e-12;
+    const auto& pr = s.problem;
+    so.keep_at_least_one = false;
+    const auto off = mapex::ndf::search(pr.layer, pr.hw, pr.options, s.layouts, so);
+    so.keep_at_least_one = true;
+    const auto on = mapex::ndf::search(pr.layer, pr.hw, pr.options, s.layouts, so);
+    EXPECT_EQ(off.stats.node_layers, 0u) << s.id;
+    EXPECT_EQ(on.stats.node_layers, 1u) << s.id;
+    ASSERT_GT(on.stats.partitions, 0u) << s.id;
+    EXPECT_EQ(on.stats.sampled_out, on.stats.partitions - 1) << s.id;
+    if (on.stats.partitions > 1) ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(RandomBlocking, KeepAtLeastOneOnlyAddsWhereADrawKeptNone) {
+  // The draws are those without keep_at_least_one; one candidate is added
+  // only where they keep none, so at the same seed at least as many
+  // blockings are scored, every pass keeps a factorisation, and the best
+  // is no worse.
+  for (const auto& s : reference_setups()) {
+    const auto off = search_factorized(s, 0.1, 2, false, 0.04);
+    const auto on = search_factorized(s, 0.1, 2, true, 0.04);
+    EXPECT_GE(on.stats.blockings, off.stats.blockings) << s.id;
+    EXPECT_GE(on.stats.factorizations_kept, off.stats.factorizations_kept) << s.id;
+    EXPECT_GE(on.stats.factorizations_kept, on.stats.passes) << s.id;
+    EXPECT_GE(on.stats.node_layers, 1u) << s.id;
+    if (!off.tops.empty()) {
+      ASSERT_FALSE(on.tops.empty()) << s.id;
+      EXPECT_LE(on.tops.front().cost, off.tops.front().cost) << s.id;
+    }
+  }
+}
+
 TEST(RandomBlocking, GapDrawKeepsAboutTheProbabilityAndOtherBlockings) {
   // keep_draw=gap: each blocking still kept with probability p (over the
   // reference layers about a tenth of scored plus left out at p = 0.1),

@@ -101,13 +101,17 @@ TEST(NnDataflowSearcher, RefusesMapspaceRulesItsSchemesCannotHonour) {
 }
 
 TEST(NnDataflowSearcher, RefusesParametersNnDataflowRefuses) {
-  for (const Params& bad : {Params{{"ifmaps_partition", "true"}}, Params{{"ntops", "0"}},
-                            Params{{"gbuf_sharing", "maybe"}}, Params{{"gbuf_bypass", "x"}},
-                            Params{{"loop_blocking", "greedy"}}, Params{{"keep_probability", "0"}},
-                            Params{{"keep_probability", "1.5"}}, Params{{"keep_per", "layer"}},
-                            Params{{"keep_probability", "0.5"}, {"loop_blocking", "kapla"}},
-                            Params{{"keep_draw", "sometimes"}},
-                            Params{{"keep_draw", "gap"}, {"keep_per", "memory_level"}}}) {
+  for (const Params& bad :
+       {Params{{"ifmaps_partition", "true"}}, Params{{"ntops", "0"}},
+        Params{{"gbuf_sharing", "maybe"}}, Params{{"gbuf_bypass", "x"}},
+        Params{{"loop_blocking", "greedy"}}, Params{{"keep_probability", "0"}},
+        Params{{"keep_probability", "1.5"}}, Params{{"keep_per", "layer"}},
+        Params{{"keep_probability", "0.5"}, {"loop_blocking", "kapla"}},
+        Params{{"keep_draw", "sometimes"}},
+        Params{{"keep_draw", "gap"}, {"keep_per", "memory_level"}},
+        Params{{"keep_draw", "gap"}, {"keep_per", "factorization"}},
+        Params{{"partition_probability", "0"}}, Params{{"partition_probability", "1.5"}},
+        Params{{"loop_blocking", "kapla"}, {"partition_probability", "0.5"}}}) {
     EXPECT_THROW(registry().make_searcher("nn_dataflow", bad), InputError) << bad.begin()->first;
   }
 }
@@ -190,6 +194,29 @@ TEST(NnDataflowSearcher, KeepDrawGapIsRecordedInTheStopReason) {
   ASSERT_EQ(b.status, JobStatus::kOk) << b.error;
   EXPECT_GE(r.best.energy_pj, b.best.energy_pj);
   EXPECT_EQ(b.stop_reason.find("keep_draw"), std::string::npos) << b.stop_reason;
+}
+
+TEST(NnDataflowSearcher, KeepPerFactorizationIsRecordedInTheStopReason) {
+  // KAPLA's released R: the stop reason names the draw and its
+  // probabilities and says how many factorisations were kept; the best is
+  // in B's space.
+  const Job j = job("sm4_ex_conv_64_64_e56_r3_b1");
+  Params sampled = kHybrid;
+  sampled["keep_probability"] = "0.1";
+  sampled["keep_per"] = "factorization";
+  sampled["partition_probability"] = "0.04";
+  sampled["keep_at_least_one"] = "true";
+  const JobResult r = run(j, sampled, "tensor_centric", kNnDataflowShared);
+  ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
+  EXPECT_NE(r.stop_reason.find("keep_probability=0.1 keep_per=factorization "
+                               "partition_probability=0.04 keep_at_least_one=1;"),
+            std::string::npos)
+      << r.stop_reason;
+  EXPECT_NE(r.stop_reason.find(" factorisations kept)"), std::string::npos) << r.stop_reason;
+  const JobResult b = run(j, kHybrid, "tensor_centric", kNnDataflowShared);
+  ASSERT_EQ(b.status, JobStatus::kOk) << b.error;
+  EXPECT_GE(r.best.energy_pj, b.best.energy_pj);
+  EXPECT_EQ(b.stop_reason.find("factorisations"), std::string::npos) << b.stop_reason;
 }
 
 TEST(NnDataflowSearcher, SaysWhenNoSchemeHasACanonicalMapping) {

@@ -86,6 +86,21 @@ struct SearchOptions {
   /// `keep_probability`, independently, but a seed keeps other blockings
   /// than with false.
   bool skip_sampling = false;
+  /// How R draws a loop blocking, as KAPLA's released random searcher
+  /// (tsinghua-ideal/kapla, random_searcher.py) draws a factorisation and
+  /// the tuple of loop orders under it apart, each with its probability:
+  /// true, one draw per factorisation of the loops over the blocking
+  /// levels, then, under a kept one, one draw per pair of loop orders that
+  /// skip_conv keeps (about p^2 of the blockings). Takes precedence over
+  /// keep_per_memory_level and skip_sampling.
+  bool keep_per_factorization = false;
+  /// The partitions' keep probability; below 0, keep_probability.
+  double partition_probability = -1;
+  /// When a level's draws keep none of its candidates (a pass's
+  /// factorisations, a kept factorisation's order pairs, a layer's
+  /// partitions), keep one of them, drawn uniformly from a hash of the
+  /// seed and the level (KAPLA's released code, util.random_collect).
+  bool keep_at_least_one = false;
   std::uint64_t seed = 0;
 };
 
@@ -119,6 +134,10 @@ struct SearchStats {
   /// keep_per_memory_level, those of every pass searched, a limit
   /// notwithstanding).
   std::uint64_t sampled_out = 0;
+  std::uint64_t passes = 0;  ///< processing passes searched (over the per-node layers)
+  /// With keep_per_factorization: the factorisations of the passes
+  /// searched that R drew for, and those it kept.
+  std::uint64_t factorizations = 0, factorizations_kept = 0;
 };
 
 struct SearchOutput {

@@ -82,6 +82,12 @@ struct ScheduleOptions {
   /// seed, the segment and the allocation). Single-layer segments keep
   /// their one allocation, so a chain always exists.
   double allocation_probability = 1;
+  /// With `allocation_probability` < 1: where a multi-layer segment's
+  /// draws keep none of its valid allocations, keep one of them, drawn
+  /// uniformly from a hash of the seed and the segment (KAPLA's released
+  /// random searcher keeps one of a segment's pipelining constraints so,
+  /// util.random_collect).
+  bool allocation_keep_one = false;
   /// Empty: the scheduler's own intra-layer solver.
   IntraLayerSolver intra_layer;
   /// Budget of every intra-layer solve (0: unlimited).

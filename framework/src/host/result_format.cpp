@@ -349,6 +349,7 @@ AttributeType attribute_type(const std::string& name) {
                                                  "design_points",
                                                  "design_points_over_caps",
                                                  "calibrated",
+                                                 "allocation_keep_one",
                                                  "k_s",
                                                  "max_segment_layers",
                                                  "seed",

@@ -39,6 +39,7 @@ struct ScheduleArgs {
   bool no_calibration = false;
   std::string inter_layer = "pruned";
   double allocation_probability = 1;
+  bool allocation_keep_one = false;
   std::string intra_searcher;  ///< empty: the scheduler's own
   std::vector<std::string> intra_params;
   std::int64_t intra_max_evaluations = 0;
@@ -73,6 +74,9 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
       po::value(&a.allocation_probability)->default_value(a.allocation_probability),
       "with --inter-layer exhaustive: keep each multi-layer allocation with this probability "
       "(KAPLA's random search R)")(
+      "allocation-keep-one", po::bool_switch(&a.allocation_keep_one),
+      "with --allocation-probability below 1: where a multi-layer segment keeps none of its "
+      "allocations, keep one drawn uniformly (KAPLA's released random searcher)")(
       "intra-searcher", po::value(&a.intra_searcher),
       "per-layer searcher plugin for the intra-layer solves (default: the scheduler's own)")(
       "intra-param", po::value(&a.intra_params)->composing(),
@@ -113,6 +117,10 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
     throw InputError(
         "--allocation-probability samples the exhaustive inter-layer search: give "
         "--inter-layer exhaustive too");
+  if (a.allocation_keep_one && a.allocation_probability >= 1)
+    throw InputError(
+        "--allocation-keep-one keeps an allocation where --allocation-probability keeps none: "
+        "give --allocation-probability below 1 too");
   if (a.intra_max_evaluations < 0)
     throw InputError("--intra-max-evaluations expects 0 (none) or a positive count, got " +
                      std::to_string(a.intra_max_evaluations));
@@ -182,7 +190,8 @@ std::string inter_text(const ScheduleArgs& a) {
   std::ostringstream text;
   text << "exhaustive inter-layer search";
   if (a.allocation_probability < 1)
-    text << " keeping each allocation with probability " << a.allocation_probability;
+    text << " keeping each allocation with probability " << a.allocation_probability
+         << (a.allocation_keep_one ? " (one where none is kept)" : "");
   return text.str();
 }
 
@@ -206,7 +215,10 @@ void print_json(const ScheduleArgs& a, const Network& net, const Architecture& a
   j["max_segment_layers"] = a.max_segment_layers;
   j["inter_layer"] = a.inter_layer;
   j["calibrated"] = a.inter_layer == "pruned" && !a.no_layer_by_layer && !a.no_calibration;
-  if (a.inter_layer == "exhaustive") j["allocation_probability"] = a.allocation_probability;
+  if (a.inter_layer == "exhaustive") {
+    j["allocation_probability"] = a.allocation_probability;
+    j["allocation_keep_one"] = a.allocation_keep_one;
+  }
   j["intra_searcher"] = intra_name(a);
   j["intra_params"] = joined_params(a.intra_params);
   j["costmodel_params"] = joined_params(a.costmodel_params);
@@ -289,6 +301,7 @@ void write_results(const ScheduleArgs& a, const Network& net, const Architecture
       {"calibrated",
        a.inter_layer == "pruned" && !a.no_layer_by_layer && !a.no_calibration ? "1" : "0"},
       {"allocation_probability", text(a.allocation_probability)},
+      {"allocation_keep_one", a.allocation_keep_one ? "1" : "0"},
       {"k_s", std::to_string(a.k_s)},
       {"max_segment_layers", std::to_string(a.max_segment_layers)},
       {"seed", std::to_string(a.seed)},
@@ -414,6 +427,7 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
   options.inter_layer =
       a.inter_layer == "exhaustive" ? InterLayerSearch::kExhaustive : InterLayerSearch::kPruned;
   options.allocation_probability = a.allocation_probability;
+  options.allocation_keep_one = a.allocation_keep_one;
   options.intra_layer_budget =
       Budget{static_cast<std::uint64_t>(a.intra_max_evaluations), a.intra_max_seconds};
   // A per-layer searcher for the intra-layer solves: KAPLA's baselines S
