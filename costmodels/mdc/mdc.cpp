@@ -14,6 +14,7 @@
 #include <mapex/mdc.hpp>
 #include <mapex/plugin.hpp>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -637,75 +638,60 @@ class BoundMdc final : public mapex::BoundCostModel {
   double fewest_step_delays(const std::vector<std::int64_t>& split,
                             const std::vector<std::vector<std::int64_t>>& allowed, double spans,
                             int regions) const {
-    if (!check_capacity_ || l2_ == l1_) return -1;
-    double combinations = 1;
-    std::string key = "d";
-    for (const auto& values : allowed) {
-      combinations *= static_cast<double>(values.size());
-      key += std::to_string(values.empty() ? 0 : values.back()) + ':' +
-             std::to_string(values.size()) + ',';
-    }
-    for (const std::int64_t v : split) key += std::to_string(v) + ';';
-    if (combinations > static_cast<double>(1 << 20) || combinations <= 0) return -1;
+    auto key = fitting_key(allowed);
+    if (!key) return -1;
+    for (const std::int64_t v : split) *key += std::to_string(v) + ';';
     {
       const std::lock_guard<std::mutex> lock(fitting_mutex_);
-      if (const auto it = step_delay_cache_.find(key); it != step_delay_cache_.end())
+      if (const auto it = step_delay_cache_.find(*key); it != step_delay_cache_.end())
         return it->second;
     }
-    const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
-    const double budget_words = static_cast<double>(l1.size_bytes) /
-                                (2.0 * arch_.word_bytes() * (l1.double_buffered ? 1.0 : 0.5));
-    const std::size_t n = allowed.size();
-    std::vector<std::int64_t> tile(n, 1);
-    for (std::size_t d = 0; d < n; ++d)
-      if (!allowed[d].empty()) tile[d] = allowed[d].front();
-    auto words = [&] {
-      double total = 0;
-      for (const auto& t : op_.tensors()) {
-        double w = 1;
-        for (const auto& e : t.subscripts) w *= static_cast<double>(low_subscript_words(e, tile));
-        total += w;
-      }
-      return total;
-    };
     double least = std::numeric_limits<double>::infinity();
-    // Depth first as in largest_fitting_tiles: the first value of a
-    // dimension that overflows ends it.
-    auto visit = [&](auto&& self, std::size_t d, double non_filter) -> void {
-      if (d == n) {
-        least =
-            std::min(least, spans / non_filter * first_delays_of_tile(split, false, tile, regions));
-        return;
-      }
-      for (std::int64_t v : allowed[d]) {
-        tile[d] = v;
-        if (words() > budget_words) break;
-        self(self, d + 1, window_filter_[d] ? non_filter : non_filter * static_cast<double>(v));
-      }
-      tile[d] = allowed[d].empty() ? 1 : allowed[d].front();
-    };
-    visit(visit, 0, 1.0);
+    for_each_fitting_tile(
+        allowed, [&](const std::vector<std::int64_t>& tile, double, double non_filter) {
+          least = std::min(least,
+                           spans / non_filter * first_delays_of_tile(split, false, tile, regions));
+        });
     const std::lock_guard<std::mutex> lock(fitting_mutex_);
     if (step_delay_cache_.size() > (1u << 16)) step_delay_cache_.clear();
-    step_delay_cache_.emplace(key, least);
+    step_delay_cache_.emplace(*key, least);
     return least;
   }
 
   /// The largest PE tiles among `allowed` values per dimension whose words
-  /// fit in L1 as MAESTRO checks them (engine.cpp, analyse: every tensor's
-  /// innermost tile, double-buffered, against L1's capacity, halved for a
-  /// single-buffered L1). A tile's words are counted low (per subscript
-  /// the fewer of its extent and its index combinations, as the floors do;
-  /// MAESTRO's input rows of a window are at least that), so every tile
-  /// MAESTRO lets through is among those searched. Not searched (no claim)
-  /// without the capacity check, on a chip whose L1 is also L2, or above
-  /// 2^20 combinations. Remembered per list of allowed values: siblings
-  /// share them. Each list is a dimension's divisors up to its last value
-  /// (divisors_up_to) or the whole filter window alone, so its last value
-  /// and its length name it in the key.
+  /// fit in L1 as MAESTRO checks them (for_each_fitting_tile: every tile
+  /// MAESTRO lets through is visited). Not searched (no claim) where
+  /// fitting_key gives no key. Remembered per list of allowed values:
+  /// siblings share them.
   FittingTiles largest_fitting_tiles(const std::vector<std::vector<std::int64_t>>& allowed) const {
     FittingTiles out;
-    if (!check_capacity_ || l2_ == l1_) return out;
+    const auto key = fitting_key(allowed);
+    if (!key) return out;
+    {
+      const std::lock_guard<std::mutex> lock(fitting_mutex_);
+      if (const auto it = fitting_cache_.find(*key); it != fitting_cache_.end()) return it->second;
+    }
+    out.searched = true;
+    for_each_fitting_tile(allowed,
+                          [&](const std::vector<std::int64_t>&, double macs, double non_filter) {
+                            out.macs = std::max(out.macs, macs);
+                            out.non_filter = std::max(out.non_filter, non_filter);
+                          });
+    const std::lock_guard<std::mutex> lock(fitting_mutex_);
+    if (fitting_cache_.size() > (1u << 16)) fitting_cache_.clear();
+    fitting_cache_.emplace(*key, out);
+    return out;
+  }
+
+  /// The cache key of a list of allowed values per dimension for the
+  /// fitting-tile searches, or nothing where they claim nothing: without
+  /// the capacity check, on a chip whose L1 is also L2, or above 2^20
+  /// combinations. Each list is a dimension's divisors up to its last value
+  /// (divisors_up_to) or the whole filter window alone, so its last value
+  /// and its length name it.
+  std::optional<std::string> fitting_key(
+      const std::vector<std::vector<std::int64_t>>& allowed) const {
+    if (!check_capacity_ || l2_ == l1_) return std::nullopt;
     double combinations = 1;
     std::string key;
     for (const auto& values : allowed) {
@@ -713,12 +699,22 @@ class BoundMdc final : public mapex::BoundCostModel {
       key += std::to_string(values.empty() ? 0 : values.back()) + ':' +
              std::to_string(values.size()) + ',';
     }
-    if (combinations > static_cast<double>(1 << 20) || combinations <= 0) return out;
-    {
-      const std::lock_guard<std::mutex> lock(fitting_mutex_);
-      if (const auto it = fitting_cache_.find(key); it != fitting_cache_.end()) return it->second;
-    }
-    out.searched = true;
+    if (combinations > static_cast<double>(1 << 20) || combinations <= 0) return std::nullopt;
+    return key;
+  }
+
+  /// Calls leaf(tile, MACs, non-filter MACs) for every PE tile among
+  /// `allowed` whose words fit in L1 as MAESTRO checks them (engine.cpp,
+  /// analyse: every tensor's innermost tile, double-buffered, against L1's
+  /// capacity, halved for a single-buffered L1), words counted low (per
+  /// subscript the fewer of its extent and its index combinations, as the
+  /// floors do), so every tile MAESTRO lets through is visited. Depth first
+  /// over the dimensions, the later ones at their least value: a tile's
+  /// words grow with every dimension's value, so the first value that
+  /// overflows ends its dimension.
+  template <class Leaf>
+  void for_each_fitting_tile(const std::vector<std::vector<std::int64_t>>& allowed,
+                             Leaf&& leaf) const {
     const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
     const double budget_words = static_cast<double>(l1.size_bytes) /
                                 (2.0 * arch_.word_bytes() * (l1.double_buffered ? 1.0 : 0.5));
@@ -735,13 +731,9 @@ class BoundMdc final : public mapex::BoundCostModel {
       }
       return total;
     };
-    // Depth first over the dimensions, the later ones at their least value:
-    // a tile's words grow with every dimension's value, so the first value
-    // that overflows ends its dimension.
     auto visit = [&](auto&& self, std::size_t d, double macs, double non_filter) -> void {
       if (d == n) {
-        out.macs = std::max(out.macs, macs);
-        out.non_filter = std::max(out.non_filter, non_filter);
+        leaf(tile, macs, non_filter);
         return;
       }
       for (std::int64_t v : allowed[d]) {
@@ -753,10 +745,6 @@ class BoundMdc final : public mapex::BoundCostModel {
       tile[d] = allowed[d].empty() ? 1 : allowed[d].front();
     };
     visit(visit, 0, 1.0, 1.0);
-    const std::lock_guard<std::mutex> lock(fitting_mutex_);
-    if (fitting_cache_.size() > (1u << 16)) fitting_cache_.clear();
-    fitting_cache_.emplace(key, out);
-    return out;
   }
 
   /// What the first step computes beside its fill (engine.cpp, case_delay:

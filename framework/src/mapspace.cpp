@@ -11,6 +11,7 @@
 #include <mapex/mapspace.hpp>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -2042,45 +2043,80 @@ void Mapspace::apply_keep_choice(Mapping& mapping, std::size_t k) const {
   impl_->set_keep(mapping, k);
 }
 
+namespace {
+
+/// count_completions' and has_completion's first step: per order slot of
+/// the count table, whether `order_fixed` fixes it. A fixed order counts
+/// once when it is one of the level's distinct allowed orders (one-trip
+/// loops first in dimension order), else never: nothing then.
+std::optional<std::vector<char>> fixed_order_slots(const Mapspace& space,
+                                                   const Mapspace::Impl& impl,
+                                                   const Mapping& partial,
+                                                   const std::vector<char>& order_fixed) {
+  std::vector<char> fixed_slot(impl.order_levels.size(), 0);
+  for (size_t k = 0; k < impl.data_levels.size(); ++k) {
+    const int level = impl.data_levels[k];
+    if (static_cast<size_t>(level) >= order_fixed.size() ||
+        !order_fixed[static_cast<size_t>(level)])
+      continue;
+    const auto allowed = space.level_orders(level, space.free_loops(partial, level));
+    if (std::find(allowed.begin(), allowed.end(), partial.level(level).order) == allowed.end())
+      return std::nullopt;
+    fixed_slot[k] = 1;
+  }
+  return fixed_slot;
+}
+
+/// The chains of dimension d that match `partial` at the levels from
+/// `first_fixed` up, grouped by what the forward pass reads of them (the
+/// free set and the splits): per group, its first chain and its size.
+std::map<std::vector<std::int64_t>, std::pair<std::size_t, std::uint64_t>> matching_chain_groups(
+    const Mapspace::Impl& impl, Mapspace::Impl::Table& t, const Architecture& arch,
+    const Mapping& partial, int first_fixed, DimId d) {
+  const auto& ch = impl.chains[static_cast<size_t>(d)];
+  std::map<std::vector<std::int64_t>, std::pair<std::size_t, std::uint64_t>> groups;
+  std::vector<std::int64_t> key;
+  for (std::size_t c = 0; c < ch.count; ++c) {
+    if (!impl.chain_allowed(t, d, c)) continue;
+    bool match = true;
+    for (int i = first_fixed; i + 1 < impl.L && match; ++i)
+      match = impl.value(d, c, i) == chain_value(arch, partial, i, d);
+    if (!match) continue;
+    key.assign(1, ch.free[c]);
+    for (size_t j = 0; j < impl.spatial_levels.size(); ++j) {
+      key.push_back(impl.split(d, c, j));
+      key.push_back(impl.csplit(d, c, j));
+    }
+    auto [it, inserted] = groups.emplace(key, std::make_pair(c, std::uint64_t{0}));
+    ++it->second.second;
+  }
+  return groups;
+}
+
+/// Whether a final state of the forward pass meets the space's least
+/// utilisation (always, without that rule).
+bool utilization_met(const Mapspace::Impl::Table& t, std::uint64_t s,
+                     const MapspaceOptions& options, const Architecture& arch) {
+  if (!t.rules.utilization || options.min_utilization <= 0) return true;
+  double used = 1;
+  for (const auto& f : t.prod_field) used *= static_cast<double>(t.get(s, f));
+  return used >= options.min_utilization * static_cast<double>(arch.num_pes()) - 1e-9;
+}
+
+}  // namespace
+
 BigInt Mapspace::count_completions(const Mapping& partial, int first_fixed,
                                    const std::vector<char>& order_fixed) const {
   const Impl& impl = *impl_;
   Impl::Table& t = impl.counted();
   if (!impl.combo_of(partial)) return 0;
   const size_t slots = impl.order_levels.size();
-  // A fixed order counts once when it is one of the level's distinct
-  // allowed orders (one-trip loops first in dimension order), else never.
-  std::vector<char> fixed_slot(slots, 0);
-  for (size_t k = 0; k < impl.data_levels.size(); ++k) {
-    const int level = impl.data_levels[k];
-    if (static_cast<size_t>(level) >= order_fixed.size() ||
-        !order_fixed[static_cast<size_t>(level)])
-      continue;
-    const auto allowed = level_orders(level, free_loops(partial, level));
-    if (std::find(allowed.begin(), allowed.end(), partial.level(level).order) == allowed.end())
-      return 0;
-    fixed_slot[k] = 1;
-  }
+  const auto fixed_slot = fixed_order_slots(*this, impl, partial, order_fixed);
+  if (!fixed_slot) return 0;
   // Forward over the dimensions, states weighted by their number of ways.
   std::map<std::uint64_t, BigInt> cur{{impl.init_state(t), BigInt{1}}};
   for (DimId d = 0; d < impl.n && !cur.empty(); ++d) {
-    const auto& ch = impl.chains[static_cast<size_t>(d)];
-    std::map<std::vector<std::int64_t>, std::pair<std::size_t, std::uint64_t>> groups;
-    std::vector<std::int64_t> key;
-    for (std::size_t c = 0; c < ch.count; ++c) {
-      if (!impl.chain_allowed(t, d, c)) continue;
-      bool match = true;
-      for (int i = first_fixed; i + 1 < impl.L && match; ++i)
-        match = impl.value(d, c, i) == chain_value(*arch_, partial, i, d);
-      if (!match) continue;
-      key.assign(1, ch.free[c]);
-      for (size_t j = 0; j < impl.spatial_levels.size(); ++j) {
-        key.push_back(impl.split(d, c, j));
-        key.push_back(impl.csplit(d, c, j));
-      }
-      auto [it, inserted] = groups.emplace(key, std::make_pair(c, std::uint64_t{0}));
-      ++it->second.second;
-    }
+    const auto groups = matching_chain_groups(impl, t, *arch_, partial, first_fixed, d);
     std::map<std::uint64_t, BigInt> next;
     for (const auto& [s, w] : cur)
       for (const auto& [k, g] : groups)
@@ -2090,14 +2126,10 @@ BigInt Mapspace::count_completions(const Mapping& partial, int first_fixed,
   std::map<std::pair<size_t, std::uint64_t>, BigInt> orders_of;  // masked slot, free set
   BigInt total = 0;
   for (const auto& [s, w] : cur) {
-    if (t.rules.utilization && options_.min_utilization > 0) {
-      double used = 1;
-      for (const auto& f : t.prod_field) used *= static_cast<double>(t.get(s, f));
-      if (used < options_.min_utilization * static_cast<double>(arch_->num_pes()) - 1e-9) continue;
-    }
+    if (!utilization_met(t, s, options_, *arch_)) continue;
     BigInt orders = 1;
     for (size_t k = 0; k < slots; ++k) {
-      if (fixed_slot[k]) continue;
+      if ((*fixed_slot)[k]) continue;
       const std::uint64_t v = t.get(s, t.data_field[k]);
       if (!t.masked[k]) {
         orders *= factorial(static_cast<int>(v));
@@ -2118,54 +2150,24 @@ bool Mapspace::has_completion(const Mapping& partial, int first_fixed,
   const Impl& impl = *impl_;
   Impl::Table& t = impl.counted();
   if (!impl.combo_of(partial)) return false;
-  const size_t slots = impl.order_levels.size();
-  std::vector<char> fixed_slot(slots, 0);
-  for (size_t k = 0; k < impl.data_levels.size(); ++k) {
-    const int level = impl.data_levels[k];
-    if (static_cast<size_t>(level) >= order_fixed.size() ||
-        !order_fixed[static_cast<size_t>(level)])
-      continue;
-    const auto allowed = level_orders(level, free_loops(partial, level));
-    if (std::find(allowed.begin(), allowed.end(), partial.level(level).order) == allowed.end())
-      return false;
-    fixed_slot[k] = 1;
-  }
+  const auto fixed_slot = fixed_order_slots(*this, impl, partial, order_fixed);
+  if (!fixed_slot) return false;
   // count_completions' forward pass with sets of states for weights: one
-  // chain per group of equal (free, split) keys is enough to reach a state.
-  std::vector<std::uint64_t> cur{impl.init_state(t)};
+  // chain per group is enough to reach a state.
+  std::set<std::uint64_t> cur{impl.init_state(t)};
   for (DimId d = 0; d < impl.n && !cur.empty(); ++d) {
-    const auto& ch = impl.chains[static_cast<size_t>(d)];
-    std::set<std::vector<std::int64_t>> seen;
-    std::vector<std::size_t> representatives;
-    std::vector<std::int64_t> key;
-    for (std::size_t c = 0; c < ch.count; ++c) {
-      if (!impl.chain_allowed(t, d, c)) continue;
-      bool match = true;
-      for (int i = first_fixed; i + 1 < impl.L && match; ++i)
-        match = impl.value(d, c, i) == chain_value(*arch_, partial, i, d);
-      if (!match) continue;
-      key.assign(1, ch.free[c]);
-      for (size_t j = 0; j < impl.spatial_levels.size(); ++j) {
-        key.push_back(impl.split(d, c, j));
-        key.push_back(impl.csplit(d, c, j));
-      }
-      if (seen.insert(key).second) representatives.push_back(c);
-    }
+    const auto groups = matching_chain_groups(impl, t, *arch_, partial, first_fixed, d);
     std::set<std::uint64_t> next;
     for (const std::uint64_t s : cur)
-      for (const std::size_t c : representatives)
-        if (auto ns = impl.step(t, s, d, c)) next.insert(*ns);
-    cur.assign(next.begin(), next.end());
+      for (const auto& [k, g] : groups)
+        if (auto ns = impl.step(t, s, d, g.first)) next.insert(*ns);
+    cur = std::move(next);
   }
   for (const std::uint64_t s : cur) {
-    if (t.rules.utilization && options_.min_utilization > 0) {
-      double used = 1;
-      for (const auto& f : t.prod_field) used *= static_cast<double>(t.get(s, f));
-      if (used < options_.min_utilization * static_cast<double>(arch_->num_pes()) - 1e-9) continue;
-    }
+    if (!utilization_met(t, s, options_, *arch_)) continue;
     bool orders = true;
-    for (size_t k = 0; k < slots && orders; ++k)
-      if (!fixed_slot[k] && t.masked[k])
+    for (size_t k = 0; k < impl.order_levels.size() && orders; ++k)
+      if (!(*fixed_slot)[k] && t.masked[k])
         orders = !level_orders(impl.order_levels[k],
                                static_cast<std::uint32_t>(t.get(s, t.data_field[k])))
                       .empty();
