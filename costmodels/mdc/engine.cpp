@@ -353,10 +353,23 @@ struct Case {
   // those changed (in the dataflows with an unrolled SpatialMap, never
   // after the first case).
   void begin(unsigned moving, unsigned restartable, unsigned changed) {
-    changing = static_cast<int>(std::bit_width(moving)) - 1;
-    const unsigned inside = changing < 0 ? ~0U : ~((2U << changing) - 1);  // i > changing
+    const int moved_dir = static_cast<int>(std::bit_width(moving)) - 1;
+    const unsigned inside = moved_dir < 0 ? ~0U : ~((2U << moved_dir) - 1);  // i > moved_dir
+    const bool restart[2] = {(restartable & coupled_dir_mask[0] & inside) != 0,
+                             (restartable & coupled_dir_mask[1] & inside) != 0};
+    begin_moved(moved_dir, inside, restart, changed);
+  }
+
+  // `begin` with what it derives from the states given outright: the
+  // directive that moved (-1: all Init), the directives nested inside it
+  // (bit i) and, per input tensor, whether one of its directives inside
+  // restarts. top_ingress asks this for nestings other than the level's
+  // own order (a case's ingress reads the order only through these).
+  void begin_moved(int moved_dir, unsigned inside, const bool* restart, unsigned changed) {
+    changing = moved_dir;
+    inside_changing = inside;
     for (int t = 0; t < 2; ++t) {
-      restarted[t] = (restartable & coupled_dir_mask[t] & inside) != 0;
+      restarted[t] = restart[t];
       moved[t] = changing >= 0 && ((coupled_dir_mask[t] >> changing) & 1U);
       // A tensor the moved directive leaves alone receives nothing
       // (pe_ingress), and its factor is not needed.
@@ -381,8 +394,11 @@ struct Case {
       const int i = temporal_coupled[t][k];
       // The directive that moved (never at Init) brings only its unique
       // part unless the tile restarted; every other one its tile.
-      v *= (i == changing && !restarted[t]) ? std::max<std::int64_t>(L.unique[L.dirs[i].dim], 1)
-                                            : st[i]->in_tile;
+      // (i is a directive, so i == changing says changing >= 0; the test
+      // spelled out keeps the compiler from indexing with -1.)
+      v *= (changing >= 0 && i == changing && !restarted[t])
+               ? std::max<std::int64_t>(L.unique[L.dirs[i].dim], 1)
+               : st[i]->in_tile;
     }
     return v;
   }
@@ -440,7 +456,7 @@ struct Case {
       const std::int64_t m = edge_pe ? L.mapped_edge[x] : L.mapped[x];
       const std::int64_t u = edge_pe ? L.unique_edge[x] : L.unique[x];
       if (st[i]->pos == kInit)
-        v *= (first || i <= changing) ? m : u;
+        v *= (first || !((inside_changing >> i) & 1U)) ? m : u;
       else
         v *= (!first && !inited && i == changing) ? u : m;
     }
@@ -682,8 +698,10 @@ struct Case {
   int spatial_dirs[kMaxDirectives];
   int num_spatial_dirs = 0;
   unsigned spatial_dir_mask = 0;  // bit i: directive i is a SpatialMap
-  // Per case (begin): the innermost directive that moved (-1: all Init).
+  // Per case (begin): the innermost directive that moved (-1: all Init),
+  // and the directives nested inside it (bit i).
   int changing = -1;
+  unsigned inside_changing = ~0U;
   // Per input tensor: a directive inside the one that moved starts over
   // (is at Init and not unrolled), so the tensor's tile is new whole.
   bool restarted[2] = {false, false};
@@ -850,6 +868,11 @@ class CaseOrder {
   unsigned case_class() const {
     return static_cast<unsigned>(std::bit_width(moving_mask())) | (edge_mask() << 5);
   }
+
+  /// Directive i's states (Init first), and the directives whose Init
+  /// state is not unrolled (those that restart when one outside them moves).
+  const StateList& states(int i) const { return lists_[i]; }
+  unsigned init_not_unrolled() const { return init_not_unrolled_; }
 
  private:
   StateList lists_[kMaxDirectives];
@@ -1734,6 +1757,116 @@ Result analyse(const Plan& p) {
   out.egress_delay_avg = static_cast<double>(top.egress_avg);
   out.compute_delay_avg = static_cast<double>(top.compute_avg);
   return out;
+}
+
+TopIngress top_ingress(const Plan& p) {
+  TopIngress out;
+  const Level& L = p.levels[0];
+  if (L.num_dirs > kMaxTopDirectives) return out;
+  CaseOrder order(p, L, p.full_dims);
+  Case c(p, L);
+  order.next(c);  // every state at Init
+  out.num_dirs = L.num_dirs;
+  for (int i = 0; i < L.num_dirs; ++i) {
+    const StateList& list = order.states(i);
+    std::int64_t steps = 0;
+    for (int k = 0; k < list.n; ++k) {
+      if (list.s[k].is_edge() || list.s[k].pos == kEdge) return out;
+      steps += list.s[k].occ;
+    }
+    out.steps[i] = steps;
+    if (L.dirs[i].spatial) {
+      if (out.spatial >= 0) return out;
+      out.spatial = i;
+    }
+    for (int t = 0; t < 2; ++t)
+      if ((p.coupled_mask[t] >> L.dirs[i].dim) & 1U) out.coupled[t] |= 1U << i;
+  }
+  if (out.spatial < 0) return out;
+  out.restarts = order.init_not_unrolled();
+  c.begin(0, out.restarts, ~0U);
+  for (int t = 0; t < 2; ++t) out.first[t] = c.ingress(t);
+  for (int i = 0; i < L.num_dirs; ++i) {
+    if (out.steps[i] < 2) continue;  // never moves
+    // Directive i past Init (its Steady state), every other one at Init:
+    // outside i an Init and a Steady state give a case the same numbers
+    // (CaseOrder::case_class).
+    c.st[i] = &order.states(i).s[1];
+    for (int r = 0; r < 2; ++r)
+      for (int s = 0; s < 2; ++s) {
+        const bool restart[2] = {r == 1, r == 1};
+        const unsigned inside = s == 1 ? 1U << out.spatial : 0U;
+        c.begin_moved(i, inside, restart, ~0U);
+        for (int t = 0; t < 2; ++t) out.moved[t][i][r][s] = c.ingress(t);
+      }
+    c.st[i] = &order.states(i).s[0];
+  }
+  out.exact = true;
+  return out;
+}
+
+namespace {
+
+// Words of input t when directive i moves with the directives `outside`
+// (bit j) outside it, per occurrence, and how often that happens.
+std::int64_t moved_words(const TopIngress& table, int t, int i, unsigned outside) {
+  const unsigned inside = ~outside & ~(1U << i);
+  const int r = (table.restarts & table.coupled[t] & inside) != 0 ? 1 : 0;
+  const int s = (inside >> table.spatial) & 1U ? 1 : 0;
+  return table.moved[t][i][r][s];
+}
+std::int64_t moves(const TopIngress& table, int i, unsigned outside) {
+  std::int64_t occ = table.steps[i] - 1;
+  for (int j = 0; j < table.num_dirs; ++j)
+    if ((outside >> j) & 1U) occ *= table.steps[j];
+  return occ;
+}
+
+}  // namespace
+
+void top_input_words(const TopIngress& table, const int* order, std::int64_t* words) {
+  unsigned outside = 0;
+  for (int t = 0; t < 2; ++t) words[t] = table.first[t];
+  for (int k = 0; k < table.num_dirs; ++k) {
+    const int i = order[k];
+    if (table.steps[i] > 1)
+      for (int t = 0; t < 2; ++t)
+        if ((table.coupled[t] >> i) & 1U)
+          words[t] += moves(table, i, outside) * moved_words(table, t, i, outside);
+    outside |= 1U << i;
+  }
+}
+
+double least_top_input_cost(const TopIngress& table, const double* cost, unsigned after_spatial) {
+  const int n = table.num_dirs;
+  const unsigned all = (1U << n) - 1;
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  // least[S]: the least cost of the directives not in S placed inside
+  // those of S (which are outermost, in any order).
+  double least[1U << kMaxTopDirectives];
+  least[all] = 0;
+  for (unsigned outside = all; outside-- > 0;) {
+    double best = kNone;
+    const bool spatial_placed = (outside >> table.spatial) & 1U;
+    for (int i = 0; i < n; ++i) {
+      if ((outside >> i) & 1U) continue;
+      if (((after_spatial >> i) & 1U) && !spatial_placed) continue;
+      const double rest = least[outside | (1U << i)];
+      if (rest == kNone) continue;
+      double here = 0;
+      if (table.steps[i] > 1) {
+        const auto occ = static_cast<double>(moves(table, i, outside));
+        for (int t = 0; t < 2; ++t)
+          if ((table.coupled[t] >> i) & 1U)
+            here += cost[t] * occ * static_cast<double>(moved_words(table, t, i, outside));
+      }
+      best = std::min(best, here + rest);
+    }
+    least[outside] = best;
+  }
+  if (least[0] == kNone) return kNone;
+  return least[0] + cost[0] * static_cast<double>(table.first[0]) +
+         cost[1] * static_cast<double>(table.first[1]);
 }
 
 }  // namespace mapex::mdc::engine

@@ -94,4 +94,41 @@ Plan compile(const Layer& layer, const Hardware& hw, bool batch, bool maestro_co
 /// prints NaN there); in the true space only when no window fits at all.
 Result analyse(const Plan& plan);
 
+/// The top level's input traffic as a function of the order of its
+/// directives (the words each input tensor enters its sub-units with: its
+/// L2 reads, and so its L1 writes, in analyse's accounts). A case's ingress
+/// (§IV-A) reads the order only through the directive that moved, whether
+/// a directive of the tensor inside it restarts, and whether the level's
+/// SpatialMap lies inside it; the cases in which directive i moves occur
+/// (product of the steps of the directives outside i) x (steps of i - 1)
+/// times. So one table per tensor and directive gives the traffic of every
+/// order of the same directives. `exact` only where the level has one
+/// SpatialMap, every directive has at most 8 (kMaxTopDirectives) and no
+/// state of any of them is an edge (then every case has work and these are
+/// the only case classes).
+constexpr int kMaxTopDirectives = 8;
+struct TopIngress {
+  bool exact = false;
+  int num_dirs = 0;
+  int spatial = -1;                            // the level's SpatialMap
+  std::int64_t steps[kMaxTopDirectives] = {};  // cases per full sweep of a directive
+  unsigned restarts = 0;                       // bit i: directive i restarts (Init not unrolled)
+  unsigned coupled[2] = {0, 0};                // bit i: directive i is on a dimension of input t
+  std::int64_t first[2] = {0, 0};              // the all-Init case
+  // moved[t][i][r][s]: the case in which directive i moved, r: a directive
+  // of tensor t inside i restarts, s: the SpatialMap lies inside i.
+  std::int64_t moved[2][kMaxTopDirectives][2][2] = {};
+};
+TopIngress top_ingress(const Plan& plan);
+
+/// Each input's words under an order of the top directives (directive
+/// indices, outermost first, each once), from top_ingress's table.
+void top_input_words(const TopIngress& table, const int* order, std::int64_t* words);
+
+/// The least sum over the inputs of cost[t] x words under any order of the
+/// top directives in which every directive of `after_spatial` (bit i)
+/// comes after the SpatialMap (a programme over the sets of directives
+/// placed outermost). Infinite when no order meets that.
+double least_top_input_cost(const TopIngress& table, const double* cost, unsigned after_spatial);
+
 }  // namespace mapex::mdc::engine

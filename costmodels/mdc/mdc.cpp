@@ -33,6 +33,7 @@ using mapex::mdc::Result;
 struct FittingTiles {
   double macs = 0;
   double non_filter = 0;
+  double top_reduction = 0;  // the most of the product over BoundMdc::top_reduction_
   bool searched = false;
 };
 
@@ -111,15 +112,23 @@ class BoundMdc final : public mapex::BoundCostModel {
   }
 
   mapex::Metrics evaluate(const mapex::Mapping& mapping) const override {
+    return evaluate_keeping(mapping, nullptr);
+  }
+
+  /// evaluate, and the plan it analysed into `plan` when one was compiled
+  /// (left as it was otherwise).
+  mapex::Metrics evaluate_keeping(const mapex::Mapping& mapping,
+                                  mapex::mdc::engine::Plan* plan) const {
     if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
     if (auto refused = unsupported(mapping))
       return mapex::Metrics::invalid("mdc: level '" + refused->level + "': " + refused->reason);
     Result r;
     try {
       const auto lowered = mapex::mdc::from_mapping(op_, arch_, mapping);
-      const auto plan = mapex::mdc::engine::compile(lowered.layer, lowered.hardware,
-                                                    op_.find_dim("N") >= 0, maestro_compat_);
-      r = mapex::mdc::engine::analyse(plan);
+      const auto compiled = mapex::mdc::engine::compile(lowered.layer, lowered.hardware,
+                                                        op_.find_dim("N") >= 0, maestro_compat_);
+      if (plan) *plan = compiled;
+      r = mapex::mdc::engine::analyse(compiled);
     } catch (const mapex::InputError& e) {
       return mapex::Metrics::invalid(std::string("mdc: ") + e.problem());
     }
@@ -194,13 +203,23 @@ class BoundMdc final : public mapex::BoundCostModel {
                                      noc_floor_cycles_ + first_step_compute_cycles(partial),
                                      step_bound_cycles(partial), fewest_steps_cycles(partial)});
     mapex::Score s{true, compute, static_cast<double>(op_.macs()) * arch_.mac_energy_pj()};
-    const double output_writes = output_writes_above_floor_pj(partial);
+    const auto from_steps = output_writes_from_steps_pj(partial);
+    const double output_writes = from_steps ? *from_steps : output_writes_above_floor_pj(partial);
     if (std::isinf(output_writes)) return mapex::Score{true, output_writes, output_writes};
     s.energy_pj += onchip_floor_pj_ + output_writes;
     const mapex::NestBound nest = mapex::nest_bound_any_dram_order(op_, arch_, partial);
     const auto dram = static_cast<std::size_t>(dram_);
     const bool fixed = nest.determined[dram];
-    s.energy_pj += fixed ? nest.energy_pj[dram] : dram_floor_.energy_pj;
+    const double dram_energy = fixed ? nest.energy_pj[dram] : dram_floor_.energy_pj;
+    // The least on-chip energy over L2's orders costs an evaluation per
+    // top-level choice: only where the caller reads the energy and the
+    // floors do not already drop the subtree.
+    if (partial.reads_energy && s.energy_pj + dram_energy < partial.energy_cutoff)
+      if (const auto onchip = least_onchip_energy_pj(partial)) {
+        if (std::isinf(*onchip)) return mapex::Score{true, *onchip, *onchip};
+        s.energy_pj = std::max(s.energy_pj, *onchip);
+      }
+    s.energy_pj += dram_energy;
     const double off_chip = fixed ? nest.transfer_cycles[dram] : dram_floor_.transfer_cycles;
     s.latency_cycles = arch_.levels()[static_cast<std::size_t>(l2_)].double_buffered
                            ? std::max(compute, off_chip)
@@ -317,6 +336,137 @@ class BoundMdc final : public mapex::BoundCostModel {
     const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
     return std::max(0.0, tensors.back().writes - output_floor_words_) *
            l2.write_energy_of(names_[2]);
+  }
+
+  /// The output's L2 writes above their floor from the tiles alone, in a
+  /// space of divisors (the true iteration space; MAESTRO's sizes a
+  /// strided window's outputs otherwise). Every top case writes its egress
+  /// to L2 (engine.cpp, TopAccounts::outputs); with spans that divide the
+  /// layer no top directive has an edge, so every case's egress is the
+  /// output tile of one top step over its sub-units, and the cases are the
+  /// product of the top directives' steps. The output's dimensions step
+  /// through its words once, so the writes are its size times the steps
+  /// over the dimensions it lacks: B / (t x split) for each one that is
+  /// not a filter window (the lowering maps those whole at the top, one
+  /// step). Exact once L1's tile is fixed; with only the split fixed, at
+  /// least that with the PE tile that fits in L1 with the largest product
+  /// over those dimensions (largest_fitting_tiles, the others at one and an
+  /// unsplit window whole: the least a fitting tile can have), infinite
+  /// when none fits. nullopt where nothing is claimed. Checked:
+  /// MdcTopIngress.GivesTheInputWordsOfEveryOrderOfL2 (the output's writes
+  /// on sampled mappings of real layers).
+  std::optional<double> output_writes_from_steps_pj(const mapex::PartialMapping& partial) const {
+    if (!partial.divisor_spans || maestro_compat_ || partial.first_fixed > 1 || l1_ != 0 ||
+        l2_ != 2 || arch_.levels()[1].kind != mapex::LevelKind::kSpatial ||
+        spatial_cluster_active(partial) || names_[2].empty())
+      return std::nullopt;
+    const auto& dims = op_.dims();
+    const auto& split = partial.mapping->level(1).split;
+    const auto& l1_tile = partial.mapping->level(0).tile;
+    double steps = 1;
+    std::vector<std::vector<std::int64_t>> allowed(dims.size());
+    for (std::size_t d = 0; d < dims.size(); ++d) {
+      const std::int64_t s = split.empty() ? 1 : std::max<std::int64_t>(1, split[d]);
+      if (window_filter_[d]) allowed[d] = {s == 1 ? dims[d].bound : 1};
+      if (!top_reduction_[d]) {
+        if (!window_filter_[d]) allowed[d] = {1};
+        continue;
+      }
+      if (dims[d].bound % s != 0) return std::nullopt;
+      if (partial.first_fixed == 0) {
+        const std::int64_t span = s * std::max<std::int64_t>(1, l1_tile[d]);
+        if (dims[d].bound % span != 0) return std::nullopt;
+        steps *= static_cast<double>(dims[d].bound / span);
+      } else {
+        steps *= static_cast<double>(dims[d].bound / s);
+        allowed[d] = divisors_up_to(d, dims[d].bound / s);
+      }
+    }
+    if (partial.first_fixed == 1) {
+      const FittingTiles fit = largest_fitting_tiles(allowed);
+      if (!fit.searched) return std::nullopt;
+      if (fit.top_reduction <= 0) return std::numeric_limits<double>::infinity();
+      steps = std::max(1.0, std::ceil(steps / fit.top_reduction - 1e-9));
+    }
+    const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
+    return output_floor_words_ * (steps - 1) * l2.write_energy_of(names_[2]);
+  }
+
+  /// The least on-chip energy (MACs, L1 and L2) of any completion once
+  /// every tile and split is fixed and L2's order is not; nullopt where
+  /// nothing is claimed, infinite when no completion is valid. MAESTRO
+  /// reads L1's order nowhere (exact_bound), so the completions differ in
+  /// L2's order alone, and of the on-chip counts that order moves only the
+  /// inputs' L2 reads and L1 writes (engine.cpp, TopAccounts: those two are
+  /// equal; the output's L2 writes are order-free, output_writes_above_
+  /// floor_pj; the partial sums are the MACs, and the inputs' L1 reads and
+  /// L2 fills, the outputs' reads, are fixed per tensor). Algorithm 1's
+  /// lowering (mdc_transform.cpp, lower_group) walks the layer in L2's
+  /// order at the top level, whose SpatialMap is the first split dimension
+  /// of that order that is not a filter window (with only filters split,
+  /// the first other dimension, over one unit): per such choice, one
+  /// completion with it first gives the energy besides the inputs' words,
+  /// and engine::top_ingress the inputs' words under every order of the
+  /// top directives that keeps it before the other candidates
+  /// (least_top_input_cost); the least over the choices bounds every
+  /// completion. Only with one spatial level between L1 and L2, no cluster
+  /// tile, multicast and reduction (without them L2 serves more reads per
+  /// order, TopAccounts::unshared), and a top level whose directives are
+  /// the operator's dimensions one for one, without edges (top_ingress
+  /// exact). Checked: OptimalBounds.MdcTopIngressGivesTheInputReads.
+  std::optional<double> least_onchip_energy_pj(const mapex::PartialMapping& partial) const {
+    const auto l2 = static_cast<std::size_t>(l2_);
+    if (partial.first_fixed > 0 || l1_ != 0 || l2_ != 2 || !hw_.multicast || !hw_.reduction ||
+        names_[0].empty() || names_[1].empty() ||
+        arch_.levels()[1].kind != mapex::LevelKind::kSpatial ||
+        (l2 < partial.order_fixed.size() && partial.order_fixed[l2]) ||
+        spatial_cluster_active(partial))
+      return std::nullopt;
+    const auto& split = partial.mapping->level(1).split;
+    const auto& current = partial.mapping->level(l2_).order;
+    std::vector<mapex::DimId> candidates;
+    for (mapex::DimId d : current) {
+      const auto du = static_cast<std::size_t>(d);
+      if (!window_filter_[du] && du < split.size() && split[du] > 1) candidates.push_back(d);
+    }
+    if (candidates.empty())
+      for (mapex::DimId d : current)
+        if (!window_filter_[static_cast<std::size_t>(d)]) candidates.push_back(d);
+    const auto& l1 = arch_.levels()[static_cast<std::size_t>(l1_)];
+    const auto& l2_level = arch_.levels()[l2];
+    double cost[2];
+    for (int t = 0; t < 2; ++t) {
+      const auto& name = names_[static_cast<std::size_t>(t)];
+      cost[t] = l2_level.read_energy_of(name) + l1.write_energy_of(name);
+    }
+    // The candidates other than the top one follow it (positions 1..).
+    const unsigned after = ((1U << candidates.size()) - 1) & ~1U;
+    double least = std::numeric_limits<double>::infinity();
+    mapex::Mapping completion = *partial.mapping;
+    mapex::mdc::engine::Plan plan;
+    for (mapex::DimId top : candidates) {
+      auto& order = completion.level(l2_).order;
+      order.clear();
+      order.push_back(top);
+      for (mapex::DimId d : candidates)
+        if (d != top) order.push_back(d);
+      for (mapex::DimId d : current)
+        if (std::find(candidates.begin(), candidates.end(), d) == candidates.end())
+          order.push_back(d);
+      const mapex::Metrics m = evaluate_keeping(completion, &plan);
+      if (!m.valid) continue;  // what makes it invalid reads no order with this top
+      const auto table = mapex::mdc::engine::top_ingress(plan);
+      if (!table.exact || table.num_dirs != static_cast<int>(order.size()) || table.spatial != 0 ||
+          m.levels.size() <= l2)
+        return std::nullopt;
+      const auto& tensors = m.levels[l2].tensors;
+      if (tensors.size() < 2 || tensors[0].tensor != names_[0] || tensors[1].tensor != names_[1])
+        return std::nullopt;
+      double rest = m.energy_pj - m.levels[static_cast<std::size_t>(dram_)].energy_pj;
+      for (int t = 0; t < 2; ++t) rest -= cost[t] * tensors[static_cast<std::size_t>(t)].reads;
+      least = std::min(least, rest + mapex::mdc::engine::least_top_input_cost(table, cost, after));
+    }
+    return least;
   }
 
   /// MAESTRO's runtime once every tile and split is fixed, whatever the
@@ -672,11 +822,15 @@ class BoundMdc final : public mapex::BoundCostModel {
       if (const auto it = fitting_cache_.find(*key); it != fitting_cache_.end()) return it->second;
     }
     out.searched = true;
-    for_each_fitting_tile(allowed,
-                          [&](const std::vector<std::int64_t>&, double macs, double non_filter) {
-                            out.macs = std::max(out.macs, macs);
-                            out.non_filter = std::max(out.non_filter, non_filter);
-                          });
+    for_each_fitting_tile(
+        allowed, [&](const std::vector<std::int64_t>& tile, double macs, double non_filter) {
+          out.macs = std::max(out.macs, macs);
+          out.non_filter = std::max(out.non_filter, non_filter);
+          double reduction = 1;
+          for (std::size_t d = 0; d < tile.size(); ++d)
+            if (top_reduction_[d]) reduction *= static_cast<double>(tile[d]);
+          out.top_reduction = std::max(out.top_reduction, reduction);
+        });
     const std::lock_guard<std::mutex> lock(fitting_mutex_);
     if (fitting_cache_.size() > (1u << 16)) fitting_cache_.clear();
     fitting_cache_.emplace(*key, out);
@@ -830,6 +984,11 @@ class BoundMdc final : public mapex::BoundCostModel {
     for (const auto& d : op_.dims())
       window_filter_.push_back((d.name == "R" && op_.find_dim("P") >= 0) ||
                                (d.name == "S" && op_.find_dim("Q") >= 0));
+    // The dimensions the output lacks that the top level steps through:
+    // its reduction but the filter windows (mapped whole there).
+    for (std::size_t d = 0; d < op_.dims().size(); ++d)
+      top_reduction_.push_back(!window_filter_[d] &&
+                               !op_.output().relevant(static_cast<mapex::DimId>(d)));
   }
 
   std::optional<mapex::Unsupported> unsupported(const mapex::Mapping& mapping) const override {
@@ -988,6 +1147,7 @@ class BoundMdc final : public mapex::BoundCostModel {
   mapex::DramFloor dram_floor_;
   Hardware hw_;
   std::vector<char> window_filter_;
+  std::vector<char> top_reduction_;  // set in set_floors
   double onchip_floor_pj_ = 0;
   double noc_floor_cycles_ = 0;
   double output_floor_words_ = 0;  // the output's L2 writes counted in the floor

@@ -334,11 +334,23 @@ class BranchAndBound {
     // array engage too few PEs).
     const bool quick = model_bounds_ && ctx_.objective() == mapex::Objective::kLatency;
     const double best = incumbent();
+    // The model is told which figure the objective reads and where a child
+    // is dropped (`dominated`), so that it can leave the other figure loose
+    // and stop tightening a bound that already drops the child: each child
+    // is then dropped or kept as with the tightest bound, since the bound of
+    // a kept child is tightened in full (the incumbent only falls while the
+    // siblings are searched).
+    const mapex::Objective objective = ctx_.objective();
+    const double cutoff = best * (1 - kTolerance);
     tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
       thread_local Mapping scratch;
       scratch = m;
       apply(scratch, s, children[k]);
-      const mapex::PartialMapping partial{&scratch, first_fixed, order_fixed, divisor_spans()};
+      mapex::PartialMapping partial{&scratch, first_fixed, order_fixed, divisor_spans()};
+      partial.reads_latency = objective != mapex::Objective::kEnergy;
+      partial.reads_energy = objective != mapex::Objective::kLatency;
+      if (objective == mapex::Objective::kLatency) partial.latency_cutoff = cutoff;
+      if (objective == mapex::Objective::kEnergy) partial.energy_cutoff = cutoff;
       if (quick) {
         const double compute = mapex::compute_cycles_bound(op_, arch_, partial);
         if (compute >= best * (1 - kTolerance)) {

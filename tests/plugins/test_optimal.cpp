@@ -1034,9 +1034,11 @@ TEST(Optimal, SameResultAtOneAndTwoThreads) {
 /// machine and at any thread count, with the gap and the open node.
 TEST(Optimal, ANodeBudgetStopsTheSameSearchAtOneAndTwoThreads) {
   for (Objective o : {Objective::kLatency, Objective::kEnergy}) {
+    // A layer whose proof takes more than the budget for either objective.
+    const Operator op = make_conv2d("m", Conv2dShape{1, 16, 8, 8, 8, 3, 3});
     const std::map<std::string, std::string> params{{"max_nodes", "60"}, {"seed_samples", "16"}};
-    const JobResult one = run("optimal", "mdc", small_conv(), o, 1, params);
-    const JobResult two = run("optimal", "mdc", small_conv(), o, 2, params);
+    const JobResult one = run("optimal", "mdc", op, o, 1, params);
+    const JobResult two = run("optimal", "mdc", op, o, 2, params);
     ASSERT_EQ(one.status, JobStatus::kOk) << one.error << one.stop_reason;
     EXPECT_FALSE(one.complete);
     EXPECT_EQ(one.stop_reason.substr(0, 12), "budget; gap ") << one.stop_reason;

@@ -8,6 +8,7 @@
 /// whose traffic comes from the framework's analysis (mapex/analysis.hpp).
 
 #include <cstdint>
+#include <limits>
 #include <mapex/architecture.hpp>
 #include <mapex/mapping.hpp>
 #include <mapex/operator.hpp>
@@ -28,6 +29,17 @@ struct PartialMapping {
   /// mapspace without cluster levels). A bound that counts whole steps can
   /// then claim them before the tiles that make the steps are fixed.
   bool divisor_spans = false;
+  /// How the caller reads the bound, so that a model can spare work that
+  /// cannot change what the caller does: the figures it looks at
+  /// (`reads_latency`, `reads_energy`; one it does not read may be left
+  /// loose, though never above the true least), and the values at which
+  /// it drops the subtree (a read figure at or above its cutoff): once the
+  /// bound reaches one, a model may stop tightening it. The defaults read
+  /// both and drop nothing. The bound stays a bound under any of these.
+  bool reads_latency = true;
+  bool reads_energy = true;
+  double latency_cutoff = std::numeric_limits<double>::infinity();
+  double energy_cutoff = std::numeric_limits<double>::infinity();
 };
 
 /// The data levels (and spatial levels) whose traffic a partial mapping
