@@ -152,14 +152,22 @@ def report(rows, cpu, bench=""):
                                       if proven_by[o] == layers_by[o]) or "neither objective")
         + "; the section \"Speed: the issue's target\" times it. " + cpu_note +
         "the time columns below are wall seconds on a shared machine, so they say little "
-        "about speed. Where the proof stays "
-        f"open, the open node with the lowest bound stands at: {stages}. For energy, DRAM's "
+        "about speed. " + (f"Where the proof stays open, the open node with the lowest "
+                           f"bound stands at: {stages}. " if open_stages else
+                           "No proof stays open. ") +
+        "For energy, DRAM's "
         "traffic is bounded by its cheapest order as soon as the L2 tile is fixed and "
         "mdc's bound is exact (or infinite, when the fixed part is invalid whatever L1's "
-        "order) once nothing it reads is free; once the tiles and splits are fixed, the "
-        "output's L2 writes (the same in every order) are exact too; above that the "
-        "on-chip energy has only its compulsory floors (the inputs' L2 reads and the L1 "
-        "traffic above them depend on the L1 tile and on L2's order). For latency, once "
+        "order) once nothing it reads is free. The output's L2 writes are its size times "
+        "the top level's steps over the dimensions it lacks, so they are exact once the "
+        "tiles and splits are fixed and, with only the split fixed, at least those of the "
+        "PE tile that fits in L1 with the most of those dimensions. With the tiles and "
+        "splits fixed and L2's order free, the inputs' L2 reads (and the L1 writes equal "
+        "to them), the only on-chip counts that order moves, are taken at their least "
+        "over every order of the top level's directives (a table per directive of what "
+        "each input receives when it moves, and a programme over the sets of directives "
+        "placed outermost), so that a PE tile is expanded into its L2 orders only when "
+        "its best order can beat the best mapping found. For latency, once "
         "the tiles are fixed, each level below the top of a split over several regions "
         "waits every step for the words of its sub-units' first tiles (the least over the "
         "nestings L2's order allows), and with the split fixed the bound takes the least "

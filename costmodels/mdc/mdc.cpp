@@ -323,19 +323,34 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// one of them. With the reduction dimensions split finely, outputs are
   /// written to L2 once per step over C, R and S, far above the floor of
   /// once per word. 0 before the tiles are fixed. Infinite when that
-  /// completion is invalid: what makes a mapping invalid under mdc (the
-  /// tiles' sizes against L1 and L2, which MAESTRO takes from the first,
-  /// all-Init case; a split or a lowering it refuses) reads no order, so no
-  /// completion is valid.
+  /// completion is invalid and L2's order leaves the top level no choice
+  /// (one_top_choice): what makes a mapping invalid under mdc (the tiles'
+  /// sizes against L1 and L2, which MAESTRO takes from the first, all-Init
+  /// case; a split or a lowering it refuses) reads no order but that
+  /// choice, so no completion is valid.
   double output_writes_above_floor_pj(const mapex::PartialMapping& partial) const {
     if (partial.first_fixed > 0 || l2_ == l1_) return 0;
     const mapex::Metrics m = evaluate(*partial.mapping);
-    if (!m.valid) return std::numeric_limits<double>::infinity();
+    if (!m.valid) return one_top_choice(partial) ? std::numeric_limits<double>::infinity() : 0;
     const auto& tensors = m.levels[static_cast<std::size_t>(l2_)].tensors;
     if (tensors.empty() || tensors.back().tensor != names_[2]) return 0;
     const auto& l2 = arch_.levels()[static_cast<std::size_t>(l2_)];
     return std::max(0.0, tensors.back().writes - output_floor_words_) *
            l2.write_energy_of(names_[2]);
+  }
+
+  /// Whether L2's order leaves the top level's SpatialMap no choice: at
+  /// most one split dimension that is not a filter window (Algorithm 1's
+  /// lowering puts the first of them in L2's order on top, and MAESTRO
+  /// sizes L2 from the top level's first case, so with two of them the
+  /// capacity check reads L2's order: MdcTopIngress.GivesTheInputWords
+  /// OfEveryOrderOfL2 finds L2 sizes that differ between the choices).
+  bool one_top_choice(const mapex::PartialMapping& partial) const {
+    const auto& split = partial.mapping->level(1).split;
+    int choices = 0;
+    for (std::size_t d = 0; d < split.size() && d < window_filter_.size(); ++d)
+      if (split[d] > 1 && !window_filter_[d]) ++choices;
+    return choices <= 1 || arch_.levels()[1].kind != mapex::LevelKind::kSpatial;
   }
 
   /// The output's L2 writes above their floor from the tiles alone, in a

@@ -99,7 +99,7 @@ std::vector<int> as_base_order(const engine::Level& base, const engine::Level& t
 }
 
 TEST(MdcTopIngress, GivesTheInputWordsOfEveryOrderOfL2) {
-  int checked = 0, exact = 0, shuffled = 0, two_splits = 0;
+  int checked = 0, exact = 0, shuffled = 0, two_splits = 0, other_l2_size = 0;
   for (const std::string chip : {"marvel_p2", "flash_edge"}) {
     const Architecture arch =
         Architecture::load(std::string(MAPEX_EXPERIMENTS_DIR) + "/architectures/" + chip + ".yaml");
@@ -156,7 +156,13 @@ TEST(MdcTopIngress, GivesTheInputWordsOfEveryOrderOfL2) {
           const auto x = analyse_mapping(op, arch, other);
           ASSERT_TRUE(x.has_value()) << other.summary(op, arch);
           const auto at = as_base_order(top, x->plan.levels[0]);
-          if (at.empty()) continue;  // another split dimension heads the top level
+          if (at.empty()) {
+            // Another split dimension heads the top level: MAESTRO sizes L2
+            // from the top's first case, so the size (and so whether the
+            // mapping fits) may differ (mdc.cpp, one_top_choice).
+            if (x->result.l2_size_req != base->result.l2_size_req) ++other_l2_size;
+            continue;
+          }  // another split dimension heads the top level
           engine::top_input_words(table, at.data(), words);
           EXPECT_EQ(static_cast<double>(words[0]), x->result.input_l2_rd)
               << other.summary(op, arch);
@@ -173,6 +179,7 @@ TEST(MdcTopIngress, GivesTheInputWordsOfEveryOrderOfL2) {
   EXPECT_EQ(exact, checked);
   EXPECT_GT(shuffled, 800);
   EXPECT_GT(two_splits, 50);
+  EXPECT_GT(other_l2_size, 0);
 }
 
 /// least_top_input_cost is the least over exactly the orders of L2 that

@@ -24,7 +24,7 @@
 namespace mapex {
 
 /// Bumped whenever a header under mapex/ changes a type a plugin sees.
-inline constexpr std::uint32_t kPluginAbiVersion = 12;
+inline constexpr std::uint32_t kPluginAbiVersion = 13;
 
 #define MAPEX_DETAIL_STR2(x) #x
 #define MAPEX_DETAIL_STR(x) MAPEX_DETAIL_STR2(x)
