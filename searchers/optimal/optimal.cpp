@@ -578,7 +578,10 @@ class BranchAndBound {
       // The budget is checked per child, not only after evaluations: a
       // stretch of the tree whose leaves are all pruned evaluates nothing.
       if (!stopped_ && out_of_budget()) stopped_ = true;
-      if (stopped_) {
+      // Once stopped, a child is left open unless it is dominated: that one
+      // and every later sibling are dropped as they would be with budget
+      // left (below), so nothing of them stays open.
+      if (stopped_ && !dominated(c.bound)) {
         apply(m, s, c);
         leave_open(c.bound, stage, m);
         continue;
@@ -610,9 +613,10 @@ class BranchAndBound {
       const auto done = ctx_.evaluate(batch).size();
       if (out_of_budget()) {
         stopped_ = true;
-        // The leaves the budget cut off stay open.
+        // The leaves the budget cut off stay open, but those no better
+        // than the best mapping found.
         for (std::size_t k = done; k < batch.size(); ++k)
-          leave_open(batch_bounds[k], stage, batch[k]);
+          if (!dominated(batch_bounds[k])) leave_open(batch_bounds[k], stage, batch[k]);
       }
     }
     m = saved;
@@ -684,7 +688,11 @@ class BranchAndBound {
   }
 
   mapex::SearchOutcome outcome() const {
-    if (!stopped_) {
+    // A budget that stopped the search where every subtree still open is
+    // dominated (none was left open: leave_open and abandon record the
+    // others) stopped nothing that could beat the best: a proof all the same.
+    const bool nothing_open = !(open_bound_ < kInf);
+    if (!stopped_ || (nothing_open && !too_wide_ && ctx_.best_mapping())) {
       if (!ctx_.best_mapping()) return {true, std::string(mapex::kEmptyMapspace)};
       return {true, "optimal; " + statistics()};
     }

@@ -1049,6 +1049,25 @@ TEST(Optimal, ANodeBudgetStopsTheSameSearchAtOneAndTwoThreads) {
   }
 }
 
+/// A budget that stops the search once every subtree still open is no
+/// better than the best mapping found leaves nothing open: the result is
+/// proven (the same optimum as without the budget), not a gap of 0%. On the
+/// small layer the budget of 8 runs out while the 11 splits are visited
+/// (13 children bounded by then), and the bounds drop every split against
+/// the first incumbent: the search is the one without the budget.
+TEST(Optimal, ABudgetThatLeavesOnlyDominatedSubtreesIsAProof) {
+  const std::map<std::string, std::string> params{{"max_nodes", "8"}, {"seed_samples", "16"}};
+  const JobResult cut = run("optimal", "mdc", small_conv(), Objective::kEnergy, 1, params);
+  const JobResult whole = run("optimal", "mdc", small_conv(), Objective::kEnergy, 1);
+  ASSERT_EQ(cut.status, JobStatus::kOk) << cut.error;
+  EXPECT_TRUE(cut.complete) << cut.stop_reason;
+  EXPECT_EQ(cut.stop_reason.substr(0, 9), "optimal; ") << cut.stop_reason;
+  EXPECT_TRUE(whole.complete) << whole.stop_reason;
+  EXPECT_EQ(value_of(cut, Objective::kEnergy), value_of(whole, Objective::kEnergy));
+  EXPECT_EQ(cut.stop_reason, whole.stop_reason);
+  EXPECT_NE(cut.stop_reason.find("bounded=13;"), std::string::npos) << cut.stop_reason;
+}
+
 TEST(Optimal, ABudgetStopsTheSearchWithTheGapLeft) {
   const JobResult r = run("optimal", "mdc", small_conv(), Objective::kEnergy, 2, {}, Budget{20, 0});
   ASSERT_EQ(r.status, JobStatus::kOk) << r.error;
