@@ -428,7 +428,8 @@ class BoundMdc final : public mapex::BoundCostModel {
   /// tile, multicast and reduction (without them L2 serves more reads per
   /// order, TopAccounts::unshared), and a top level whose directives are
   /// the operator's dimensions one for one, without edges (top_ingress
-  /// exact). Checked: OptimalBounds.MdcTopIngressGivesTheInputReads.
+  /// exact). Checked: MdcTopIngress.GivesTheInputWordsOfEveryOrderOfL2 and
+  /// MdcTopIngress.LeastCostIsTheLeastOverEveryOrderOfL2.
   std::optional<double> least_onchip_energy_pj(const mapex::PartialMapping& partial) const {
     const auto l2 = static_cast<std::size_t>(l2_);
     if (partial.first_fixed > 0 || l1_ != 0 || l2_ != 2 || !hw_.multicast || !hw_.reduction ||
