@@ -1,3 +1,4 @@
+#include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
 #include <mapex/parallel.hpp>
@@ -25,6 +26,17 @@ void parallel_for_each(std::size_t count, const std::function<void(std::size_t)>
   MAPEX_TSAN_RELEASE(&spawn_edge);
   // One index per task (simple_partitioner): a few long tasks of uneven length.
   tbb::parallel_for(std::size_t{0}, count, body, tbb::simple_partitioner());
+  MAPEX_TSAN_ACQUIRE(&join_edge);
+}
+
+void parallel_for_many(std::size_t count, const std::function<void(std::size_t)>& task) {
+  const auto body = [&task](const tbb::blocked_range<std::size_t>& range) {
+    MAPEX_TSAN_ACQUIRE(&spawn_edge);
+    for (std::size_t i = range.begin(); i != range.end(); ++i) task(i);
+    MAPEX_TSAN_RELEASE(&join_edge);
+  };
+  MAPEX_TSAN_RELEASE(&spawn_edge);
+  tbb::parallel_for(tbb::blocked_range<std::size_t>(0, count), body);
   MAPEX_TSAN_ACQUIRE(&join_edge);
 }
 

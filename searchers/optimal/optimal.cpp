@@ -10,8 +10,6 @@
 // leaves are evaluated in batches through the context, so the search, its
 // result and its counts are the same at any thread count.
 
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -20,6 +18,7 @@
 #include <mapex/bounds.hpp>
 #include <mapex/checked.hpp>
 #include <mapex/moves.hpp>
+#include <mapex/parallel.hpp>
 #include <mapex/plugin.hpp>
 #include <optional>
 #include <random>
@@ -342,7 +341,7 @@ class BranchAndBound {
     // siblings are searched).
     const mapex::Objective objective = ctx_.objective();
     const double cutoff = best * (1 - kTolerance);
-    tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
+    mapex::parallel_for_many(children.size(), [&](std::size_t k) {
       thread_local Mapping scratch;
       scratch = m;
       apply(scratch, s, children[k]);
@@ -379,7 +378,7 @@ class BranchAndBound {
     const auto level = static_cast<std::size_t>(s.level);
     std::vector<std::pair<double, double>> cost(children.size());  // (cycles, energy)
     std::vector<char> determined(children.size(), 0);
-    tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
+    mapex::parallel_for_many(children.size(), [&](std::size_t k) {
       thread_local Mapping scratch;
       scratch = m;
       apply(scratch, s, children[k]);
@@ -448,7 +447,7 @@ class BranchAndBound {
     const bool latency = ctx_.objective() == mapex::Objective::kLatency;
     // DRAM's cheapest figure per child: exact (determined) or unknown (-1).
     std::vector<double> cost(children.size(), -1);
-    tbb::parallel_for(std::size_t{0}, children.size(), [&](std::size_t k) {
+    mapex::parallel_for_many(children.size(), [&](std::size_t k) {
       thread_local Mapping scratch;
       scratch = m;
       apply(scratch, s, children[k]);

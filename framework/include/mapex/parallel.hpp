@@ -16,4 +16,9 @@ namespace mapex {
 /// exception one of them threw. Tasks may themselves run parallel work.
 void parallel_for_each(std::size_t count, const std::function<void(std::size_t)>& task);
 
+/// The same for many short tasks (a bound per child of a search node):
+/// oneTBB groups the indices into chunks as it balances the load. Each
+/// index is still called once, on some thread, in no fixed order.
+void parallel_for_many(std::size_t count, const std::function<void(std::size_t)>& task);
+
 }  // namespace mapex
