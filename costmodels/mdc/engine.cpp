@@ -1771,7 +1771,7 @@ TopIngress top_ingress(const Plan& p) {
     const StateList& list = order.states(i);
     std::int64_t steps = 0;
     for (int k = 0; k < list.n; ++k) {
-      if (list.s[k].is_edge() || list.s[k].pos == kEdge) return out;
+      if (list.s[k].is_edge()) return out;
       steps += list.s[k].occ;
     }
     out.steps[i] = steps;

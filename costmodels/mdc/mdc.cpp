@@ -115,8 +115,8 @@ class BoundMdc final : public mapex::BoundCostModel {
     return evaluate_keeping(mapping, nullptr);
   }
 
-  /// evaluate, and the plan it analysed into `plan` when one was compiled
-  /// (left as it was otherwise).
+  /// evaluate, compiling into `plan` when it is given (the plan analysed,
+  /// when the lowering and compilation succeed).
   mapex::Metrics evaluate_keeping(const mapex::Mapping& mapping,
                                   mapex::mdc::engine::Plan* plan) const {
     if (auto error = mapping.structural_error(op_, arch_)) return mapex::Metrics::invalid(*error);
@@ -125,9 +125,10 @@ class BoundMdc final : public mapex::BoundCostModel {
     Result r;
     try {
       const auto lowered = mapex::mdc::from_mapping(op_, arch_, mapping);
-      const auto compiled = mapex::mdc::engine::compile(lowered.layer, lowered.hardware,
-                                                        op_.find_dim("N") >= 0, maestro_compat_);
-      if (plan) *plan = compiled;
+      mapex::mdc::engine::Plan own;
+      mapex::mdc::engine::Plan& compiled = plan ? *plan : own;
+      compiled = mapex::mdc::engine::compile(lowered.layer, lowered.hardware,
+                                             op_.find_dim("N") >= 0, maestro_compat_);
       r = mapex::mdc::engine::analyse(compiled);
     } catch (const mapex::InputError& e) {
       return mapex::Metrics::invalid(std::string("mdc: ") + e.problem());
