@@ -15,19 +15,11 @@ namespace {
 
 std::int64_t idivc(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// Data loops of a convolution: which of the ifmap/ofmap/batch loops index
-// each data category (ConvLayer.data_loops).
-constexpr std::array<std::array<bool, 3>, 3> kDataLoops{{
-    {true, true, false},  // FIL: ifmap and ofmap channels
-    {true, false, true},  // IFM: ifmap channels and batch
-    {false, true, true},  // OFM: ofmap channels and batch
-}};
-
 template <class T>
-double data_product(int dce, const std::array<T, 3>& per_loop) {
+double data_product(const DataLoops& loops, int dce, const std::array<T, 3>& per_loop) {
   double p = 1;
   for (int l = 0; l < 3; ++l)
-    if (kDataLoops[static_cast<size_t>(dce)][static_cast<size_t>(l)])
+    if (loops[static_cast<size_t>(dce)][static_cast<size_t>(l)])
       p *= static_cast<double>(per_loop[static_cast<size_t>(l)]);
   return p;
 }
@@ -170,6 +162,22 @@ std::int64_t hops_forwarded(const Layout& layout, const Box& range,
 
 }  // namespace
 
+DataLoops data_loops(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kDepthwise:  // filters by channel; fmaps by channel and batch
+      return {{{false, true, false}, {false, true, true}, {false, true, true}}};
+    case LayerKind::kLocalRegion:  // no filters
+      return {{{false, false, false}, {false, true, true}, {false, true, true}}};
+    case LayerKind::kConv:
+      break;
+  }
+  return {{
+      {true, true, false},  // FIL: ifmap and ofmap channels
+      {true, false, true},  // IFM: ifmap channels and batch
+      {false, true, true},  // OFM: ofmap channels and batch
+  }};
+}
+
 Dim2 Partition::dim() const {
   Dim2 d{1, 1};
   for (const auto& p : pdims) {
@@ -187,8 +195,16 @@ double Result::cost() const {
 
 Layer part_layer(const Layer& layer, const Partition& part, double* occupancy) {
   Layer p = layer;
-  p.nifm = idivc(layer.nifm, part.size(kInpp));
   p.nofm = idivc(layer.nofm, part.size(kOutp));
+  if (layer.kind == LayerKind::kConv) {
+    p.nifm = idivc(layer.nifm, part.size(kInpp));
+  } else {
+    // PartitionScheme.part_layer: the per-node layer of a depthwise or
+    // local-region layer reads one input channel per output channel (the
+    // local region's channel stride is not carried over).
+    p.nifm = p.nofm;
+    p.ntrd = 1;
+  }
   p.hofm = idivc(layer.hofm, part.pdims[kOfmp].h);
   p.wofm = idivc(layer.wofm, part.pdims[kOfmp].w);
   p.batch = idivc(layer.batch, part.size(kBatp));
@@ -198,7 +214,8 @@ Layer part_layer(const Layer& layer, const Partition& part, double* occupancy) {
 
 std::optional<std::string> pe_mapping(const Layer& l, const Dim2& array, PeMapping& out) {
   // A logical PE set is filter rows x output rows; each PE runs a 1D
-  // convolution of one filter row over one output row (Eyeriss §V).
+  // convolution of one filter row over one output row (Eyeriss §V). A
+  // local region's window rows stand for the filter rows.
   out.lpeset = Dim2{l.hfil, l.hofm};
   Dim2 fold{1, 1}, repl{1, 1};
   if (out.lpeset.h > array.h)
@@ -227,10 +244,17 @@ std::optional<std::string> pe_mapping(const Layer& l, const Dim2& array, PeMappi
         << "% of the PE array; nn_dataflow needs over half";
     return why.str();
   }
+  out.repl_choices.clear();
+  if (l.kind != LayerKind::kConv) {
+    // Depthwise and local-region layers (_gen_repl): an input channel
+    // follows its output channel, so every replication serves output
+    // channels.
+    out.repl_choices.emplace_back(1, std::min(repl.size(), l.nofm));
+    return std::nullopt;
+  }
   // Replications of the pass: divisors of the height replication give
   // input channels, the rest (with the width replication) output channels.
   // nn_dataflow keeps a choice unless an earlier one needed fewer passes.
-  out.repl_choices.clear();
   double min_loops = std::numeric_limits<double>::infinity();
   for (std::int64_t a = 1; a <= repl.h; ++a) {
     if (repl.h % a) continue;
@@ -269,27 +293,49 @@ LoopDesc loop_desc(const Layer& l, double occupancy, const PeMapping& pe, std::i
   acc[kGbuf] = {acc[kDram][kFil], acc[kDram][kIfm] * folds_h, acc[kDram][kOfm] * folds_h};
   acc[kItcn] = {wfil * fl * folds_h, wifm * fl * folds_h, wofm * fl * folds_h};
   acc[kRegf] = {ops_unit, ops_unit, ops_unit};
-  const std::array<double, 3> sz_gbuf{hfil * wfil, hifm_buf * wifm,
-                                      static_cast<double>(hofm_buf) * wofm};
-  const std::array<double, 3> sz_regf{wfil, wfil, 1};
+  std::array<double, 3> sz_gbuf{hfil * wfil, hifm_buf * wifm, static_cast<double>(hofm_buf) * wofm};
+  std::array<double, 3> sz_regf{wfil, wfil, 1};
+  const bool conv = l.kind == LayerKind::kConv;
+  // A depthwise unit pass is a convolution's (one input and one output
+  // channel, KAPLA's _calc_unitpass); only the replicated counts differ.
+  // A local region (_calc_unitpass, LocalRegionLayer) has no filters, merges
+  // nreg x window words per output, and reads each input row once: folded
+  // window rows re-access only the outputs.
+  const double nreg = static_cast<double>(l.nreg);
+  const double ops_region = ops_unit * nreg;
+  const bool region = l.kind == LayerKind::kLocalRegion;
+  if (region) {
+    acc[kDram][kFil] = acc[kGbuf][kFil] = acc[kItcn][kFil] = acc[kRegf][kFil] = 0;
+    acc[kGbuf][kIfm] = acc[kDram][kIfm];
+    acc[kItcn][kIfm] = wifm * fl;
+    acc[kRegf][kIfm] = acc[kRegf][kOfm] = ops_region;
+    sz_gbuf[kFil] = sz_regf[kFil] = 0;
+  }
 
   // The processing pass: `ifms` x `ofms` unit passes side by side
   // (_gen_repl), with the occupancy of the last, partial, channel loops.
   LoopDesc d;
-  d.loopcnt = {idivc(l.nifm, ifms), idivc(l.nofm, ofms), l.batch * pe.fold.w};
-  const std::array<double, 3> locc{static_cast<double>(l.nifm) / static_cast<double>(ifms) /
+  d.data_loops = data_loops(l.kind);
+  d.loopcnt = {idivc(l.ifm_loop_channels(), ifms), idivc(l.nofm, ofms), l.batch * pe.fold.w};
+  const std::array<double, 3> locc{static_cast<double>(l.ifm_loop_channels()) /
+                                       static_cast<double>(ifms) /
                                        static_cast<double>(d.loopcnt[kLoopIfm]),
                                    static_cast<double>(l.nofm) / static_cast<double>(ofms) /
                                        static_cast<double>(d.loopcnt[kLoopOfm]),
                                    1.0};
   const double rsz = static_cast<double>(ifms * ofms);
-  const std::array<double, 3> rcnt{rsz, static_cast<double>(ifms), static_cast<double>(ofms)};
+  // Replicated data: a convolution's pass holds ifms x ofms filters; the
+  // other kinds one filter (or none) and one input per output channel.
+  const double ofms_d = static_cast<double>(ofms);
+  const std::array<double, 3> rcnt =
+      conv ? std::array<double, 3>{rsz, static_cast<double>(ifms), ofms_d}
+           : std::array<double, 3>{region ? 0.0 : ofms_d, ofms_d, ofms_d};
   const double all_occ = locc[0] * locc[1] * locc[2];
-  d.unit_ops = ops_unit * rsz * occupancy * all_occ;
-  d.unit_time = time_unit;
+  d.unit_ops = (region ? ops_region : ops_unit) * rsz * occupancy * all_occ;
+  d.unit_time = region ? folds_h * nreg * wfil * wofm : time_unit;
   for (int c = 0; c < 3; ++c) {
     const auto cu = static_cast<size_t>(c);
-    const double aocc = data_product(c, locc);
+    const double aocc = data_product(d.data_loops, c, locc);
     d.usize_gbuf[cu] = sz_gbuf[cu] * rcnt[cu];
     d.usize_regf[cu] = sz_regf[cu];
     d.unit_access[kDram][cu] = acc[kDram][cu] * rcnt[cu] * aocc;
@@ -349,8 +395,20 @@ std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, cons
     Box irng;
     irng.beg[0] = orng.beg[0];
     irng.end[0] = orng.end[0];
-    std::tie(irng.beg[1], irng.end[1]) =
-        ith_range(0, layer.nifm, pidx[kInpp].h * ip.w + pidx[kInpp].w, ip.size());
+    switch (layer.kind) {
+      case LayerKind::kConv:
+        std::tie(irng.beg[1], irng.end[1]) =
+            ith_range(0, layer.nifm, pidx[kInpp].h * ip.w + pidx[kInpp].w, ip.size());
+        break;
+      case LayerKind::kDepthwise:  // the node's own channels
+        irng.beg[1] = orng.beg[1];
+        irng.end[1] = std::min(layer.nifm, orng.end[1]);
+        break;
+      case LayerKind::kLocalRegion:  // the channel window around them
+        irng.beg[1] = std::max<std::int64_t>(0, orng.beg[1] - layer.nreg / 2);
+        irng.end[1] = std::min(layer.nifm, orng.end[1] + layer.nreg - layer.nreg / 2);
+        break;
+    }
     irng.beg[2] = orng.beg[2] * layer.htrd;
     irng.end[2] = std::max(irng.beg[2], (orng.end[2] - 1) * layer.htrd + layer.hfil);
     irng.beg[3] = orng.beg[3] * layer.wtrd;
@@ -358,8 +416,16 @@ std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, cons
     if (irng.size() > 0 && orng.size() > 0) {
       if (categories[kIfm]) ifm[irng].push_back(coord);
       if (categories[kOfm]) ofm[orng].push_back(coord);
-      if (categories[kFil] && irng.end[1] > irng.beg[1] && orng.end[1] > orng.beg[1])
-        fil[{irng.beg[1], irng.end[1], orng.beg[1], orng.end[1]}].push_back(coord);
+      // Filters: a convolution's node needs its input x output channel
+      // block, a depthwise node one filter per output channel, a local
+      // region none.
+      if (categories[kFil] && layer.kind != LayerKind::kLocalRegion && irng.end[1] > irng.beg[1] &&
+          orng.end[1] > orng.beg[1]) {
+        if (layer.kind == LayerKind::kConv)
+          fil[{irng.beg[1], irng.end[1], orng.beg[1], orng.end[1]}].push_back(coord);
+        else
+          fil[{0, 1, orng.beg[1], orng.end[1]}].push_back(coord);
+      }
     }
   }
   std::array<double, 3> hops{};
@@ -412,7 +478,13 @@ std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, cons
   return hops;
 }
 
-std::array<double, 3> sharing_groups(const Partition& part) {
+std::array<double, 3> sharing_groups(const Partition& part, LayerKind kind) {
+  // A category is shared by the nodes of the first loop that does not
+  // index it (BufShrScheme with the layer's data_loops). Depthwise and
+  // local-region data are indexed by the ofmap loop, and those without the
+  // ifmap loop fall on the input-channel partition, which these layers do
+  // not have: no group.
+  if (kind != LayerKind::kConv) return {1, 1, 1};
   // Filters are shared by the batch and fmap partitions, ifmaps by the
   // output-channel partition, ofmaps by the input-channel partition.
   const Dim2& ofmp = part.pdims[kOfmp];
@@ -462,8 +534,8 @@ Misfit score_blocking(const Hardware& hw, const Options& options,
   r.regf_total = 0;
   for (int c = 0; c < 3; ++c) {
     const auto cu = static_cast<size_t>(c);
-    unit_cnt_gbuf[cu] = data_product(c, below_gbuf);
-    r.regf_words[cu] = data_product(c, b.t[2]) * nld.usize_regf[cu];
+    unit_cnt_gbuf[cu] = data_product(nld.data_loops, c, below_gbuf);
+    r.regf_words[cu] = data_product(nld.data_loops, c, b.t[2]) * nld.usize_regf[cu];
     r.regf_total += r.regf_words[cu];
     r.stored_in_gbuf[cu] = options.gbuf_keep ? (*options.gbuf_keep)[cu] : !options.bypass[cu];
   }
@@ -488,7 +560,7 @@ Misfit score_blocking(const Hardware& hw, const Options& options,
       int inner = -1;
       for (int l = 0; l < 3; ++l) {
         const auto lu = static_cast<size_t>(l);
-        if (!kDataLoops[cu][lu] || b.t[bl][lu] == 1) continue;
+        if (!nld.data_loops[cu][lu] || b.t[bl][lu] == 1) continue;
         if (inner < 0 || b.ord[bl][lu] < b.ord[bl][static_cast<size_t>(inner)]) inner = l;
       }
       if (inner < 0) {
@@ -497,7 +569,7 @@ Misfit score_blocking(const Hardware& hw, const Options& options,
       }
       double f = 1;
       for (size_t lu = 0; lu < 3; ++lu) {
-        if (kDataLoops[cu][lu]) continue;
+        if (nld.data_loops[cu][lu]) continue;
         const size_t start = bl + (b.ord[bl][lu] > b.ord[bl][static_cast<size_t>(inner)] ? 1 : 0);
         f *= static_cast<double>(outer[start][lu]);
       }
@@ -521,7 +593,7 @@ Misfit score_blocking(const Hardware& hw, const Options& options,
   for (size_t c = 0; c < 3; ++c) r.accfwd[c] = options.forwarding ? share[c] : 1;
   auto total_at = [&](int mem, int c) {
     return nld.unit_access[static_cast<size_t>(mem)][static_cast<size_t>(c)] *
-           data_product(c, nld.loopcnt);
+           data_product(nld.data_loops, c, nld.loopcnt);
   };
   r.ops = nld.unit_ops * lcnt * nodes;
   r.proc_time = nld.unit_time * lcnt;
@@ -574,7 +646,7 @@ Result evaluate(const Layer& layer, const Hardware& hw, const Options& options,
   r.nld = loop_desc(r.node_layer, r.occupancy, r.pe, scheme.ifms, scheme.ofms);
   const Blocking& b = scheme.blocking;
   BlockingStats s;
-  const Misfit misfit = score_blocking(hw, options, sharing_groups(part), r.nld, b, s);
+  const Misfit misfit = score_blocking(hw, options, sharing_groups(part, layer.kind), r.nld, b, s);
   r.stored_in_gbuf = s.stored_in_gbuf;
   r.gbuf_words = s.gbuf_words;
   r.regf_words = s.regf_words;

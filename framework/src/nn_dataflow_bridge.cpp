@@ -26,7 +26,8 @@ std::int64_t attr(const Operator& op, const std::string& key, std::int64_t fallb
 const char* op_dim_name(const Problem& pr, DimId d) {
   if (d == pr.q) return "output columns (Q)";
   if (d == pr.r) return "filter rows (R)";
-  return "filter columns (S)";
+  if (d == pr.s) return "filter columns (S)";
+  return "the local region";
 }
 
 int par_of(const Problem& pr, DimId d) {
@@ -67,14 +68,12 @@ std::optional<std::string> place(const Problem& pr, const std::vector<std::int64
   return std::nullopt;
 }
 
-}  // namespace
-
-std::optional<std::string> make_problem(const Operator& op, const Architecture& arch,
-                                        const std::string& bypass, const std::string& ifmap_layout,
-                                        const std::string& forwarding, Problem& pr) {
-  pr = Problem{};
+/// A convolution, FC or depthwise layer (ConvLayer, FCLayer, KAPLA's
+/// DepthwiseConvolutionLayer).
+std::optional<std::string> conv_layer(const Operator& op, Problem& pr) {
   if (op.kind() != "conv2d" && op.kind() != "fc")
-    return "the nn_dataflow model scores convolution and fully-connected layers, not '" +
+    return "the nn_dataflow model scores convolution, fully-connected, depthwise and "
+           "element-wise layers, not '" +
            op.kind() + "'";
   pr.n = op.find_dim("N");
   pr.k = op.find_dim("K");
@@ -83,9 +82,18 @@ std::optional<std::string> make_problem(const Operator& op, const Architecture& 
   pr.q = op.find_dim("Q");
   pr.r = op.find_dim("R");
   pr.s = op.find_dim("S");
-  if (pr.k < 0 || pr.c < 0 || pr.n < 0 || op.find_dim("G") >= 0)
+  Layer& l = pr.layer;
+  // A depthwise convolution (conv2d without K) as KAPLA's
+  // DepthwiseConvolutionLayer: its channels are the output channels.
+  const bool depthwise = op.kind() == "conv2d" && pr.k < 0 && pr.c >= 0;
+  if (depthwise) {
+    l.kind = LayerKind::kDepthwise;
+    pr.k = pr.c;
+    pr.c = -1;
+  }
+  if (pr.k < 0 || pr.n < 0 || (!depthwise && pr.c < 0) || op.find_dim("G") >= 0)
     return "the nn_dataflow model needs a layer with batch, input and output channels "
-           "(grouped and depthwise convolutions are outside it)";
+           "(a grouped convolution with more than one channel per group is outside it)";
   if (attr(op, "dilation_h", 1) != 1 || attr(op, "dilation_w", 1) != 1)
     return "the nn_dataflow model has no dilated convolutions";
   for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
@@ -99,16 +107,103 @@ std::optional<std::string> make_problem(const Operator& op, const Architecture& 
   }
   if (pr.fil < 0 || pr.ifm < 0 || pr.ofm < 0)
     return "the nn_dataflow model needs filter, input and output tensors";
-  Layer& l = pr.layer;
   l.batch = bound(op, pr.n);
-  l.nifm = bound(op, pr.c);
   l.nofm = bound(op, pr.k);
+  l.nifm = depthwise ? l.nofm : bound(op, pr.c);
   l.hofm = bound(op, pr.p);
   l.wofm = bound(op, pr.q);
   l.hfil = bound(op, pr.r);
   l.wfil = bound(op, pr.s);
   l.htrd = attr(op, "stride_h", 1);
   l.wtrd = attr(op, "stride_w", 1);
+  return std::nullopt;
+}
+
+/// A loop nest as nn_dataflow's LocalRegionLayer: dimensions N (batch) and
+/// K (channels), optionally P and Q (output rows and columns) with a window
+/// R x S (PoolingLayer: an input X[N][K][P*u + R][Q*u + S]), and any other
+/// dimension a channel region each output merges (EltwiseLayer). The output
+/// is Y[N][K] or Y[N][K][P][Q]; no operand is a filter (each reads N and K).
+/// nreg, the channels merged per output, is the operands' count times the
+/// channel region's size: c = f * c' reads 2, the sum over J = 2 of
+/// X[N][J][K] reads 2. As in nn_dataflow, a region is either channels or a
+/// window, not both.
+std::optional<std::string> local_region_layer(const Operator& op, Problem& pr) {
+  const std::string shape =
+      "the nn_dataflow model takes a loop nest as a local-region layer (EltwiseLayer, "
+      "PoolingLayer): dimensions N and K, an output [N, K] or [N, K, P, Q], every input "
+      "indexed by N and K";
+  pr.n = op.find_dim("N");
+  pr.k = op.find_dim("K");
+  pr.p = op.find_dim("P");
+  pr.q = op.find_dim("Q");
+  pr.r = op.find_dim("R");
+  pr.s = op.find_dim("S");
+  if (pr.n < 0 || pr.k < 0) return shape + "; '" + op.name() + "' has no N or K";
+  const auto plain = [](const AffineExpr& e, DimId d) {
+    return e.terms.size() == 1 && e.terms[0].dim == d && e.terms[0].coeff == 1 && e.constant == 0;
+  };
+  std::vector<DimId> out_dims{pr.n, pr.k};
+  if (pr.p >= 0 || pr.q >= 0) out_dims.insert(out_dims.end(), {pr.p, pr.q});
+  std::int64_t operands = 0;
+  Layer& l = pr.layer;
+  for (int t = 0; t < static_cast<int>(op.tensors().size()); ++t) {
+    const auto& tensor = op.tensors()[static_cast<size_t>(t)];
+    if (tensor.role == TensorRole::kOutput) {
+      pr.ofm = t;
+      bool ok = tensor.subscripts.size() == out_dims.size();
+      for (size_t i = 0; ok && i < out_dims.size(); ++i)
+        ok = out_dims[i] >= 0 && plain(tensor.subscripts[i], out_dims[i]);
+      if (!ok) return shape + "; the output of '" + op.name() + "' is not [N, K] or [N, K, P, Q]";
+      continue;
+    }
+    if (!op.relevant(t, pr.n) || !op.relevant(t, pr.k))
+      return shape + "; input '" + tensor.name + "' of '" + op.name() +
+             "' is not indexed by both N and K (a weight is outside a local-region layer)";
+    if (pr.ifm < 0) pr.ifm = t;
+    ++operands;
+    // The window's stride: P's coefficient where it meets R (Q's, S).
+    for (const auto& e : tensor.subscripts)
+      for (const auto& term : e.terms) {
+        if (term.dim == pr.p && pr.p >= 0) l.htrd = term.coeff;
+        if (term.dim == pr.q && pr.q >= 0) l.wtrd = term.coeff;
+      }
+  }
+  if (pr.ifm < 0) return shape + "; '" + op.name() + "' has no input";
+  std::int64_t region = 1;
+  for (DimId d = 0; d < op.num_dims(); ++d)
+    if (d != pr.n && d != pr.k && d != pr.p && d != pr.q && d != pr.r && d != pr.s) {
+      pr.region.emplace_back(d, bound(op, d));
+      region *= bound(op, d);
+    }
+  l.kind = LayerKind::kLocalRegion;
+  l.batch = bound(op, pr.n);
+  l.nofm = bound(op, pr.k);
+  l.hofm = bound(op, pr.p);
+  l.wofm = bound(op, pr.q);
+  l.hfil = bound(op, pr.r);
+  l.wfil = bound(op, pr.s);
+  l.nreg = l.ntrd = operands * region;
+  l.nifm = l.nofm * l.ntrd;
+  if (l.nreg > 1 && l.hfil * l.wfil > 1)
+    return shape + "; '" + op.name() +
+           "' merges both several channels and a window, which a local region of nn_dataflow "
+           "cannot";
+  if (l.htrd < 1 || l.wtrd < 1) return shape + "; '" + op.name() + "' has a non-positive stride";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> make_problem(const Operator& op, const Architecture& arch,
+                                        const std::string& bypass, const std::string& ifmap_layout,
+                                        const std::string& forwarding, Problem& pr) {
+  pr = Problem{};
+  if (op.kind() == "loopnest") {
+    if (auto err = local_region_layer(op, pr)) return err;
+  } else if (auto err = conv_layer(op, pr)) {
+    return err;
+  }
 
   // The chip: REGF, PE array, GBUF, [node array,] DRAM, innermost first.
   const auto& levels = arch.levels();
@@ -338,6 +433,12 @@ std::optional<std::string> scheme_from_mapping(const Problem& pr, const Mapping&
       return std::string(
           "not a row-stationary pass: the PE array splits a dimension other "
           "than R, P, C and K");
+  for (const auto& [d, whole] : pr.region)
+    if (at(rt, d) != whole || at(ps, d) != 1) {
+      why << "not an element-wise pass: each PE merges the whole local region (dimension " << d
+          << ", " << whole << " long) in its REGF";
+      return why.str();
+    }
   out.ifms = at(ps, pr.c);
   out.ofms = at(ps, pr.k);
   // Loop blocking: factors per level against the per-node layer.
@@ -351,8 +452,11 @@ std::optional<std::string> scheme_from_mapping(const Problem& pr, const Mapping&
   const std::int64_t p1 = idivc(gp, pe.flpeset.w * p_regf);
   b.t[1] = {idivc(gc, out.ifms * b.t[2][kLoopIfm]), idivc(gk, out.ofms * b.t[2][kLoopOfm]),
             n1 * p1};
-  b.t[0] = {idivc(nl.nifm, gc), idivc(nl.nofm, gk), idivc(nl.batch, gn) * idivc(nl.hofm, gp)};
-  for (DimId d : {pr.q, pr.r, pr.s})
+  b.t[0] = {idivc(nl.ifm_loop_channels(), gc), idivc(nl.nofm, gk),
+            idivc(nl.batch, gn) * idivc(nl.hofm, gp)};
+  std::vector<DimId> unblocked{pr.q, pr.r, pr.s};
+  for (const auto& rd : pr.region) unblocked.push_back(rd.first);
+  for (DimId d : unblocked)
     if (d >= 0 && at(gt, d) > at(rt, d) * at(ps, d)) {
       why << "the GBUF loops over " << op_dim_name(pr, d)
           << "; nn_dataflow blocks only channels, batch and folded output rows";
@@ -425,6 +529,7 @@ std::optional<std::string> mapping_from_scheme(const Operator& op, const Archite
   set(rt, pr.q, nl.wofm);
   set(rt, pr.r, std::min(pe.fold.h, nl.hfil));
   set(rt, pr.s, nl.wfil);
+  for (const auto& [d, whole] : pr.region) set(rt, d, whole);
   auto& ps = m.level(pr.roles.pe_array).split;
   set(ps, pr.r, pe.flpeset.h);
   set(ps, pr.p, pe.flpeset.w);
@@ -453,7 +558,8 @@ std::optional<std::string> mapping_from_scheme(const Operator& op, const Archite
              b.ord[static_cast<size_t>(bl)][static_cast<size_t>(y)];
     });
     for (int l : loops) {
-      if (l == kLoopIfm) order.push_back(pr.c);
+      // A depthwise or local-region layer has no input-channel dimension.
+      if (l == kLoopIfm && pr.c >= 0) order.push_back(pr.c);
       if (l == kLoopOfm) order.push_back(pr.k);
       if (l == kLoopBat) {
         order.push_back(pr.n);
@@ -483,7 +589,7 @@ std::optional<std::string> mapping_from_scheme(const Operator& op, const Archite
     for (int p : sc.part.order) {
       if (p == kOutp) order.push_back(pr.k);
       if (p == kBatp) order.push_back(pr.n);
-      if (p == kInpp) order.push_back(pr.c);
+      if (p == kInpp && pr.c >= 0) order.push_back(pr.c);
       if (p == kOfmp) {
         if (pr.p >= 0) order.push_back(pr.p);
         if (pr.q >= 0) order.push_back(pr.q);
@@ -515,13 +621,14 @@ Options options_for(const Problem& pr, const Mapping& mapping) {
   const char* const category[3] = {"filter", "input", "output"};
   const auto& regf_keep = mapping.level(pr.roles.regf).keep;
   for (size_t c = 0; c < 3; ++c)
-    if (!regf_keep.empty() && !regf_keep[static_cast<size_t>(tensor_of[c])])
+    if (tensor_of[c] >= 0 && !regf_keep.empty() && !regf_keep[static_cast<size_t>(tensor_of[c])])
       throw InputError(std::string("tensor_centric (model=nn_dataflow): the REGF bypasses the ") +
                        category[c] + " tensor; nn_dataflow keeps every data category in the REGF");
   const auto& keep = mapping.level(pr.roles.gbuf).keep;
   if (!keep.empty()) {
     std::array<bool, 3> fixed{};
-    for (size_t c = 0; c < 3; ++c) fixed[c] = keep[static_cast<size_t>(tensor_of[c])];
+    for (size_t c = 0; c < 3; ++c)
+      fixed[c] = tensor_of[c] >= 0 && keep[static_cast<size_t>(tensor_of[c])];
     options.gbuf_keep = fixed;
   }
   return options;
@@ -578,6 +685,7 @@ Metrics to_metrics(const Operator& op, const Architecture& arch, const Problem& 
     if (i == pr.roles.regf) mem = kRegf;
     for (int c = 0; c < 3; ++c) {
       const auto cu = static_cast<size_t>(c);
+      if (tensor_of[cu] < 0) continue;  // a local region has no filters
       // nn_dataflow counts accesses, not reads and writes: they are
       // reported as reads. On the node array they are word-hops.
       const double v = mem >= 0 ? r.access[static_cast<size_t>(mem)][cu] : r.nhops[cu];

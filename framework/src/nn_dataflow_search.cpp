@@ -749,6 +749,9 @@ std::vector<Partition> gen_partitions(const Layer& layer, const Dim2& nodes,
             !approx_dividable(layer.wofm, pd[kOfmp].w))
           continue;
         if (!options.ifmaps && pd[kInpp].size() > 1) continue;
+        // Depthwise and local-region layers have no input-channel
+        // partition (their input channel follows the output channel).
+        if (layer.kind != LayerKind::kConv && pd[kInpp].size() > 1) continue;
         if (conv && !approx_dividable(layer.nifm, pd[kInpp].size())) continue;
       } else {
         if (pd[kInpp].size() != 1) continue;
@@ -863,7 +866,7 @@ SearchOutput search(const Layer& layer, const Hardware& hw, const Options& optio
       ++stats.sampled_out;
       continue;
     }
-    shares[pi] = sharing_groups(parts[pi]);
+    shares[pi] = sharing_groups(parts[pi], layer.kind);
     nodes[pi] = node_result(parts[pi], shares[pi]);
     if (!nodes[pi]->pe_ok) ++stats.pe_refused;
   }

@@ -76,9 +76,10 @@ inline std::optional<std::string> load(const std::filesystem::path& refdata,
                                        Setup& out) {
   out.id = row.at("id");
   if (row.at("status") != "ok") return "the reference run did not finish";
-  if (row.at("kind") != "conv" && row.at("kind") != "fc")
+  if (row.at("kind") != "conv" && row.at("kind") != "fc" && row.at("kind") != "pool")
     return "a " + row.at("kind") +
-           " layer: the nn_dataflow model covers convolution and fully-connected layers";
+           " layer: the nn_dataflow model covers convolution, fully-connected and local-region "
+           "layers";
   const auto workload = test_data / "nn_dataflow" / (out.id + ".yaml");
   if (!std::filesystem::exists(workload)) return "no workload file " + workload.string();
   out.net = Network::load(workload.string());

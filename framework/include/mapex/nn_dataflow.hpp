@@ -48,19 +48,56 @@ struct Dim2 {
   bool operator==(const Dim2&) const = default;
 };
 
-/// A convolution or fully-connected layer (FC: every spatial size 1).
+/// The layer types nn_dataflow's row-stationary model distinguishes. Each
+/// type fixes which of the ifmap/ofmap/batch loops index each data
+/// category (its `data_loops`), and so the loop counts, the replicated data
+/// and what nodes share.
+enum class LayerKind {
+  kConv,  ///< ConvLayer (and FCLayer): every output channel reads every input channel
+  /// KAPLA's DepthwiseConvolutionLayer (tsinghua-ideal/kapla layer.py): one
+  /// filter per channel, output channel n reads input channel n only.
+  kDepthwise,
+  /// LocalRegionLayer: no filters, each output merges a local region of the
+  /// input (EltwiseLayer: `nreg` channels, a 1 x 1 window).
+  kLocalRegion,
+};
+
+/// One layer as nn_dataflow models it (FC: every spatial size 1). For a
+/// local-region layer `hfil` x `wfil` is the region's window (hreg x wreg).
 struct Layer {
+  LayerKind kind = LayerKind::kConv;
   std::int64_t batch = 1;
   std::int64_t nifm = 1, nofm = 1;
   std::int64_t hofm = 1, wofm = 1;
   std::int64_t hfil = 1, wfil = 1;
   std::int64_t htrd = 1, wtrd = 1;
+  /// Local region: channels merged per output (nreg) and the channel
+  /// stride (ntrd; EltwiseLayer sets both to its operand count, so
+  /// nifm = nofm x ntrd). 1 for the other kinds.
+  std::int64_t nreg = 1, ntrd = 1;
   std::int64_t hifm() const { return hfil + (hofm - 1) * htrd; }
   std::int64_t wifm() const { return wfil + (wofm - 1) * wtrd; }
+  /// Input channels the ifmap loop runs over: all of them for a
+  /// convolution; one for the other kinds, whose input channel follows the
+  /// output channel ("loop ifm is corresponding to loop ofm", _gen_repl).
+  std::int64_t ifm_loop_channels() const { return kind == LayerKind::kConv ? nifm : 1; }
   double ops() const {
-    return static_cast<double>(batch * nifm * nofm * hofm * wofm * hfil * wfil);
+    const auto fmap = static_cast<double>(batch * nofm * hofm * wofm);
+    switch (kind) {
+      case LayerKind::kDepthwise:
+        return fmap * static_cast<double>(hfil * wfil);
+      case LayerKind::kLocalRegion:
+        return fmap * static_cast<double>(nreg * hfil * wfil);
+      case LayerKind::kConv:
+        break;
+    }
+    return fmap * static_cast<double>(nifm * hfil * wfil);
   }
 };
+
+/// Which loops index each data category (Layer.data_loops): [Dce][LoopId].
+using DataLoops = std::array<std::array<bool, 3>, 3>;
+DataLoops data_loops(LayerKind kind);
 
 /// nn_dataflow's PartitionScheme: `order` lists the parallelisms from the
 /// outermost to the innermost level of the node array.
@@ -143,6 +180,7 @@ struct PeMapping {
 
 /// The nested-loop description of one processing pass (NestedLoopDesc).
 struct LoopDesc {
+  DataLoops data_loops{};  ///< the layer's (NestedLoopDesc.data_loops)
   std::array<std::int64_t, 3> loopcnt{};
   std::array<double, 3> usize_gbuf{}, usize_regf{};
   std::array<std::array<double, 3>, 4> unit_access{};
@@ -194,8 +232,9 @@ std::array<double, 3> unit_nhops(const Layer& layer, const Partition& part, cons
                                  std::array<bool, 3> categories = {true, true, true});
 
 /// Nodes whose partitions need the same data of each category
-/// (BufShrScheme.size): with forwarding, DRAM fetches divide by them.
-std::array<double, 3> sharing_groups(const Partition& part);
+/// (BufShrScheme.size, with the layer's data loops): with forwarding, DRAM
+/// fetches divide by them.
+std::array<double, 3> sharing_groups(const Partition& part, LayerKind kind);
 
 /// Why a loop blocking does not fit: the cheap verdict of score_blocking
 /// (no text, no allocation); `evaluate` turns it into a sentence.

@@ -15,6 +15,8 @@
 #include <mapex/operator.hpp>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mapex::ndf {
 
@@ -31,8 +33,18 @@ struct Problem {
   Options options;
   Layout ifmaps;
   Roles roles;
+  /// The operator's dimensions in nn_dataflow's roles. A depthwise layer's
+  /// channels are its output channels (`k`; `c` is -1); an element-wise
+  /// loop nest has batch and output channels only, and its other
+  /// dimensions (`region`, with their bounds) are the local region each
+  /// PE merges whole.
   DimId n = -1, k = -1, c = -1, p = -1, q = -1, r = -1, s = -1;
-  int fil = -1, ifm = -1, ofm = -1;  ///< operator tensor of each data category
+  std::vector<std::pair<DimId, std::int64_t>> region;
+  /// Operator tensor of each data category; `fil` is -1 for a local region.
+  /// An element-wise loop nest with several operands reads them as one
+  /// input (nn_dataflow concatenates a layer's predecessors): `ifm` is the
+  /// first.
+  int fil = -1, ifm = -1, ofm = -1;
 };
 
 /// Builds the problem, or says why the operator or chip is outside the
