@@ -302,43 +302,99 @@ std::vector<std::int64_t> divisors(std::int64_t n) {
 /// hash of the seed, the stream and the path of choices down to it. The
 /// walk descends only into kept choices, so what a dropped tile would have
 /// led to is never visited: the cost is that of the tiles drawn and the
-/// blockings kept, not of the pass's whole space.
+/// blockings kept, not of the pass's whole space. With keep_at_least_one,
+/// a level whose draws keep none of its choices keeps one, drawn uniformly
+/// from a hash of the seed and its path (KAPLA's released code,
+/// util.random_collect); a GBUF choice counts only when skip_conv keeps
+/// some DRAM order under it, so that a kept path always ends in a blocking.
 std::vector<Place> levels_kept(const SearchOptions& so, std::uint64_t stream,
                                const std::array<std::int64_t, 3>& loopcnt, const SkipConv& table) {
   std::vector<Place> kept;
   auto step = [](std::uint64_t path, std::uint64_t v) { return splitmix64(path ^ v); };
+  // The kept indices of `count` choices whose draws `drawn(i)` makes;
+  // one of them, from `path`, when none is kept and keep_at_least_one.
+  auto keep = [&](size_t count, std::uint64_t path, const auto& drawn) {
+    std::vector<size_t> out;
+    for (size_t i = 0; i < count; ++i)
+      if (drawn(i)) out.push_back(i);
+    if (out.empty() && so.keep_at_least_one && count > 0)
+      out.push_back(static_cast<size_t>(fallback_pick(so, path, count)));
+    return out;
+  };
   const std::array<std::vector<std::int64_t>, 3> dv{divisors(loopcnt[0]), divisors(loopcnt[1]),
                                                     divisors(loopcnt[2])};
-  std::array<std::array<std::int64_t, 3>, 3> t{};
+  struct Tile {
+    std::array<std::int64_t, 3> t;
+    std::uint64_t path;
+  };
+  // The REGF tiles with a blocking skip_conv keeps under them: the whole
+  // pass, or a tile that leaves some loop whole above the REGF (that loop
+  // can be the innermost non-trivial one above; skip_conv drops a blocking
+  // whose innermost loop above the REGF is also blocked in it).
+  std::vector<Tile> regf_tiles;
   for (std::int64_t r0 : dv[0])
     for (std::int64_t r1 : dv[1])
       for (std::int64_t r2 : dv[2]) {
-        t[2] = {r0, r1, r2};
-        std::uint64_t regf = 0;
-        for (std::int64_t v : t[2]) regf = step(regf, static_cast<std::uint64_t>(v));
-        if (!sampled_in(so, stream ^ 0x52, regf)) continue;
-        const std::array<std::vector<std::int64_t>, 3> gv{
-            divisors(loopcnt[0] / r0), divisors(loopcnt[1] / r1), divisors(loopcnt[2] / r2)};
-        for (std::int64_t g0 : gv[0])
-          for (std::int64_t g1 : gv[1])
-            for (std::int64_t g2 : gv[2]) {
-              t[1] = {g0, g1, g2};
-              std::uint64_t gbuf_tile = regf;
-              for (std::int64_t v : t[1])
-                gbuf_tile = step(gbuf_tile, static_cast<std::uint64_t>(v));
-              std::array<int, 3> nt{};
-              for (size_t l = 0; l < 3; ++l) t[0][l] = loopcnt[l] / (t[1][l] * t[2][l]);
-              for (size_t bl = 0; bl < 3; ++bl)
-                nt[bl] = (t[bl][0] > 1 ? 1 : 0) | (t[bl][1] > 1 ? 2 : 0) | (t[bl][2] > 1 ? 4 : 0);
-              for (size_t o1 = 0; o1 < 6; ++o1) {
-                const std::uint64_t gbuf = step(gbuf_tile, o1);
-                if (!sampled_in(so, stream ^ 0x47, gbuf)) continue;
-                for (size_t o0 = 0; o0 < 6; ++o0)
-                  if (sampled_in(so, stream ^ 0x44, step(gbuf, o0)) && table.keeps(nt, o0, o1))
-                    kept.push_back(place_of(t, o0, o1));
-              }
-            }
+        const std::array<std::int64_t, 3> r{r0, r1, r2};
+        bool whole = true, open = false;
+        for (size_t l = 0; l < 3; ++l) {
+          whole = whole && r[l] == loopcnt[l];
+          open = open || (r[l] == 1 && loopcnt[l] > 1);
+        }
+        if (!whole && !open) continue;
+        std::uint64_t path = 0;
+        for (std::int64_t v : {r0, r1, r2}) path = step(path, static_cast<std::uint64_t>(v));
+        regf_tiles.push_back(Tile{{r0, r1, r2}, path});
       }
+  std::array<std::array<std::int64_t, 3>, 3> t{};
+  for (size_t ri : keep(regf_tiles.size(), stream ^ 0x52, [&](size_t i) {
+         return sampled_in(so, stream ^ 0x52, regf_tiles[i].path);
+       })) {
+    const Tile& regf = regf_tiles[ri];
+    t[2] = regf.t;
+    const std::array<std::vector<std::int64_t>, 3> gv{divisors(loopcnt[0] / t[2][0]),
+                                                      divisors(loopcnt[1] / t[2][1]),
+                                                      divisors(loopcnt[2] / t[2][2])};
+    // The GBUF choices under this REGF tile: a tile and its loop order.
+    struct GbufChoice {
+      std::array<std::int64_t, 3> tile;
+      size_t o1;
+      std::uint64_t path;
+      std::array<int, 3> nt;
+    };
+    std::vector<GbufChoice> gbuf_choices;
+    for (std::int64_t g0 : gv[0])
+      for (std::int64_t g1 : gv[1])
+        for (std::int64_t g2 : gv[2]) {
+          std::uint64_t gbuf_tile = regf.path;
+          for (std::int64_t v : {g0, g1, g2})
+            gbuf_tile = step(gbuf_tile, static_cast<std::uint64_t>(v));
+          t[1] = {g0, g1, g2};
+          for (size_t l = 0; l < 3; ++l) t[0][l] = loopcnt[l] / (t[1][l] * t[2][l]);
+          std::array<int, 3> nt{};
+          for (size_t bl = 0; bl < 3; ++bl)
+            nt[bl] = (t[bl][0] > 1 ? 1 : 0) | (t[bl][1] > 1 ? 2 : 0) | (t[bl][2] > 1 ? 4 : 0);
+          for (size_t o1 = 0; o1 < 6; ++o1) {
+            bool any = false;
+            for (size_t o0 = 0; o0 < 6 && !any; ++o0) any = table.keeps(nt, o0, o1);
+            if (any) gbuf_choices.push_back(GbufChoice{{g0, g1, g2}, o1, step(gbuf_tile, o1), nt});
+          }
+        }
+    for (size_t gi : keep(gbuf_choices.size(), stream ^ 0x47 ^ regf.path, [&](size_t i) {
+           return sampled_in(so, stream ^ 0x47, gbuf_choices[i].path);
+         })) {
+      const GbufChoice& g = gbuf_choices[gi];
+      t[1] = g.tile;
+      for (size_t l = 0; l < 3; ++l) t[0][l] = loopcnt[l] / (t[1][l] * t[2][l]);
+      std::vector<size_t> orders;
+      for (size_t o0 = 0; o0 < 6; ++o0)
+        if (table.keeps(g.nt, o0, g.o1)) orders.push_back(o0);
+      for (size_t oi : keep(orders.size(), stream ^ 0x44 ^ g.path, [&](size_t i) {
+             return sampled_in(so, stream ^ 0x44, step(g.path, orders[i]));
+           }))
+        kept.push_back(place_of(t, orders[oi], g.o1));
+    }
+  }
   std::sort(kept.begin(), kept.end());
   return kept;
 }

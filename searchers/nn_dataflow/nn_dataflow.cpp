@@ -290,7 +290,8 @@ const mapex::ParamSpec kParams[] = {
      "below 0, keep_probability. Needs loop_blocking=exhaustive when below 1."},
     {"keep_at_least_one", mapex::ParamType::kBool, "false",
      "R keeps one candidate, drawn uniformly, at a level whose draws keep none (a pass's "
-     "factorisations, a kept factorisation's order pairs, a layer's partitions), as KAPLA's "
+     "factorisations, a kept factorisation's order pairs, a layer's partitions; with "
+     "keep_per=memory_level, the REGF tiles, GBUF tiles and orders, DRAM orders), as KAPLA's "
      "released random searcher does (util.random_collect)."},
     {"keep_draw", mapex::ParamType::kString, "each",
      "With keep_per=blocking, how the kept blockings are drawn: each (a hash of every "

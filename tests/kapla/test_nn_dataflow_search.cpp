@@ -622,6 +622,53 @@ TEST(RandomBlocking, KeepAtLeastOneOnlyAddsWhereADrawKeptNone) {
   }
 }
 
+TEST(RandomBlocking, PerMemoryLevelKeepAtLeastOneKeepsOnePathPerPass) {
+  // Drawn per memory level at a probability that keeps nothing: with
+  // keep_at_least_one each pass keeps one REGF tile, one GBUF choice under
+  // it and one DRAM order under that, so exactly one blocking per pass is
+  // scored; without it none. At p = 0.1 it only adds where a level kept
+  // none: at least the blockings of the plain draws, and a best no worse.
+  auto tiny = [](bool at_least_one, std::uint64_t seed, double p) {
+    mapex::ndf::Hardware hw = one_pe();
+    hw.array = Dim2{4, 4};
+    hw.regf_words = 64;
+    hw.gbuf_words = 1 << 14;
+    Layer fc;
+    fc.batch = 16;
+    fc.nifm = 96;
+    fc.nofm = 64;
+    mapex::ndf::Layout unset;
+    unset.end = {16, 96, 1, 1};
+    unset.part.order = {-1, -1, -1, -1};
+    SearchOptions so;
+    so.keep_probability = p;
+    so.keep_per_memory_level = true;
+    so.partition_probability = 1;
+    so.keep_at_least_one = at_least_one;
+    so.seed = seed;
+    return mapex::ndf::search(fc, hw, mapex::ndf::Options{}, {unset}, so);
+  };
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    const auto off = tiny(false, seed, 1e-12);
+    EXPECT_EQ(off.stats.blockings, 0u) << seed;
+    const auto on = tiny(true, seed, 1e-12);
+    ASSERT_GT(on.stats.passes, 0u);
+    EXPECT_EQ(on.stats.blockings, on.stats.passes) << seed;
+    const auto again = tiny(true, seed, 1e-12);
+    EXPECT_EQ(again.stats.blockings, on.stats.blockings) << seed;
+    ASSERT_EQ(again.tops.empty(), on.tops.empty()) << seed;
+    if (!on.tops.empty()) {
+      EXPECT_EQ(again.tops.front().cost, on.tops.front().cost) << seed;
+    }
+    const auto plain = tiny(false, seed, 0.1), one = tiny(true, seed, 0.1);
+    EXPECT_GE(one.stats.blockings, plain.stats.blockings) << seed;
+    if (!plain.tops.empty()) {
+      ASSERT_FALSE(one.tops.empty()) << seed;
+      EXPECT_LE(one.tops.front().cost, plain.tops.front().cost) << seed;
+    }
+  }
+}
+
 TEST(RandomBlocking, GapDrawKeepsAboutTheProbabilityAndOtherBlockings) {
   // keep_draw=gap: each blocking still kept with probability p (over the
   // reference layers about a tenth of scored plus left out at p = 0.1),

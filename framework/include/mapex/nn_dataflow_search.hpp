@@ -98,7 +98,9 @@ struct SearchOptions {
   double partition_probability = -1;
   /// When a level's draws keep none of its candidates (a pass's
   /// factorisations, a kept factorisation's order pairs, a layer's
-  /// partitions), keep one of them, drawn uniformly from a hash of the
+  /// partitions; with keep_per_memory_level, a pass's REGF tiles, the GBUF
+  /// tiles and orders under a kept REGF tile, the DRAM orders under a kept
+  /// GBUF choice), keep one of them, drawn uniformly from a hash of the
   /// seed and the level (KAPLA's released code, util.random_collect).
   bool keep_at_least_one = false;
   std::uint64_t seed = 0;
