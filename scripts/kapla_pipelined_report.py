@@ -19,21 +19,24 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mapex_results import read_attributes  # noqa: E402
 
-NETWORKS = ["alexnet_towers", "vgg16", "googlenet", "resnet50", "kapla_mlp"]
+# KAPLA §V's seven inference networks, as KAPLA's nn_dataflow networks list
+# them (experiments/kapla/pipelined.sh).
+NETWORKS = ["alexnet_towers", "kapla_mobilenet", "vgg16", "googlenet", "resnet50", "kapla_mlp",
+            "kapla_gnmt"]
 # KAPLA Table V: batch, nodes, PEs, REGF (B) -> overhead over B (%).
 TABLE5 = [(64, 4, 8, 32, 4.4), (64, 4, 8, 64, 2.7), (64, 4, 8, 128, 1.5), (8, 4, 16, 32, 8.3),
           (1, 16, 8, 64, 6.7)]
 
 
 # The .time files of the sweeps page's runs (all but K, B and R).
-SWEEP_TIME = r"_(Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Rg[\d.]+|Rf[\d.]+(?:s\d+)?|Kk\d+)\.time$"
+SWEEP_TIME = r"_(Rp[\d.]+|R[la][\d.]+(?:s\d+)?|Rg[\d.]+|Rf[\d.]+(?:s\d+)?|Kk\d+)\.time$"
 
 
 def load(directory):
     """{(tag, solver): attributes with 'cpu' (median CPU seconds), 'runs'}."""
     runs = {}
     for name in sorted(os.listdir(directory)):
-        m = re.fullmatch(r"(.+)_([KBR]|Rp[\d.]+|Rl[\d.]+(?:s\d+)?|Rg[\d.]+|Rf[\d.]+(?:s\d+)?|Kk\d+)\.h5",
+        m = re.fullmatch(r"(.+)_([KBR]|Rp[\d.]+|R[la][\d.]+(?:s\d+)?|Rg[\d.]+|Rf[\d.]+(?:s\d+)?|Kk\d+)\.h5",
                          name)
         if not m:
             continue
@@ -104,6 +107,46 @@ def network_rows(runs, prefix, nets):
                     f"{k['segments']} | {lbl} | {b['cpu']:.2f} ({b['runs']}) | "
                     f"{k['cpu']:.3f} ({k['runs']}) | {speed:.0f}x | {r_cells} |")
     return rows, figs
+
+
+# PRIME's three MLPs (§V's "an MLP [12]" does not say which): the one Fig. 9
+# runs and the tags of the other two's runs.
+MLP_VARIANTS = [("MLP-L", "inference_kapla_mlp"), ("MLP-M", "mlp_kapla_mlp_m"),
+                ("MLP-S", "mlp_kapla_mlp_s")]
+
+
+def mlp_section(runs):
+    """K and R over B on each of PRIME's MLPs, and the means over the seven
+    networks of Fig. 9 with that MLP in MLP-L's place."""
+    rows = []
+    base_k = {n: energy(runs[(f"inference_{n}", "K")]) / energy(runs[(f"inference_{n}", "B")]) - 1
+              for n in NETWORKS if n != "kapla_mlp"
+              and all(energy(runs.get((f"inference_{n}", s))) is not None for s in "KB")}
+    base_r = {n: energy(runs[(f"inference_{n}", "R")]) / energy(runs[(f"inference_{n}", "B")]) - 1
+              for n in base_k if energy(runs.get((f"inference_{n}", "R"))) is not None}
+    for name, tag in MLP_VARIANTS:
+        k, b, r = (runs.get((tag, s)) for s in ("K", "B", "R"))
+        if not (k and b) or energy(k) is None or energy(b) is None:
+            continue
+        k_over = energy(k) / energy(b) - 1
+        r_over = energy(r) / energy(b) - 1 if r and energy(r) is not None else None
+        ks = list(base_k.values()) + [k_over]
+        rs = list(base_r.values()) + ([r_over] if r_over is not None else [])
+        rows.append(f"| {name} | {energy(b):.5g} | {energy(k):.5g} | {pct(k_over)} | "
+                    f"{pct(r_over) if r_over is not None else 'no valid schedule'} | "
+                    f"{pct(statistics.mean(ks))} ({len(ks)}) | {pct(statistics.mean(rs))} "
+                    f"({len(rs)}) |")
+    if len(rows) < 2:
+        return []
+    return ["## Which MLP", "",
+            "§V's \"an MLP [12]\" cites PRIME, which defines three: MLP-S (784-500-250-10), "
+            "MLP-M (784-1000-500-250-10) and MLP-L (784-1500-1000-500-10), all three in KAPLA's "
+            "nn_dataflow networks. Fig. 9 above runs MLP-L (`kapla_mlp`); the other two "
+            "(`experiments/kapla/workloads/kapla_mlp_m.yaml`, `kapla_mlp_s.yaml`, runs "
+            "`mlp_*`) with the same K, B and R, and the means over the networks of Fig. 9 with "
+            "each in MLP-L's place (networks counted in brackets):", "",
+            "| MLP | B energy (pJ) | K energy (pJ) | K over B | R over B | K over B, mean | "
+            "R over B, mean |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"] + rows + [""]
 
 
 def probability_of(solver):
@@ -354,6 +397,42 @@ def released_sweep(runs):
             ["", "Paper, inference (§VI-A): R 59% over B (mean over its seven networks).", ""])
 
 
+def level_one_sweep(runs):
+    """R drawn per memory level with one candidate kept where a level's
+    draws keep none (runs `Ra<p>`): the released code's rule, under which
+    §V's claim that p = 0.1 finds valid schemes holds, on the per-memory-
+    level reading of "each level"."""
+    tables = seeded_tables(runs, "Ra")
+    if not tables:
+        return []
+    rows, summary, pooled_lines = tables
+    # Networks on which R per memory level (without the rule) ran at some
+    # seed but scheduled at none.
+    scheduled = {}
+    for solver in seeded_runs(runs, "Rl").values():
+        for net, r, _, _ in scheduled_networks(runs, solver):
+            scheduled.setdefault(net, []).append(energy(r) is not None)
+    unscheduled = [n for n in NETWORKS if n in scheduled and not any(scheduled[n])]
+    why = (f"R per memory level above schedules {', '.join(unscheduled)} on none of its seeds: "
+           "its draws leave some layer without a scheme that fits (an element-wise or "
+           "depthwise layer has few partitions and small loop spaces, so p^3 of them is often "
+           "nothing), while §V finds valid schemes at p = 0.1 on every network. "
+           if unscheduled else "")
+    return (["## R per memory level keeping one where a level keeps none", "",
+             why + "KAPLA's released code keeps one candidate, drawn uniformly, where a level's "
+             "draws keep none (util.random_collect). R per memory level with that rule (runs "
+             "`Ra<p>`, `--allocation-keep-one --intra-param keep_at_least_one=true` on top of "
+             "`Rl<p>`'s options; `Ra<p>s<seed>` with `--seed`, run once): a segment's "
+             "allocations, a layer's partitions, a pass's REGF tiles, the GBUF tiles and "
+             "orders under a kept tile and the DRAM orders under those each keep one where "
+             "their draws keep none. It only adds candidates to `Rl<p>`'s draws. Per network:",
+             ""] + SEEDED_HEADER + rows +
+            ["", "## R per memory level keeping one, by seed", "",
+             "Means over the networks R schedules; R / K over every run:", ""] +
+            SEEDED_SUMMARY_HEADER + summary + [""] + pooled_lines +
+            ["", "Paper, inference (§VI-A): R 59% over B (mean over its seven networks).", ""])
+
+
 def gap_sweep(runs):
     """R drawing the gap to the next kept loop blocking (`keep_draw=gap`):
     each blocking still kept with probability p, the ones between passed
@@ -503,10 +582,14 @@ def main():
              "reaches both levels); R at other probabilities and K at other k_S are on "
              "[kapla_sweeps.md](kapla_sweeps.md).", "",
              "They share the inter-layer space, the partition enumeration and the model, not a "
-             "search decision. Not run: mobilenetv2 (depthwise convolutions) and kapla_lstm "
-             "(element-wise loop nests), whose layers nn_dataflow's model as mapex implements "
-             "it does not take; AlexNet runs as nn_dataflow lists it, its channel groups as "
-             "two towers of layers (`experiments/kapla/workloads/alexnet_towers.yaml`). The "
+             "search decision. The seven networks of §V, each as KAPLA's nn_dataflow "
+             "networks list it: AlexNet with its channel groups as two towers of layers "
+             "(`experiments/kapla/workloads/alexnet_towers.yaml`); MobileNet v1 "
+             "(`kapla_mobilenet.yaml`), its depthwise convolutions scored as KAPLA's "
+             "DepthwiseConvolutionLayer; the LSTM as GNMT's four cells of 1000 "
+             "(`kapla_gnmt.yaml`, nn_dataflow's lstm_gnmt), its element-wise layers as "
+             "nn_dataflow's EltwiseLayer; VGG16, GoogLeNet, ResNet-50 and the MLP "
+             "(`experiments/workloads`). The "
              "edge chip (Fig. 10) has one node, so every segment is one layer and the "
              "whole-network schedule is the per-layer one of [kapla_fair.md](kapla_fair.md). "
              "The training graphs (Figs. 7-8) have gradient layers the model takes only "
@@ -546,6 +629,7 @@ def main():
               "search over what K searches is B. Exhaustive search over mapex's own mapspace "
               "(the `kapla` searcher's space) finishes only on small layers "
               "([kapla.md](kapla.md)).", ""]
+    lines += mlp_section(runs)
 
     sweep = sorted({t[len("seg5_"):] for (t, _) in runs if t.startswith("seg5_")})
     if sweep:
@@ -650,8 +734,8 @@ def sweeps_page(directory, runs):
     against the B and K of kapla_pipelined.md."""
     cpu, wall = run_minutes(directory, lambda name: re.search(SWEEP_TIME, name))
     return (["# KAPLA's R and k_S: how the unstated parameters move Fig. 9 and Fig. 11", "",
-             "Generated by `experiments/kapla/pipelined.sh` (runs `Rp<p>`, `Rl<p>`, `Rf<p>`, "
-             "`Rg<p>` and `Kk<k_S>` beside "
+             "Generated by `experiments/kapla/pipelined.sh` (runs `Rp<p>`, `Rl<p>`, `Ra<p>`, "
+             "`Rf<p>`, `Rg<p>` and `Kk<k_S>` beside "
              "the K, B and R of [kapla_pipelined.md](kapla_pipelined.md), same space, model, "
              "chip and networks) with `scripts/kapla_pipelined_report.py --sweeps`; do not edit "
              "by hand. Regenerate with", "",
@@ -664,7 +748,7 @@ def sweeps_page(directory, runs):
              "the `mapex schedule` process, the median of the runs counted in brackets (a run "
              "whose first run takes more than `LONG` CPU seconds, default 10, runs once).", ""]
             + missing_networks(runs) + random_sweep(runs) + level_sweep(runs)
-            + released_sweep(runs) + gap_sweep(runs) + ks_sweep(runs))
+            + level_one_sweep(runs) + released_sweep(runs) + gap_sweep(runs) + ks_sweep(runs))
 
 
 def missing_networks(runs):

@@ -42,6 +42,15 @@
 #      uniformly, where a level's draws keep none (keep_at_least_one,
 #      --allocation-keep-one; its util.random_collect); its code has
 #      P = 0.1 (R_FACT). Rf<P>s<SEED> with the other seeds of R_FACT_SEEDS;
+#   Ra<P> R drawn per memory level (as Rl<P>) with one candidate kept,
+#      drawn uniformly, where a level's draws keep none (partitions, a
+#      pass's REGF tiles, the GBUF choices under a kept tile, the DRAM
+#      orders under those, and a segment's allocations), the rule of
+#      KAPLA's released code (util.random_collect) that makes §V's
+#      "no less than 0.1 ... to guarantee finding valid schemes" hold: Rl
+#      at 0.1 leaves some network unscheduled on most seeds. R_LEVEL_ONE
+#      (default 0.1) and R_LEVEL_ONE_SEEDS (runs Ra<P>s<SEED>, default 2
+#      to 10);
 #   Kk<N> K with k_S = N instead of 4 (KS_SWEEP, Fig. 11).
 # Environment: NETWORKS, SOLVERS (of K, B and R, those run on NETWORKS,
 # default all three), RUNS, LONG, THREADS, MAX_SEGMENT (segments of at
@@ -59,15 +68,20 @@
 # 0.1), R_FACT_PARTITION (its partition and allocation probability,
 # default 0.04) and R_FACT_SEEDS (the other seeds of the first of R_FACT,
 # runs Rf<P>s<SEED>, default 2 to 10).
+# MLP_VARIANTS (default kapla_mlp_m kapla_mlp_s): PRIME's other two MLPs,
+# run with K, B and R beside kapla_mlp (MLP-L), as §V does not say which of
+# the three "an MLP [12]" is.
 # --reuse keeps result files already written.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 mapex="${MAPEX:-$root/build/bin/mapex}"
 out="${OUT:-$root/results/kapla_pipelined}"
-# mobilenetv2 (depthwise convolutions) and kapla_lstm (element-wise loop
-# nests) have layers nn_dataflow's model does not take; AlexNet is run as
-# nn_dataflow lists it (towers instead of channel groups).
-networks="${NETWORKS:-alexnet_towers vgg16 googlenet resnet50 kapla_mlp}"
+# The seven inference networks of KAPLA §V, each as KAPLA's nn_dataflow
+# networks list it: AlexNet as towers instead of channel groups, MobileNet
+# (v1, depthwise convolutions as KAPLA's DepthwiseConvolutionLayer) and the
+# LSTM (GNMT's four cells, element-wise layers as nn_dataflow's
+# EltwiseLayer) from experiments/kapla/workloads.
+networks="${NETWORKS:-alexnet_towers kapla_mobilenet vgg16 googlenet resnet50 kapla_mlp kapla_gnmt}"
 solvers="${SOLVERS:-K B R}"
 runs="${RUNS:-3}"
 long="${LONG:-10}"
@@ -84,6 +98,9 @@ r_gap="${R_GAP-0.1}"
 r_fact="${R_FACT-0.1}"
 r_fact_partition="${R_FACT_PARTITION:-0.04}"
 r_fact_seeds="${R_FACT_SEEDS-2 3 4 5 6 7 8 9 10}"
+mlp_variants="${MLP_VARIANTS-kapla_mlp_m kapla_mlp_s}"
+r_level_one="${R_LEVEL_ONE-0.1}"
+r_level_one_seeds="${R_LEVEL_ONE_SEEDS-2 3 4 5 6 7 8 9 10}"
 reuse=0
 [[ "${1:-}" == "--reuse" ]] && reuse=1
 [[ -x "$mapex" ]] || { echo "mapex is not built (build/bin/mapex)" >&2; exit 1; }
@@ -113,6 +130,12 @@ level_random_args() {
   echo "$(random_args "$1") --intra-param keep_per=memory_level"
 }
 
+# level_one_random_args P: R as level_random_args P, keeping one candidate
+# where a level's draws keep none (allocations included).
+level_one_random_args() {
+  echo "$(level_random_args "$1") --allocation-keep-one --intra-param keep_at_least_one=true"
+}
+
 # gap_random_args P: R as random_args P, but drawing the gap to the next
 # kept loop blocking (keep_draw=gap) instead of one draw per blocking.
 gap_random_args() {
@@ -139,10 +162,12 @@ solver_args() {
     Rp[0-9.]*) random_args "${1#Rp}" ;;
     Rl[0-9.]*s[0-9]*) level_random_args "$(sed 's/^Rl//; s/s.*//' <<<"$1")" && echo "--seed ${1##*s}" ;;
     Rl[0-9.]*) level_random_args "${1#Rl}" ;;
+    Ra[0-9.]*s[0-9]*) level_one_random_args "$(sed 's/^Ra//; s/s.*//' <<<"$1")" && echo "--seed ${1##*s}" ;;
+    Ra[0-9.]*) level_one_random_args "${1#Ra}" ;;
     Rg[0-9.]*) gap_random_args "${1#Rg}" ;;
     Rf[0-9.]*s[0-9]*) fact_random_args "$(sed 's/^Rf//; s/s.*//' <<<"$1")" && echo "--seed ${1##*s}" ;;
     Rf[0-9.]*) fact_random_args "${1#Rf}" ;;
-    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P> Rl<P> Rl<P>s<SEED> Rg<P> Rf<P> Rf<P>s<SEED>)" >&2
+    *) echo "unknown solver '$1' (K Kk<N> B R Rp<P> Rl<P> Rl<P>s<SEED> Ra<P> Ra<P>s<SEED> Rg<P> Rf<P> Rf<P>s<SEED>)" >&2
        exit 2 ;;
   esac
 }
@@ -176,6 +201,12 @@ for net in $networks; do
   for solver in $solvers; do run "inference_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
 done
 
+# Which MLP: PRIME's MLP-M and MLP-S with the solvers of Fig. 9.
+for net in $mlp_variants; do
+  wl="$(workload "$net" 64)"
+  for solver in $solvers; do run "mlp_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
+done
+
 # R's keep probability (KAPLA §V gives only its lower bound, 0.1) and K's
 # k_S (§VI-B, Fig. 11) on the same networks.
 for net in $networks; do
@@ -198,6 +229,17 @@ for net in $networks; do
   for p in $r_level; do run "inference_${net}" "$wl" "$arch" "Rl$p" "$max_segment"; done
   for sd in $r_level_seeds; do
     run "inference_${net}" "$wl" "$arch" "Rl${r_level%% *}s$sd" "$max_segment" 1
+  done
+done
+
+# R drawn per memory level keeping one candidate where a level keeps none,
+# at R_LEVEL_ONE's probabilities and, at the first, the seeds of
+# R_LEVEL_ONE_SEEDS (one run each).
+for net in $networks; do
+  wl="$out/workloads/${net}_b64.yaml"
+  for p in $r_level_one; do run "inference_${net}" "$wl" "$arch" "Ra$p" "$max_segment"; done
+  for sd in $r_level_one_seeds; do
+    run "inference_${net}" "$wl" "$arch" "Ra${r_level_one%% *}s$sd" "$max_segment" 1
   done
 done
 

@@ -72,8 +72,8 @@ std::optional<std::string> place(const Problem& pr, const std::vector<std::int64
 /// DepthwiseConvolutionLayer).
 std::optional<std::string> conv_layer(const Operator& op, Problem& pr) {
   if (op.kind() != "conv2d" && op.kind() != "fc")
-    return "the nn_dataflow model scores convolution, fully-connected, depthwise and "
-           "element-wise layers, not '" +
+    return "the nn_dataflow model scores convolution, fully-connected and depthwise layers "
+           "and loop nests of local regions (element-wise, pooling), not '" +
            op.kind() + "'";
   pr.n = op.find_dim("N");
   pr.k = op.find_dim("K");

@@ -6,7 +6,9 @@
 # paper's figures, B must be no worse than K or R (it searches both their
 # spaces), R keeping everything (p = 1) must be B, the sweeps of R's keep
 # probability, of R drawing the gaps between kept blockings (keep_draw=gap,
-# recorded in its file) and of K's k_S must have their sections, and a file
+# recorded in its file), of R per memory level keeping one where a level
+# keeps none (never worse than without) and of K's k_S must have their
+# sections, and a file
 # that is not a schedule is refused.
 set -euo pipefail
 mapex="$1" data="$2" work="$3" report="$4"
@@ -27,6 +29,9 @@ run Rg0.8 --inter-layer exhaustive --allocation-probability 0.8 --intra-param ke
   --intra-param keep_draw=gap
 run Rl0.8 --inter-layer exhaustive --allocation-probability 0.8 --intra-param keep_probability=0.8 \
   --intra-param keep_per=memory_level
+run Ra0.8 --inter-layer exhaustive --allocation-probability 0.8 --allocation-keep-one \
+  --intra-param keep_probability=0.8 --intra-param keep_per=memory_level \
+  --intra-param keep_at_least_one=true
 run Rf0.8 --inter-layer exhaustive --allocation-probability 0.7 --allocation-keep-one \
   --intra-param keep_probability=0.8 --intra-param keep_per=factorization \
   --intra-param partition_probability=0.7 --intra-param keep_at_least_one=true
@@ -43,16 +48,19 @@ for needle in "experiments/kapla/pipelined.sh" "## R by keep probability" "| 1 |
     "## Fig. 11: k_S in nn_dataflow's space" "K with k_S = 1, 4" \
     "## R drawing the gaps between kept blockings" "| 0.8 | kapla_mlp | " \
     "## KAPLA's released R, per network" "| 0.8 | 1 | kapla_mlp | " \
+    "## R per memory level keeping one where a level keeps none" \
     "--allocation-probability 0.7 --allocation-keep-one"; do
   grep -qF -- "$needle" <<<"$page" || { echo "missing '$needle' in:"; echo "$page"; exit 1; }
 done
 /usr/bin/python3 - "$work/runs" <<'PY'
 import sys, h5py
 e = {s: float(h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_{s}.h5", "r").attrs["energy_pj"])
-     for s in ("K", "B", "R", "Rp1", "Rg0.8")}
+     for s in ("K", "B", "R", "Rp1", "Rg0.8", "Rl0.8", "Ra0.8")}
 assert e["B"] <= e["K"] * (1 + 1e-12) and e["B"] <= e["R"] * (1 + 1e-12), e
 assert e["B"] <= e["Rg0.8"] * (1 + 1e-12), e
 assert e["Rp1"] == e["B"], e
+# Keeping one where a level keeps none only adds to Rl's draws.
+assert e["Ra0.8"] <= e["Rl0.8"] * (1 + 1e-12), e
 # R's parameters stay with its numbers.
 a = h5py.File(f"{sys.argv[1]}/inference_kapla_mlp_R.h5", "r").attrs
 assert str(a["allocation_probability"]) == "0.8", dict(a)
