@@ -123,10 +123,10 @@ mapex::Network load_with_batch(const fs::path& file, int batch) {
 }
 
 /// The conv or FC layer nn_dataflow would schedule in place of `op`, and
-/// how many of it (nn_dataflow's model takes ungrouped forward conv and FC
-/// layers only; KAPLA's fork adds backward layer types that have no
-/// counterpart in it). Exact rewrites only, each the same loop nest with
-/// the roles of its loops renamed:
+/// how many of it (nn_dataflow's model takes forward conv, FC and depthwise
+/// layers and local-region loop nests; KAPLA's fork adds backward layer
+/// types that have no counterpart in it). Exact rewrites only, each the
+/// same loop nest with the roles of its loops renamed:
 /// - a grouped convolution (not depthwise): `groups` convolutions of C/G
 ///   to K/G channels (nn_dataflow's alex_net lists the halves as layers);
 /// - FC error propagation dX[n][c] = sum_k dY[n][k] W[k][c]: an FC layer
@@ -141,8 +141,10 @@ mapex::Network load_with_batch(const fs::path& file, int batch) {
 ///   dY[n][k][p][q] X[n][c][r+p][s+q]: a convolution with batch C, N
 ///   input channels, K outputs, the padded input as the map and P x Q as
 ///   the filter, giving R x S.
-/// Anything else (depthwise, strided backward layers) stays as it is, and
-/// make_problem says why it is outside the model.
+/// Anything else (depthwise convolutions and loop nests, which the model
+/// takes as they are; strided and depthwise backward layers, which it
+/// refuses) stays as it is, and make_problem says why when it is outside
+/// the model.
 std::optional<std::pair<mapex::Operator, int>> nndf_layer(const mapex::Operator& op) {
   auto dim = [&](const char* d) -> std::int64_t {
     const auto id = op.find_dim(d);
@@ -159,8 +161,8 @@ std::optional<std::pair<mapex::Operator, int>> nndf_layer(const mapex::Operator&
   if (kind == "fc_bwd_weight")
     return std::make_pair(mapex::make_fc(op.name(), dim("C"), dim("N"), dim("K")), 1);
   if (kind == "conv2d") {
-    // A regular convolution is taken as it is; a depthwise one (no G
-    // dimension) stays outside.
+    // A regular convolution is taken as it is, and so is a depthwise one
+    // (no G dimension: KAPLA's DepthwiseConvolutionLayer).
     if (groups == 1 || !dim("G")) return std::nullopt;
     mapex::Conv2dShape sh;
     sh.N = dim("N");
