@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cmath>
+#include <mapex/checked.hpp>
 #include <mapex/error.hpp>
 #include <mapex/nn_dataflow_bridge.hpp>
 #include <sstream>
@@ -170,11 +171,13 @@ std::optional<std::string> local_region_layer(const Operator& op, Problem& pr) {
       }
   }
   if (pr.ifm < 0) return shape + "; '" + op.name() + "' has no input";
-  std::int64_t region = 1;
+  // Bounds come from a user's file: a product past int64 is refused, not
+  // wrapped.
+  std::optional<std::int64_t> region = 1;
   for (DimId d = 0; d < op.num_dims(); ++d)
     if (d != pr.n && d != pr.k && d != pr.p && d != pr.q && d != pr.r && d != pr.s) {
       pr.region.emplace_back(d, bound(op, d));
-      region *= bound(op, d);
+      if (region) region = checked_mul(*region, bound(op, d));
     }
   l.kind = LayerKind::kLocalRegion;
   l.batch = bound(op, pr.n);
@@ -183,8 +186,11 @@ std::optional<std::string> local_region_layer(const Operator& op, Problem& pr) {
   l.wofm = bound(op, pr.q);
   l.hfil = bound(op, pr.r);
   l.wfil = bound(op, pr.s);
-  l.nreg = l.ntrd = operands * region;
-  l.nifm = l.nofm * l.ntrd;
+  const auto nreg = region ? checked_mul(operands, *region) : std::nullopt;
+  const auto nifm = nreg ? checked_mul(l.nofm, *nreg) : std::nullopt;
+  if (!nifm) return shape + "; '" + op.name() + "' merges more words per output than int64 holds";
+  l.nreg = l.ntrd = *nreg;
+  l.nifm = *nifm;
   if (l.nreg > 1 && l.hfil * l.wfil > 1)
     return shape + "; '" + op.name() +
            "' merges both several channels and a window, which a local region of nn_dataflow "

@@ -210,6 +210,14 @@ layers:
     tensors:
       - {name: a, role: input, subscripts: [N, J, K, '2*P + R', '2*Q + S']}
       - {name: y, role: output, subscripts: [N, K, P, Q]}
+  - name: huge
+    type: loopnest
+    inputs: [mul]
+    dims: {N: 1, J: 2147483648, K: 2147483648}
+    tensors:
+      - {name: a, role: input, subscripts: [N, J, K]}
+      - {name: b, role: input, subscripts: [N, J, K]}
+      - {name: y, role: output, subscripts: [N, K]}
   - name: transposed
     type: loopnest
     inputs: [mul]
@@ -269,6 +277,11 @@ TEST(NnDataflowLayers, LoopNestsOutsideALocalRegionAreRefused) {
   const auto mixed = b.problem("mixed", pr);
   ASSERT_TRUE(mixed);
   EXPECT_NE(mixed->find("both several channels and a window"), std::string::npos) << *mixed;
+  // 2 operands x J = 2^31 merged per output over K = 2^31 channels: 2^63
+  // input channels, past int64.
+  const auto huge = b.problem("huge", pr);
+  ASSERT_TRUE(huge);
+  EXPECT_NE(huge->find("more words per output than int64 holds"), std::string::npos) << *huge;
   const auto transposed = b.problem("transposed", pr);
   ASSERT_TRUE(transposed);
   EXPECT_NE(transposed->find("is not [N, K] or [N, K, P, Q]"), std::string::npos) << *transposed;
