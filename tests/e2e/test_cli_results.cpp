@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <thread>
 
 #include "cli_runner.hpp"
@@ -313,6 +314,17 @@ pid_t spawn_cli(const std::vector<std::string>& args, const std::string& out,
   return pid;
 }
 
+/// Whether process `pid` catches `sig` (Linux: its SigCgt mask in
+/// /proc/<pid>/status), so that a signal sent now reaches its handler
+/// rather than the default action.
+bool catches(pid_t pid, int sig) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("SigCgt:", 0) == 0)
+      return (std::stoull(line.substr(7), nullptr, 16) >> (sig - 1) & 1) != 0;
+  return false;
+}
+
 TEST(SearchInterrupt, SigintPrintsTheBestMappingSoFarMarkedInterrupted) {
   // A random search with a minute of budget, interrupted after a second.
   const std::string out = kWork + "/search_sigint.out", err = kWork + "/search_sigint.err";
@@ -323,6 +335,13 @@ TEST(SearchInterrupt, SigintPrintsTheBestMappingSoFarMarkedInterrupted) {
                                 out, err);
     ASSERT_GT(pid, 0);
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // On a loaded machine the process may not have installed its handler
+    // yet (plugins still loading): wait for it, so that SIGINT is handled.
+    const auto spawned = std::chrono::steady_clock::now();
+    while (!catches(pid, SIGINT) &&
+           std::chrono::steady_clock::now() - spawned < std::chrono::seconds(20))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_TRUE(catches(pid, SIGINT)) << "the search never installed its SIGINT handler";
     ASSERT_EQ(::kill(pid, SIGINT), 0);
     int status = 0;
     const auto start = std::chrono::steady_clock::now();
