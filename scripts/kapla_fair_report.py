@@ -317,55 +317,15 @@ def level_text(pipe):
                   f"{max(pooled):+.1f}%)"), seed_means, readings
 
 
-def released_text(pipe):
-    """KAPLA's released R (kapla_sweeps.md, runs Rf<p>): (its text for the
-    note, its readings: the mean over every seed that schedules every
-    network, then each such seed's), or None."""
-    released = pipe.get("r_released") or {}
-    if not released:
-        return None
-    p = min(q for q, _ in released)
-    part = pipe.get("r_released_partition", "?")
-    label = (f"p={p:g} per factorisation and order, partitions {part}, one kept where none is "
-             "(KAPLA's released R)")
-    seeds = sorted(sd for q, sd in released if q == p)
-    complete = {sd: statistics.mean(released[(p, sd)].values()) for sd in seeds
-                if all(v is not None for v in released[(p, sd)].values())}
-    parts = []
-    for sd in seeds:
-        got = released[(p, sd)]
-        valid = [v for v in got.values() if v is not None]
-        failed = [n for n, v in got.items() if v is None]
-        parts.append(f"seed {sd} " + (f"{statistics.mean(valid):+.1f}%" if valid else "none")
-                     + f" ({len(valid)} of {len(got)} networks"
-                     + (f", none on {', '.join(failed)}" if failed else "") + ")")
-    text = (f"KAPLA's released random searcher, the authors' code's definition of R "
-            f"(tsinghua-ideal/kapla random_searcher.py: factorisations and loop orders kept "
-            f"with p={p:g} each, about p^2 of the blockings, partitions and a segment's "
-            f"pipelining constraints, here its allocations, with {part}, one kept where a draw "
-            f"keeps none; kapla_sweeps.md, KAPLA's released R, runs Rf{p:g} and "
-            f"Rf{p:g}s<seed>): {'; '.join(parts)}")
-    readings = []
-    if complete:
-        mean = statistics.mean(complete.values())
-        text += (f"; over the {len(complete)} seeds that schedule every network {mean:+.1f}% "
-                 f"({min(complete.values()):+.1f}% to {max(complete.values()):+.1f}%)")
-        readings.append((label, f"{mean:+.1f}%"))
-        readings += [(f"{label}, seed {sd}", f"{v:+.1f}%")
-                     for sd, v in sorted(complete.items())]
-    return text, readings
-
-
-def level_one_text(pipe):
-    """R per memory level keeping one where a level keeps none
-    (kapla_sweeps.md, runs Ra<p>): (its text for the note, its readings:
-    the mean over every seed that schedules every network, then each such
-    seed's), or None."""
-    got_all = pipe.get("r_level_one") or {}
+def seeded_text(got_all, label_of, describe):
+    """A seeded R's runs (per (p, seed), each network's energy over B or
+    None): (its text for the note, its readings: the mean over every seed
+    that schedules every network, then each such seed's), or None.
+    `label_of(p)` names the readings; `describe(p)` opens the text."""
     if not got_all:
         return None
     p = min(q for q, _ in got_all)
-    label = f"p={p:g} drawn per memory level, one kept where a level keeps none"
+    label = label_of(p)
     seeds = sorted(sd for q, sd in got_all if q == p)
     complete = {sd: statistics.mean(got_all[(p, sd)].values()) for sd in seeds
                 if all(v is not None for v in got_all[(p, sd)].values())}
@@ -377,11 +337,7 @@ def level_one_text(pipe):
         parts.append(f"seed {sd} " + (f"{statistics.mean(valid):+.1f}%" if valid else "none")
                      + f" ({len(valid)} of {len(got)} networks"
                      + (f", none on {', '.join(failed)}" if failed else "") + ")")
-    text = (f"R drawn per memory level with the released code's rule, one candidate kept where "
-            f"a level's draws keep none (allocations, partitions, REGF tiles, GBUF choices, DRAM "
-            f"orders; kapla_sweeps.md, runs Ra{p:g} and Ra{p:g}s<seed>), the reading under "
-            f"which §V's 'no less than 0.1 ... to guarantee finding valid schemes' holds (without "
-            f"it R per memory level never schedules some network): {'; '.join(parts)}")
+    text = f"{describe(p)}: {'; '.join(parts)}"
     readings = []
     if complete:
         mean = statistics.mean(complete.values())
@@ -390,6 +346,35 @@ def level_one_text(pipe):
         readings.append((label, f"{mean:+.1f}%"))
         readings += [(f"{label}, seed {sd}", f"{v:+.1f}%") for sd, v in sorted(complete.items())]
     return text, readings
+
+
+def released_text(pipe):
+    """KAPLA's released R (kapla_sweeps.md, runs Rf<p>), as seeded_text."""
+    part = pipe.get("r_released_partition", "?")
+    return seeded_text(
+        pipe.get("r_released") or {},
+        lambda p: (f"p={p:g} per factorisation and order, partitions {part}, one kept where "
+                   "none is (KAPLA's released R)"),
+        lambda p: (f"KAPLA's released random searcher, the authors' code's definition of R "
+                   f"(tsinghua-ideal/kapla random_searcher.py: factorisations and loop orders "
+                   f"kept with p={p:g} each, about p^2 of the blockings, partitions and a "
+                   f"segment's pipelining constraints, here its allocations, with {part}, one "
+                   f"kept where a draw keeps none; kapla_sweeps.md, KAPLA's released R, runs "
+                   f"Rf{p:g} and Rf{p:g}s<seed>)"))
+
+
+def level_one_text(pipe):
+    """R per memory level keeping one where a level keeps none
+    (kapla_sweeps.md, runs Ra<p>), as seeded_text."""
+    return seeded_text(
+        pipe.get("r_level_one") or {},
+        lambda p: f"p={p:g} drawn per memory level, one kept where a level keeps none",
+        lambda p: (f"R drawn per memory level with the released code's rule, one candidate "
+                   f"kept where a level's draws keep none (allocations, partitions, REGF tiles, "
+                   f"GBUF choices, DRAM orders; kapla_sweeps.md, runs Ra{p:g} and "
+                   f"Ra{p:g}s<seed>), the reading under which §V's 'no less than 0.1 ... to "
+                   f"guarantee finding valid schemes' holds (without it R per memory level "
+                   f"never schedules some network)"))
 
 
 def gap_readings(pipe, what):

@@ -406,8 +406,7 @@ TEST(RandomBlocking, PerMemoryLevelDrawsKeepAboutTheCubeOfTheProbability) {
 /// One node of 4 x 4 PEs and an FC layer whose pass has non-trivial ifmap,
 /// ofmap and batch loops: one partition, so every blocking R does not
 /// score is one its draws left out.
-mapex::ndf::SearchOutput one_partition(double p, std::uint64_t seed, bool per_memory_level,
-                                       bool gap) {
+mapex::ndf::SearchOutput one_partition_search(const SearchOptions& so) {
   mapex::ndf::Hardware hw = one_pe();
   hw.array = Dim2{4, 4};
   hw.regf_words = 64;
@@ -419,12 +418,17 @@ mapex::ndf::SearchOutput one_partition(double p, std::uint64_t seed, bool per_me
   mapex::ndf::Layout unset;
   unset.end = {16, 96, 1, 1};
   unset.part.order = {-1, -1, -1, -1};
+  return mapex::ndf::search(fc, hw, mapex::ndf::Options{}, {unset}, so);
+}
+
+mapex::ndf::SearchOutput one_partition(double p, std::uint64_t seed, bool per_memory_level,
+                                       bool gap) {
   SearchOptions so;
   so.keep_probability = p;
   so.keep_per_memory_level = per_memory_level;
   so.skip_sampling = gap;
   so.seed = seed;
-  return mapex::ndf::search(fc, hw, mapex::ndf::Options{}, {unset}, so);
+  return one_partition_search(so);
 }
 
 TEST(RandomBlocking, WhatIsNotScoredIsCountedAsLeftOut) {
@@ -546,24 +550,13 @@ TEST(RandomBlocking, KeepAtLeastOneKeepsExactlyOneWhereTheDrawsKeepNone) {
   const auto none = one_partition(1, 0, false, false);
   ASSERT_GT(none.stats.passes, 0u);
   auto tiny = [](bool at_least_one, std::uint64_t seed) {
-    mapex::ndf::Hardware hw = one_pe();
-    hw.array = Dim2{4, 4};
-    hw.regf_words = 64;
-    hw.gbuf_words = 1 << 14;
-    Layer fc;
-    fc.batch = 16;
-    fc.nifm = 96;
-    fc.nofm = 64;
-    mapex::ndf::Layout unset;
-    unset.end = {16, 96, 1, 1};
-    unset.part.order = {-1, -1, -1, -1};
     SearchOptions so;
     so.keep_probability = 1e-12;
     so.keep_per_factorization = true;
     so.partition_probability = 1e-12;
     so.keep_at_least_one = at_least_one;
     so.seed = seed;
-    return mapex::ndf::search(fc, hw, mapex::ndf::Options{}, {unset}, so);
+    return one_partition_search(so);
   };
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const auto off = tiny(false, seed);
@@ -629,24 +622,13 @@ TEST(RandomBlocking, PerMemoryLevelKeepAtLeastOneKeepsOnePathPerPass) {
   // scored; without it none. At p = 0.1 it only adds where a level kept
   // none: at least the blockings of the plain draws, and a best no worse.
   auto tiny = [](bool at_least_one, std::uint64_t seed, double p) {
-    mapex::ndf::Hardware hw = one_pe();
-    hw.array = Dim2{4, 4};
-    hw.regf_words = 64;
-    hw.gbuf_words = 1 << 14;
-    Layer fc;
-    fc.batch = 16;
-    fc.nifm = 96;
-    fc.nofm = 64;
-    mapex::ndf::Layout unset;
-    unset.end = {16, 96, 1, 1};
-    unset.part.order = {-1, -1, -1, -1};
     SearchOptions so;
     so.keep_probability = p;
     so.keep_per_memory_level = true;
     so.partition_probability = 1;
     so.keep_at_least_one = at_least_one;
     so.seed = seed;
-    return mapex::ndf::search(fc, hw, mapex::ndf::Options{}, {unset}, so);
+    return one_partition_search(so);
   };
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     const auto off = tiny(false, seed, 1e-12);
