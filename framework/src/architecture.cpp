@@ -166,6 +166,8 @@ std::uint64_t Architecture::content_hash() const {
   }
   mix_value(h, mac_energy_pj_);
   mix_value(h, macs_per_pe_);
+  // Only when set, so the ids of existing chips do not change.
+  if (no_time_mux_) mix(h, "no_time_mux");
   for (const auto& l : levels_) {
     mix(h, l.name);
     mix_value(h, static_cast<int>(l.kind));
@@ -265,6 +267,12 @@ std::optional<std::string> range_error(double clock_mhz, double mac_energy_pj,
 }
 
 }  // namespace
+
+Architecture Architecture::with_no_time_mux(bool on) const {
+  Architecture out = *this;
+  out.no_time_mux_ = on;
+  return out;
+}
 
 Architecture Architecture::make(std::string name, double clock_mhz, int word_bits,
                                 double mac_energy_pj, int macs_per_pe, std::vector<Level> levels,

@@ -178,6 +178,7 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
   if (bits % 8 != 0 || bits > 1024)
     yaml::fail(origin, bits_node, "word_bits", "expected a multiple of 8 (8, 16, 32, ...)");
   const WordWidths widths = parse_word_widths(origin, top);
+  const bool no_time_mux = top.boolean("no_time_mux", false);
   double mac_energy = 1;
   std::int64_t per_pe = 1;
   if (auto mac = top.optional("mac")) {
@@ -286,7 +287,8 @@ Architecture Architecture::parse(const std::string& yaml_text, const std::string
   }
   try {
     return make(name, clock, static_cast<int>(bits), mac_energy, static_cast<int>(per_pe),
-                std::move(levels), widths);
+                std::move(levels), widths)
+        .with_no_time_mux(no_time_mux);
   } catch (const InputError& e) {
     yaml::fail(origin, levels_node, "levels", e.what());
   }

@@ -588,6 +588,17 @@ Misfit score_blocking(const Hardware& hw, const Options& options,
   // nn_dataflow then rotates it over the NoC, which this model leaves out.
   if (options.forwarding && r.gbuf_unshared > hw.gbuf_words) return Misfit::kRotation;
 
+  // Filter pinning (LoopBlockingScheme.__init__): on nodes no other layer
+  // uses over time, filters whose loops above the GBUF are all trivial stay
+  // in the GBUFs from an earlier run and are not fetched from DRAM. Applied,
+  // as there, after the GBUF checks, so it changes no fit.
+  if (hw.no_time_mux) {
+    bool pinned = true;
+    for (size_t l = 0; l < 3; ++l)
+      if (nld.data_loops[kFil][l] && b.t[0][l] != 1) pinned = false;
+    if (pinned) r.fetch[0][kFil] = 0;
+  }
+
   // Accesses over all nodes (_calc_stats).
   const double nodes = static_cast<double>(hw.nodes.size());
   for (size_t c = 0; c < 3; ++c) r.accfwd[c] = options.forwarding ? share[c] : 1;

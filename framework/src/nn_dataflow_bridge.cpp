@@ -290,6 +290,7 @@ std::optional<std::string> make_problem(const Operator& op, const Architecture& 
   double idle = 0;
   for (const auto& lv : levels) idle += lv.idle_energy_pj_per_cycle;
   pr.hw.idle_cost = idle;
+  pr.hw.no_time_mux = arch.no_time_mux();
   if (arch.macs_per_pe() != 1) return "the nn_dataflow model has one MAC per PE per cycle";
 
   for (char ch : bypass) {

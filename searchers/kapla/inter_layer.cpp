@@ -479,9 +479,19 @@ struct LayerSolve {
   bool cut = false;  ///< the solve ended on its budget
 };
 
-/// What an intra-layer solve depends on: the layer, its region's shape and
-/// the GBUF bytes per node kept for a forwarded fmap.
-using SolveKey = std::tuple<int, int, int, std::int64_t>;
+/// What an intra-layer solve depends on: the layer, its region's shape,
+/// the GBUF bytes per node kept for a forwarded fmap, and whether the
+/// segment holds the whole network (no time multiplexing).
+using SolveKey = std::tuple<int, int, int, std::int64_t, bool>;
+
+/// nn_dataflow's `no_time_mux` (PipelineSegment._alloc_resource): a segment
+/// holding every layer of the network, each on its own band, runs the same
+/// layers on the same nodes for every input, so a layer's filters kept
+/// whole in its GBUFs stay there from one run to the next (filter pinning,
+/// Architecture::no_time_mux).
+bool whole_network(int first, int last, int num_layers) {
+  return first == 0 && last == num_layers - 1;
+}
 
 /// Solves the layers of the segments considered, each (layer, region
 /// shape, reserved bytes) once.
@@ -493,11 +503,17 @@ class FinalPhase {
       : net_(net), arch_(arch), chip_(chip), facts_(facts), model_(model), options_(options) {}
 
   /// The solves segment [first, last] under scheme `s` needs.
-  static void add_keys(const SegmentScheme& s, int first, int last, std::vector<SolveKey>& keys) {
+  void add_keys(const SegmentScheme& s, int first, int last, std::vector<SolveKey>& keys) const {
+    const bool pinned = pins(first, last);
     for (int l = first; l <= last; ++l) {
       const auto i = static_cast<size_t>(l - first);
-      keys.emplace_back(l, s.regions[i].rows, s.regions[i].cols, s.reserved_bytes[i]);
+      keys.emplace_back(l, s.regions[i].rows, s.regions[i].cols, s.reserved_bytes[i], pinned);
     }
+  }
+
+  int num_layers() const { return static_cast<int>(net_.layers().size()); }
+  bool pins(int first, int last) const {
+    return options_.filter_pinning && whole_network(first, last, num_layers());
   }
 
   /// Runs the solves of `keys` not done yet, in parallel. Each solve is
@@ -525,7 +541,8 @@ class FinalPhase {
     for (int l = first; l <= last; ++l) {
       const auto i = static_cast<size_t>(l - first);
       const NodeRegion& region = s.regions[i];
-      const LayerSolve& solved = solve(l, region, s.reserved_bytes[i]);
+      const LayerSolve& solved =
+          solve(SolveKey{l, region.rows, region.cols, s.reserved_bytes[i], pins(first, last)});
       if (!solved.valid) {
         last_reason = "layer '" + net_.layers()[static_cast<size_t>(l)].op.name() + "' on " +
                       std::to_string(region.rows) + "x" + std::to_string(region.cols) +
@@ -580,8 +597,7 @@ class FinalPhase {
     return memo_.emplace(key, std::move(solved)).first->second;
   }
 
-  const LayerSolve& solve(int layer, const NodeRegion& region, std::int64_t reserved) {
-    const SolveKey key{layer, region.rows, region.cols, reserved};
+  const LayerSolve& solve(const SolveKey& key) {
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;
     return remember(key, solve_one(key));
   }
@@ -589,11 +605,12 @@ class FinalPhase {
   /// One intra-layer solve on the region's architecture, by the options'
   /// solver or KAPLA's own (§IV-C). Reads only shared constant state.
   LayerSolve solve_one(const SolveKey& key) const {
-    const auto [layer, rows, cols, reserved] = key;
+    const auto [layer, rows, cols, reserved, pinned] = key;
     LayerSolve out;
     const auto& op = net_.layers()[static_cast<size_t>(layer)].op;
     const mapex::Architecture sub =
-        region_architecture(arch_, chip_, NodeRegion{0, 0, rows, cols}, reserved);
+        region_architecture(arch_, chip_, NodeRegion{0, 0, rows, cols}, reserved)
+            .with_no_time_mux(pinned);
     const auto bound = model_.bind(op, sub);
     const mapex::Mapspace space(op, sub);
     mapex::SearchContext ctx(op, sub, space, *bound, options_.objective, options_.seed,
@@ -702,7 +719,8 @@ void calibrate(const Chip& chip, std::vector<LayerFacts>& facts, FinalPhase& fin
                mapex::Objective objective) {
   const int num_layers = static_cast<int>(facts.size());
   std::vector<SolveKey> keys;
-  for (int l = 0; l < num_layers; ++l) keys.emplace_back(l, chip.rows, chip.cols, 0);
+  for (int l = 0; l < num_layers; ++l)
+    keys.emplace_back(l, chip.rows, chip.cols, 0, final_phase.pins(l, l));
   final_phase.solve_all(keys);
   for (int l = 0; l < num_layers; ++l) {
     const LayerSolve* solved = final_phase.find(keys[static_cast<size_t>(l)]);
@@ -739,7 +757,7 @@ void choose_pruned(const mapex::ScheduleOptions& options, int num_layers,
     for (const ChainStep& step : chain.steps) {
       const auto& schemes = segments.at({step.first, step.last}).schemes;
       if (!schemes.empty())
-        FinalPhase::add_keys(schemes[static_cast<size_t>(step.scheme)], step.first, step.last,
+        final_phase.add_keys(schemes[static_cast<size_t>(step.scheme)], step.first, step.last,
                              keys);
     }
   };
@@ -795,7 +813,7 @@ void choose_exhaustive(const mapex::ScheduleOptions& options, int num_layers,
   std::vector<SolveKey> keys;
   for (const auto& [range, opts] : segments)
     for (const auto& scheme : opts.schemes)
-      FinalPhase::add_keys(scheme, range.first, range.second, keys);
+      final_phase.add_keys(scheme, range.first, range.second, keys);
   final_phase.solve_all(std::move(keys));
 
   // Exact cost of every scheme (+infinity when a layer has no valid scheme).

@@ -162,6 +162,15 @@ class Architecture {
   double mac_energy_pj() const { return mac_energy_pj_; }
   int macs_per_pe() const { return macs_per_pe_; }
   const std::vector<Level>& levels() const { return levels_; }
+  /// The chip runs one operator for the whole run, no other sharing it over
+  /// time (nn_dataflow's `no_time_mux`, set on a pipeline segment that holds
+  /// the whole network): read-only operands a mapping keeps whole on chip
+  /// (every loop over them above the top buffer trivial) are loaded once
+  /// ahead of the run and cost no DRAM reads. Only the nn_dataflow model
+  /// reads it; file key `no_time_mux`, default false.
+  bool no_time_mux() const { return no_time_mux_; }
+  /// This chip with `no_time_mux` set to `on`.
+  Architecture with_no_time_mux(bool on) const;
   int num_levels() const { return static_cast<int>(levels_.size()); }
   int find_level(const std::string& name) const;
   /// Number of PEs: product of every spatial fan-out.
@@ -195,6 +204,7 @@ class Architecture {
   double mac_energy_pj_ = 1;
   int macs_per_pe_ = 1;
   std::vector<Level> levels_;
+  bool no_time_mux_ = false;
 };
 
 /// For models and searchers with one word size for every tensor (MAESTRO's

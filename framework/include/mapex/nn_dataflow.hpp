@@ -136,6 +136,9 @@ struct Hardware {
   std::array<double, 4> mem_cost{};  ///< per word: DRAM, GBUF, ITCN, REGF
   double hop_cost = 0;               ///< per word per hop
   double idle_cost = 0;              ///< per cycle, whole chip
+  /// The nodes run this layer alone for the whole run (Resource.no_time_mux):
+  /// filters a blocking keeps whole in the GBUFs are pinned there.
+  bool no_time_mux = false;
 };
 
 struct Options {

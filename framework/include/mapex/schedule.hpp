@@ -88,6 +88,11 @@ struct ScheduleOptions {
   /// random searcher keeps one of a segment's pipelining constraints so,
   /// util.random_collect).
   bool allocation_keep_one = false;
+  /// A segment holding the whole network solves its layers on chips with
+  /// Architecture::no_time_mux set, as nn_dataflow's PipelineSegment does:
+  /// filters kept whole in the GBUFs are pinned there across runs (read by
+  /// the nn_dataflow model only). Off: every layer pays its filter reads.
+  bool filter_pinning = true;
   /// Empty: the scheduler's own intra-layer solver.
   IntraLayerSolver intra_layer;
   /// Budget of every intra-layer solve (0: unlimited).

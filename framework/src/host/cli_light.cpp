@@ -34,7 +34,7 @@ const char* const kUsageText =
     "  schedule --workload NET --arch A [--k-s 4] [--max-segment-layers 4]\n"
     "           [--objective energy|latency] [--costmodel tensor_centric] [--format table|json]\n"
     "           [--inter-layer pruned|exhaustive] [--allocation-probability P]\n"
-    "           [--allocation-keep-one]\n"
+    "           [--allocation-keep-one] [--no-filter-pinning]\n"
     "           [--intra-searcher S] [--intra-param k=v ...] [--intra-max-evaluations N]\n"
     "           [--intra-max-seconds S] [--no-layer-by-layer] [--no-calibration]\n"
     "           [--seed N] [-j N] [-o SCHEDULE.h5]\n"

@@ -40,6 +40,7 @@ struct ScheduleArgs {
   std::string inter_layer = "pruned";
   double allocation_probability = 1;
   bool allocation_keep_one = false;
+  bool no_filter_pinning = false;
   std::string intra_searcher;  ///< empty: the scheduler's own
   std::vector<std::string> intra_params;
   std::int64_t intra_max_evaluations = 0;
@@ -77,6 +78,9 @@ ScheduleArgs parse_args(const std::vector<std::string>& args, std::ostream& out)
       "allocation-keep-one", po::bool_switch(&a.allocation_keep_one),
       "with --allocation-probability below 1: where a multi-layer segment keeps none of its "
       "allocations, keep one drawn uniformly (KAPLA's released random searcher)")(
+      "no-filter-pinning", po::bool_switch(&a.no_filter_pinning),
+      "a segment holding the whole network does not pin filters kept whole in the GBUFs "
+      "(nn_dataflow's no_time_mux; nn_dataflow model only)")(
       "intra-searcher", po::value(&a.intra_searcher),
       "per-layer searcher plugin for the intra-layer solves (default: the scheduler's own)")(
       "intra-param", po::value(&a.intra_params)->composing(),
@@ -219,6 +223,7 @@ void print_json(const ScheduleArgs& a, const Network& net, const Architecture& a
     j["allocation_probability"] = a.allocation_probability;
     j["allocation_keep_one"] = a.allocation_keep_one;
   }
+  j["filter_pinning"] = !a.no_filter_pinning;
   j["intra_searcher"] = intra_name(a);
   j["intra_params"] = joined_params(a.intra_params);
   j["costmodel_params"] = joined_params(a.costmodel_params);
@@ -302,6 +307,7 @@ void write_results(const ScheduleArgs& a, const Network& net, const Architecture
        a.inter_layer == "pruned" && !a.no_layer_by_layer && !a.no_calibration ? "1" : "0"},
       {"allocation_probability", text(a.allocation_probability)},
       {"allocation_keep_one", a.allocation_keep_one ? "1" : "0"},
+      {"filter_pinning", a.no_filter_pinning ? "0" : "1"},
       {"k_s", std::to_string(a.k_s)},
       {"max_segment_layers", std::to_string(a.max_segment_layers)},
       {"seed", std::to_string(a.seed)},
@@ -366,7 +372,7 @@ void print_table(const ScheduleArgs& a, const Network& net, const Architecture& 
   out << net.name() << " (" << net.layers().size() << " layers) on " << arch.name() << " by "
       << a.searcher << " (intra-layer: " << intra_name(a) << ") under " << a.costmodel << " ("
       << a.objective << "), " << inter_text(a) << ", segments of at most " << a.max_segment_layers
-      << " layers\n";
+      << " layers" << (a.no_filter_pinning ? ", no filter pinning" : "") << "\n";
   out << std::setprecision(4) << "scheduled in " << s.seconds << " s; inter-layer schemes of "
       << s.segments_considered << " segments: " << s.counts.candidates << " enumerated, "
       << s.counts.valid << " after validity pruning, " << s.counts.pareto
@@ -428,6 +434,7 @@ int cmd_schedule(const std::vector<std::string>& args, std::ostream& out) {
       a.inter_layer == "exhaustive" ? InterLayerSearch::kExhaustive : InterLayerSearch::kPruned;
   options.allocation_probability = a.allocation_probability;
   options.allocation_keep_one = a.allocation_keep_one;
+  options.filter_pinning = !a.no_filter_pinning;
   options.intra_layer_budget =
       Budget{static_cast<std::uint64_t>(a.intra_max_evaluations), a.intra_max_seconds};
   // A per-layer searcher for the intra-layer solves: KAPLA's baselines S
