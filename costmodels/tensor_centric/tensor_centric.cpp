@@ -165,6 +165,8 @@ class TensorCentric final : public mapex::CostModel {
           "got '" +
           model_ + "'");
   }
+  /// nn_dataflow's model pins filters under no_time_mux; KAPLA's does not.
+  bool pins_on_no_time_mux() const override { return model_ == "nn_dataflow"; }
   std::unique_ptr<mapex::BoundCostModel> bind(const mapex::Operator& op,
                                               const mapex::Architecture& arch) const override {
     // KAPLA's and nn_dataflow's time models have one bandwidth per level.

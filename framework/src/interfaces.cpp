@@ -36,6 +36,7 @@ Score BoundCostModel::precheck_and_score(const Mapping& mapping, const MappingCh
   return score(mapping);
 }
 CostModel::~CostModel() = default;
+bool CostModel::pins_on_no_time_mux() const { return false; }
 Searcher::~Searcher() = default;
 BudgetRequirement::~BudgetRequirement() = default;
 NetworkScheduler::~NetworkScheduler() = default;

@@ -631,12 +631,14 @@ class CostDescent {
   std::vector<Candidate> run() {
     std::optional<State> regf_best;
     std::pair<double, double> regf_key{};
+    std::vector<State> regf_ends;
     for (size_t o = 0; o < 6 && !stopped_; ++o) {
       State st;
       for (size_t l = 0; l < 3; ++l) st.t[0][l] = nld_.loopcnt[l];
       st.o0 = st.o1 = o;
       auto end = descend(st, 2);
       if (!end) continue;
+      regf_ends.push_back(end->state);
       const auto key = pass_key(so_.goal, end->stats.access_cost(), end->stats.time);
       if (!regf_best || key < regf_key) {
         regf_best = end->state;
@@ -648,6 +650,13 @@ class CostDescent {
       st.o0 = o;
       descend(st, 1);
     }
+    // Pinned starts from every REGF end state: the tile that lets the
+    // filters stay whole in the GBUF need not be the one best without.
+    for (size_t o = 0; o < 6 && hw_.no_time_mux && !stopped_; ++o)
+      for (State st : regf_ends) {
+        st.o0 = o;
+        descend_pinned(st);
+      }
     std::vector<Candidate> out;
     for (const auto& [key, c] : top_.items()) out.push_back(c);
     return out;
@@ -689,6 +698,32 @@ class CostDescent {
     if (m != Misfit::kNone) return std::nullopt;
     ++stats_.fitting;
     return out;
+  }
+
+  /// Under no_time_mux, the GBUF descent also starts from the filters held
+  /// whole (every filter loop moved from DRAM into the GBUF tile) or, when
+  /// that start does not fit or is a blocking skip_conv drops, from every
+  /// loop held whole. Pinning removes the filters' DRAM reads only once
+  /// their last loop leaves DRAM, a saving no single step of the greedy pass
+  /// sees; KAPLA's released solver reaches such tiles because its GBUF fill
+  /// tries every factor product of the loops outside the innermost one, and
+  /// its cost (kapla_solver.py, get_ldf_cost) drops the filter refetch under
+  /// no_time_mux as nn_dataflow does.
+  void descend_pinned(const State& st) {
+    const auto lift = [&](bool every_loop) {
+      State out = st;
+      for (size_t l = 0; l < 3; ++l) {
+        if (!every_loop && !nld_.data_loops[kFil][l]) continue;
+        out.t[1][l] *= out.t[0][l];
+        out.t[0][l] = 1;
+      }
+      return out;
+    };
+    const State filters = lift(false);
+    if (filters.t[0] == st.t[0] || !descend(filters, 1)) {
+      const State all = lift(true);
+      if (all.t[0] != st.t[0]) descend(all, 1);
+    }
   }
 
   /// Per data category, its traffic above blocking level `level`.

@@ -130,7 +130,9 @@ std::int64_t pipeline_steps(const std::vector<LayerFacts>& facts, int first, int
 /// Lower-bound energy and latency of one layer of a scheme (§IV-B "fast
 /// cost estimation"): every PE of the region busy, every tensor moved
 /// once between DRAM (or the producer's GBUF, for an fmap forwarded on
-/// chip) and the region, the region's share of the DRAM bandwidth.
+/// chip) and the region, the region's share of the DRAM bandwidth. In a
+/// segment holding the whole network with filter pinning, the weights may
+/// stay on chip from one run to the next, so the least they cost is nothing.
 void estimate_layer(const Chip& chip, const std::vector<LayerFacts>& facts, int first,
                     SegmentScheme& s, int index) {
   const auto i = static_cast<size_t>(index);
@@ -139,8 +141,11 @@ void estimate_layer(const Chip& chip, const std::vector<LayerFacts>& facts, int 
   const double share = nodes / chip.nodes();
   double energy = f.macs * chip.mac_pj;
   double dram_words = 0;
+  const bool pinned = chip.pin_whole_network && first == 0 &&
+                      static_cast<size_t>(first) + s.regions.size() == facts.size();
   for (int t : f.inputs) {
     const double w = f.tensor_words[static_cast<size_t>(t)];
+    if (pinned && t != f.first_input) continue;
     if (t == f.first_input && s.input_on_chip[i]) {
       double hops = std::numeric_limits<double>::infinity();
       for (int p : f.producers)
@@ -885,7 +890,8 @@ mapex::NetworkSchedule schedule_network(const mapex::Network& net, const mapex::
   // The segment estimates (§V) count buffers and DRAM traffic in words of one size.
   for (const auto& layer : net.layers())
     mapex::require_uniform_word_bits(layer.op, arch, "the inter-layer scheduler (KAPLA §V)");
-  const Chip chip = describe_chip(arch);
+  Chip chip = describe_chip(arch);
+  chip.pin_whole_network = options.filter_pinning && model.pins_on_no_time_mux();
   std::vector<LayerFacts> facts = layer_facts(net);
   const int num_layers = static_cast<int>(facts.size());
   const bool exhaustive = options.inter_layer == mapex::InterLayerSearch::kExhaustive;

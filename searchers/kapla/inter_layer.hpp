@@ -36,6 +36,10 @@ struct Chip {
   double hop_pj = 0;  ///< per word per hop between nodes
   double dram_bytes_per_cycle = 0;
   double idle_pj_per_cycle = 0;  ///< the whole chip
+  /// A segment holding the whole network pins its filters
+  /// (ScheduleOptions::filter_pinning, under a model that pins them): its
+  /// bound reads no weights from DRAM.
+  bool pin_whole_network = false;
   int nodes() const { return rows * cols; }
 };
 

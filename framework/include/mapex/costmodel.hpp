@@ -124,6 +124,10 @@ class BOOST_SYMBOL_VISIBLE CostModel {
   /// model cannot handle the combination (e.g. an unsupported level kind).
   virtual std::unique_ptr<BoundCostModel> bind(const Operator& op,
                                                const Architecture& arch) const = 0;
+  /// Whether the model reads Architecture::no_time_mux (pins operands a
+  /// mapping keeps whole on chip); a whole-network scheduler's bounds may
+  /// then leave those operands' DRAM reads out. Default: no.
+  virtual bool pins_on_no_time_mux() const;
 };
 
 }  // namespace mapex
