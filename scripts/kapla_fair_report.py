@@ -246,6 +246,15 @@ def pipelined(docs):
     except OSError:
         m = None
     fig["r_released_partition"] = m.group(1) if m else "?"
+    # The means with MLP-L not pinned (kapla_pipelined.md, Filter pinning):
+    # K and R over B, or None.
+    try:
+        u = re.search(r"With MLP-L not pinned, the means over Fig\. 9's networks are K "
+                      r"([+-][\d.]+)% \(\d+ networks\) and R ([+-][\d.]+)%",
+                      open(f"{docs}/kapla_pipelined.md").read())
+    except OSError:
+        u = None
+    fig["unpinned"] = (float(u.group(1)), float(u.group(2))) if u else None
     # R drawing the gaps between kept blockings: per p, the networks'
     # (energy over B or None, R / K); the section's summary rows, whose
     # second cell counts networks, are left out.
@@ -410,6 +419,12 @@ def level_time_readings(pipe):
     return out
 
 
+# What every whole-network figure of kapla_pipelined.md assumes of the MLP.
+PINNING = ("B, K and R pin a layer's filters in its GBUFs where nn_dataflow does, in a segment "
+           "holding the whole network (no_time_mux; of Fig. 9's networks only the MLP, whose "
+           "weights then never leave the chip; kapla_pipelined.md, Filter pinning)")
+
+
 def random_energy_row(pipe):
     """Fig. 9's R over B: R is B's enumeration kept with probability p at
     each level (§V: p no less than 0.1); the sweep over p shows what the
@@ -449,7 +464,10 @@ def random_energy_row(pipe):
             ("assumption" if (sweep or level) else "model"),
             "R: B's enumeration in nn_dataflow's space and model with each candidate kept with "
             "probability p at every level (allocations, partitions, loop blockings); §V gives "
-            "only p >= 0.1 and not what a level is" + (f"; {level[1]}" if level else "")
+            "only p >= 0.1 and not what a level is"
+            + (f"; {PINNING}: with MLP-L not pinned R is {pipe['unpinned'][1]:+.2f}% over B"
+               if pipe.get("unpinned") else "")
+            + (f"; {level[1]}" if level else "")
             + (f"; {level_one[0]}" if level_one else "")
             + (f"; kapla_sweeps.md, R by keep probability (one draw per blocking): {sweep}"
                if sweep else "")
@@ -535,6 +553,8 @@ def summary_rows(per_layer, ref_speed, runs, docs):
         if mlp:
             note += ("; the MLP is unstated (PRIME has three; kapla_pipelined.md, Which MLP): "
                      + ", ".join(f"{name} in MLP-L's place {v:+.2f}%" for name, v in mlp))
+        if pipe.get("unpinned"):
+            note += (f"; {PINNING}: with MLP-L not pinned {pipe['unpinned'][0]:+.2f}%")
         out.append(["Fig. 9", "energy overhead of K over B (inference)", "7.7%",
                     f"{mine:+.2f}%", "yes" if ok else "partly",
                     "none" if ok else ("assumption" if mlp else "model"), note,

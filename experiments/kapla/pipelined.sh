@@ -21,6 +21,9 @@
 # the process) is the median of RUNS runs (default 3); a solver whose first
 # run takes more than LONG CPU seconds (default 10) is run once, and the
 # Table V runs, whose times no page reads, run once.
+#   Knp, Bnp, Rnp  K, B and R with --no-filter-pinning, on the MLPs
+#      (UNPINNED=0 skips them): nn_dataflow pins the filters of a segment
+#      that holds the whole network (no_time_mux), which only the MLPs fit;
 #   Rp<P> R with keep probability P at every level instead of 0.1 (R_SWEEP):
 #      the paper states only a lower bound on R's probability ("no less
 #      than 0.1"), so how much of B's space R visits is an assumption that
@@ -99,6 +102,7 @@ r_fact="${R_FACT-0.1}"
 r_fact_partition="${R_FACT_PARTITION:-0.04}"
 r_fact_seeds="${R_FACT_SEEDS-2 3 4 5 6 7 8 9 10}"
 mlp_variants="${MLP_VARIANTS-kapla_mlp_m kapla_mlp_s}"
+unpinned="${UNPINNED-1}"
 r_level_one="${R_LEVEL_ONE-0.1}"
 r_level_one_seeds="${R_LEVEL_ONE_SEEDS-2 3 4 5 6 7 8 9 10}"
 reuse=0
@@ -155,6 +159,7 @@ fact_random_args() {
 
 solver_args() {
   case "$1" in
+    *np) echo "$(solver_args "${1%np}") --no-filter-pinning" ;;
     K) echo "--intra-param loop_blocking=kapla" ;;
     Kk[0-9]*) echo "--intra-param loop_blocking=kapla --k-s ${1#Kk}" ;;
     B) echo "--inter-layer exhaustive --intra-param loop_blocking=exhaustive" ;;
@@ -206,6 +211,19 @@ for net in $mlp_variants; do
   wl="$(workload "$net" 64)"
   for solver in $solvers; do run "mlp_${net}" "$wl" "$arch" "$solver" "$max_segment"; done
 done
+
+# Filter pinning (nn_dataflow's no_time_mux, on by default): K, B and R on
+# the three MLPs, the only networks of Fig. 9 one segment holds, without it
+# (solvers Knp, Bnp, Rnp: --no-filter-pinning).
+if [[ "$unpinned" == 1 ]]; then
+  for net in kapla_mlp $mlp_variants; do
+    tag="mlp_$net"
+    [[ $net == kapla_mlp ]] && tag="inference_$net"
+    for solver in K B R; do
+      run "$tag" "$out/workloads/${net}_b64.yaml" "$arch" "${solver}np" "$max_segment"
+    done
+  done
+fi
 
 # R's keep probability (KAPLA §V gives only its lower bound, 0.1) and K's
 # k_S (§VI-B, Fig. 11) on the same networks.

@@ -368,6 +368,8 @@ TEST(CliKaplaSchedule, ExhaustiveAndRandomBaselines) {
   EXPECT_TRUE(k["calibrated"].get<bool>());
   EXPECT_FALSE(s["calibrated"].get<bool>());
   EXPECT_FALSE(run({"--no-calibration"})["calibrated"].get<bool>());
+  EXPECT_TRUE(k["filter_pinning"].get<bool>());
+  EXPECT_FALSE(run({"--no-filter-pinning"})["filter_pinning"].get<bool>());
   EXPECT_EQ(r["intra_layer_solves_cut"], r["intra_layer_solves"]);
   EXPECT_LT(r["pruning"]["after_pareto_pruning"].get<int>(),
             s["pruning"]["after_pareto_pruning"].get<int>());
