@@ -20,6 +20,8 @@ const char* __lsan_default_suppressions() {
       "leak:libhdf5_serial.so\n"
       // glibc's table of globally loaded modules (the store is RTLD_GLOBAL).
       "leak:add_to_global_resize\n"
+      // glibc's per-thread list of thread_local destructors (worker threads).
+      "leak:__cxa_thread_atexit_impl\n"
       // glibc's per-thread dlerror buffer and the message formatted into it.
       "leak:_dlerror_run\n"
       "leak:__vasprintf_internal\n";
