@@ -127,6 +127,15 @@ std::int64_t pipeline_steps(const std::vector<LayerFacts>& facts, int first, int
   return b;
 }
 
+/// nn_dataflow's `no_time_mux` (PipelineSegment._alloc_resource): a segment
+/// holding every layer of the network, each on its own band, runs the same
+/// layers on the same nodes for every input, so a layer's filters kept
+/// whole in its GBUFs stay there from one run to the next (filter pinning,
+/// Architecture::no_time_mux).
+bool whole_network(int first, int last, int num_layers) {
+  return first == 0 && last == num_layers - 1;
+}
+
 /// Lower-bound energy and latency of one layer of a scheme (§IV-B "fast
 /// cost estimation"): every PE of the region busy, every tensor moved
 /// once between DRAM (or the producer's GBUF, for an fmap forwarded on
@@ -141,8 +150,9 @@ void estimate_layer(const Chip& chip, const std::vector<LayerFacts>& facts, int 
   const double share = nodes / chip.nodes();
   double energy = f.macs * chip.mac_pj;
   double dram_words = 0;
-  const bool pinned = chip.pin_whole_network && first == 0 &&
-                      static_cast<size_t>(first) + s.regions.size() == facts.size();
+  const bool pinned =
+      chip.pin_whole_network && whole_network(first, first + static_cast<int>(s.regions.size()) - 1,
+                                              static_cast<int>(facts.size()));
   for (int t : f.inputs) {
     const double w = f.tensor_words[static_cast<size_t>(t)];
     if (pinned && t != f.first_input) continue;
@@ -489,15 +499,6 @@ struct LayerSolve {
 /// segment holds the whole network (no time multiplexing).
 using SolveKey = std::tuple<int, int, int, std::int64_t, bool>;
 
-/// nn_dataflow's `no_time_mux` (PipelineSegment._alloc_resource): a segment
-/// holding every layer of the network, each on its own band, runs the same
-/// layers on the same nodes for every input, so a layer's filters kept
-/// whole in its GBUFs stay there from one run to the next (filter pinning,
-/// Architecture::no_time_mux).
-bool whole_network(int first, int last, int num_layers) {
-  return first == 0 && last == num_layers - 1;
-}
-
 /// Solves the layers of the segments considered, each (layer, region
 /// shape, reserved bytes) once.
 class FinalPhase {
@@ -517,8 +518,11 @@ class FinalPhase {
   }
 
   int num_layers() const { return static_cast<int>(net_.layers().size()); }
+  /// Whether segment [first, last] solves its layers with no_time_mux:
+  /// filter pinning on, under a model that reads the flag, and the segment
+  /// holding the whole network.
   bool pins(int first, int last) const {
-    return options_.filter_pinning && whole_network(first, last, num_layers());
+    return chip_.pin_whole_network && whole_network(first, last, num_layers());
   }
 
   /// Runs the solves of `keys` not done yet, in parallel. Each solve is

@@ -38,7 +38,8 @@ struct Chip {
   double idle_pj_per_cycle = 0;  ///< the whole chip
   /// A segment holding the whole network pins its filters
   /// (ScheduleOptions::filter_pinning, under a model that pins them): its
-  /// bound reads no weights from DRAM.
+  /// layers are solved with no_time_mux and its bound reads no weights
+  /// from DRAM.
   bool pin_whole_network = false;
   int nodes() const { return rows * cols; }
 };

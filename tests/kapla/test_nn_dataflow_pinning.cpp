@@ -122,17 +122,21 @@ TEST(NnDataflowPinning, TheArchitectureKeyReachesTheModel) {
 
 /// The two-layer network scheduled in nn_dataflow's space and model, with
 /// exhaustive search at both levels.
-NetworkSchedule schedule(int max_segment_layers, bool pinning) {
+NetworkSchedule schedule(int max_segment_layers, bool pinning,
+                         const std::string& model_name = "nn_dataflow") {
   const Network net = Network::parse(kTwoLayers, "pinning.yaml");
   const Architecture arch = Architecture::load((kData / "nn_dataflow/sm4.yaml").string());
-  const auto model = registry().make_costmodel("tensor_centric", {{"model", "nn_dataflow"}});
+  const auto model = registry().make_costmodel("tensor_centric", {{"model", model_name}});
   const auto intra = registry().make_searcher(
       "nn_dataflow", {{"hybrid_partition", "true"}, {"batch_partition", "true"}});
   ScheduleOptions o;
   o.inter_layer = InterLayerSearch::kExhaustive;
   o.max_segment_layers = max_segment_layers;
   o.filter_pinning = pinning;
-  o.intra_layer = [&](SearchContext& ctx) { return intra->search(ctx); };
+  // The nn_dataflow searcher scores only in nn_dataflow's model; under
+  // another, the scheduler's own solver.
+  if (model_name == "nn_dataflow")
+    o.intra_layer = [&](SearchContext& ctx) { return intra->search(ctx); };
   return kapla::schedule_network(net, arch, *model, o);
 }
 
@@ -149,6 +153,20 @@ TEST(NnDataflowPinning, OnlyASegmentHoldingTheWholeNetworkPins) {
   ASSERT_EQ(both.segments.size(), 1u);
   EXPECT_EQ(both.segments[0].layers.size(), 2u);
   EXPECT_LE(both_off.energy_pj, lbl_off.energy_pj);
+}
+
+TEST(NnDataflowPinning, AModelThatDoesNotPinGetsNoPinnedSolves) {
+  // KAPLA's own model does not read no_time_mux: the whole-network segment
+  // is solved, bounded and scored as without pinning.
+  const auto on = schedule(2, true, "kapla"), off = schedule(2, false, "kapla");
+  ASSERT_TRUE(on.valid && off.valid) << on.invalid_reason << off.invalid_reason;
+  EXPECT_EQ(on.energy_pj, off.energy_pj);
+  ASSERT_EQ(on.segments.size(), off.segments.size());
+  for (size_t i = 0; i < on.segments.size(); ++i) {
+    EXPECT_EQ(on.segments[i].estimate_energy_pj, off.segments[i].estimate_energy_pj);
+    for (size_t l = 0; l < on.segments[i].layers.size(); ++l)
+      EXPECT_EQ(on.segments[i].layers[l].mapping_yaml, off.segments[i].layers[l].mapping_yaml);
+  }
 }
 
 }  // namespace
